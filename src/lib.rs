@@ -1,0 +1,9 @@
+//! empathy-gym: RLVER-style training and auditing of empathetic dialogue models.
+//!
+//! A simulated user with a persona, a hidden need and an emotion state (0-100) talks with a policy
+//! for several turns; how the emotion moves is a verifiable reward that a GRPO loop optimizes.
+//! See docs/DESIGN.md for the architecture and the file formats.
+
+pub mod error;
+
+pub use error::{Error, Result};
