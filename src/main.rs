@@ -1,1 +1,21 @@
-fn main() {}
+//! The `empathy-gym` command: parse, run, print the error chain, exit 2 on bad input.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+mod cli;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    match cli::run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            let user_error = err
+                .downcast_ref::<empathy_gym::Error>()
+                .is_some_and(|e| e.is_user_error());
+            ExitCode::from(if user_error { 2 } else { 1 })
+        }
+    }
+}

@@ -1,0 +1,33 @@
+//! The command line (part of the binary, so it may use anyhow): one subcommand per file, and `run`
+//! is one `match`.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+mod validate;
+
+/// RLVER-style training and auditing of empathetic dialogue models.
+#[derive(Debug, Parser)]
+#[command(name = "empathy-gym", version, about)]
+pub struct Cli {
+    /// Folder holding scenarios/, personas/ and data/.
+    #[arg(long, global = true, default_value = ".", env = "EMPATHY_GYM_CATALOG")]
+    pub catalog: PathBuf,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Lint every scenario, persona, the split and the difficulty presets.
+    Validate,
+}
+
+/// Runs one parsed command line.
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Validate => validate::run(&cli.catalog),
+    }
+}

@@ -1,0 +1,167 @@
+//! Environment difficulty: named presets (easy, moderate, hard) over explicit knobs, loaded from
+//! `data/difficulty.yaml`; a config can override any knob.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// A named difficulty preset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Difficulty {
+    Easy,
+    Moderate,
+    Hard,
+}
+
+impl Difficulty {
+    /// All presets, easiest first.
+    pub const ALL: [Difficulty; 3] = [Difficulty::Easy, Difficulty::Moderate, Difficulty::Hard];
+
+    /// The snake_case name used in YAML and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Difficulty::Easy => "easy",
+            Difficulty::Moderate => "moderate",
+            Difficulty::Hard => "hard",
+        }
+    }
+}
+
+impl std::str::FromStr for Difficulty {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "easy" => Ok(Difficulty::Easy),
+            "moderate" => Ok(Difficulty::Moderate),
+            "hard" => Ok(Difficulty::Hard),
+            other => Err(format!(
+                "unknown difficulty `{other}`: use easy, moderate or hard"
+            )),
+        }
+    }
+}
+
+/// The explicit knobs behind a difficulty (DESIGN section 2).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Knobs {
+    /// Emotion at the start (easy 50, moderate 40 as in SAGE, hard 30 as in RLVER training).
+    pub start_emotion: u8,
+    /// Largest change per turn in points (SAGE clamps to +-10).
+    pub step_cap: u8,
+    /// Changes are multiples of this many points (default 5).
+    pub quantum: u8,
+    /// Probability in [0, 1] that the user hints at their hidden need when a hint is due;
+    /// 0 = never (RLVER's challenging simulator never reveals its goal).
+    pub hint_rate: f64,
+    /// How specific (0-1) a reply must be for its supportive moves to count.
+    pub acceptance: f64,
+    /// Points lost for advice given before the user is ready (emotional needs only).
+    pub early_advice_penalty: f64,
+    /// Emotion from which the user is ready for advice (default 60).
+    pub advice_ready_at: u8,
+    /// Share in [0, 1] of credit that generic encouragement earns (0 on hard, as in RLVER).
+    pub generic_credit: f64,
+    /// Patience: the number of policy replies before the dialogue is truncated (default 8).
+    pub max_turns: u32,
+}
+
+impl Knobs {
+    /// Checks ranges; `file` and `prefix` name where the knobs came from.
+    pub fn validate(&self, file: &Path, prefix: &str) -> Result<()> {
+        let bad = |field: &str, msg: &str| Err(Error::input(file, format!("{prefix}{field}"), msg));
+        if !(1..100).contains(&self.start_emotion) {
+            return bad("start_emotion", "must be in 1..=99");
+        }
+        if self.quantum == 0 || self.step_cap < self.quantum || self.step_cap > 100 {
+            return bad("quantum", "needs 0 < quantum <= step_cap <= 100");
+        }
+        if self.step_cap % self.quantum != 0 {
+            return bad("step_cap", "must be a multiple of quantum");
+        }
+        for (field, v) in [
+            ("hint_rate", self.hint_rate),
+            ("acceptance", self.acceptance),
+            ("generic_credit", self.generic_credit),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return bad(field, "must be in [0, 1]");
+            }
+        }
+        if !(0.0..=100.0).contains(&self.early_advice_penalty) {
+            return bad("early_advice_penalty", "must be in [0, 100] points");
+        }
+        if self.max_turns == 0 || self.max_turns > 64 {
+            return bad("max_turns", "must be in 1..=64");
+        }
+        Ok(())
+    }
+}
+
+/// Optional per-knob overrides, as a run config or a scenario writes them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KnobOverrides {
+    pub start_emotion: Option<u8>,
+    pub step_cap: Option<u8>,
+    pub quantum: Option<u8>,
+    pub hint_rate: Option<f64>,
+    pub acceptance: Option<f64>,
+    pub early_advice_penalty: Option<f64>,
+    pub advice_ready_at: Option<u8>,
+    pub generic_credit: Option<f64>,
+    pub max_turns: Option<u32>,
+}
+
+impl KnobOverrides {
+    /// Returns `base` with every set override applied.
+    pub fn apply(&self, base: &Knobs) -> Knobs {
+        Knobs {
+            start_emotion: self.start_emotion.unwrap_or(base.start_emotion),
+            step_cap: self.step_cap.unwrap_or(base.step_cap),
+            quantum: self.quantum.unwrap_or(base.quantum),
+            hint_rate: self.hint_rate.unwrap_or(base.hint_rate),
+            acceptance: self.acceptance.unwrap_or(base.acceptance),
+            early_advice_penalty: self
+                .early_advice_penalty
+                .unwrap_or(base.early_advice_penalty),
+            advice_ready_at: self.advice_ready_at.unwrap_or(base.advice_ready_at),
+            generic_credit: self.generic_credit.unwrap_or(base.generic_credit),
+            max_turns: self.max_turns.unwrap_or(base.max_turns),
+        }
+    }
+}
+
+/// The presets of `data/difficulty.yaml`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Presets(BTreeMap<Difficulty, Knobs>);
+
+impl Presets {
+    /// Loads and validates the presets file; all three presets must be present.
+    pub fn load(path: &Path) -> Result<Self> {
+        let map: BTreeMap<Difficulty, Knobs> = super::yaml::read_yaml(path)?;
+        for d in Difficulty::ALL {
+            match map.get(&d) {
+                Some(knobs) => knobs.validate(path, &format!("{}.", d.as_str()))?,
+                None => {
+                    return Err(Error::input(
+                        path,
+                        d.as_str(),
+                        "preset missing: define easy, moderate and hard",
+                    ))
+                }
+            }
+        }
+        Ok(Presets(map))
+    }
+
+    /// The knobs of a preset.
+    pub fn knobs(&self, d: Difficulty) -> &Knobs {
+        // Load guarantees all three presets exist.
+        &self.0[&d]
+    }
+}

@@ -1,0 +1,17 @@
+//! Profiles as data: scenarios, personas, difficulty presets and the train/test split.
+
+pub mod catalog;
+mod check;
+pub mod difficulty;
+pub mod need;
+pub mod persona;
+pub mod scenario;
+pub mod split;
+pub mod yaml;
+
+pub use catalog::{Catalog, Coverage, Profile};
+pub use difficulty::{Difficulty, KnobOverrides, Knobs, Presets};
+pub use need::HiddenNeed;
+pub use persona::{Character, Persona, Verbosity};
+pub use scenario::{FactualTurn, HiddenFact, Scenario, Utterances};
+pub use split::{ProfileId, Split, Splits};

@@ -1,0 +1,101 @@
+//! Personas: who the simulated user is and how they talk. Loaded from `personas/<id>.yaml`.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::check::{at_least, id_matches_file, non_empty};
+use crate::error::{Error, Result};
+
+/// The main character type of a persona (RLVER's user profiles).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Character {
+    /// Quick to feel slighted: setbacks land harder.
+    Negative,
+    /// Slow to warm up: progress comes in smaller steps.
+    Passive,
+    /// Keeps things back: reveals hidden facts only when asked.
+    Avoidant,
+}
+
+/// How much the persona writes, and how long a reply it has patience for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verbosity {
+    Terse,
+    Moderate,
+    Verbose,
+}
+
+/// Short phrases that colour the persona's messages, by how the user currently feels.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Voice {
+    /// Used while emotion is below 40 (buckets C and F).
+    pub low: Vec<String>,
+    /// Used while emotion is in 40..70 (bucket B).
+    pub mid: Vec<String>,
+    /// Used while emotion is 70 or more (buckets A and S).
+    pub high: Vec<String>,
+}
+
+/// A simulated user's persona.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Persona {
+    /// Identifier, equal to the file stem.
+    pub id: String,
+    /// First name the user goes by.
+    pub name: String,
+    /// Age in years.
+    pub age: u32,
+    /// What they do.
+    pub occupation: String,
+    /// Main character type (RLVER).
+    pub character: Character,
+    /// Free-text description of the talking style.
+    pub style: String,
+    /// How much they write.
+    pub verbosity: Verbosity,
+    /// Preferred length of the policy's replies in words, `[min, max]`; outside it costs.
+    pub reply_words: [u32; 2],
+    /// Openers mixed into the persona's messages, by mood.
+    pub voice: Voice,
+    /// Where the persona was loaded from (not in the YAML).
+    #[serde(skip)]
+    pub source: PathBuf,
+}
+
+impl Persona {
+    /// Loads and validates one persona file.
+    pub fn load(path: &Path) -> Result<Self> {
+        let mut persona: Persona = super::yaml::read_yaml(path)?;
+        persona.source = path.to_path_buf();
+        persona.validate()?;
+        Ok(persona)
+    }
+
+    /// Checks every field; errors name the file and the field.
+    pub fn validate(&self) -> Result<()> {
+        let f = self.source.as_path();
+        id_matches_file(f, &self.id)?;
+        non_empty(f, "name", &self.name)?;
+        non_empty(f, "occupation", &self.occupation)?;
+        non_empty(f, "style", &self.style)?;
+        if !(12..=100).contains(&self.age) {
+            return Err(Error::input(f, "age", "must be between 12 and 100"));
+        }
+        let [lo, hi] = self.reply_words;
+        if lo == 0 || lo >= hi {
+            return Err(Error::input(
+                f,
+                "reply_words",
+                format!("[{lo}, {hi}] must be [min, max] with 0 < min < max"),
+            ));
+        }
+        at_least(f, "voice.low", &self.voice.low, 1)?;
+        at_least(f, "voice.mid", &self.voice.mid, 1)?;
+        at_least(f, "voice.high", &self.voice.high, 1)
+    }
+}
