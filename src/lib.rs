@@ -4,7 +4,10 @@
 //! for several turns; how the emotion moves is a verifiable reward that a GRPO loop optimizes.
 //! See docs/DESIGN.md for the architecture and the file formats.
 
+pub mod episode;
 pub mod error;
 pub mod profile;
+pub mod reward;
+pub mod sim;
 
 pub use error::{Error, Result};

@@ -8,7 +8,7 @@ use super::check::{at_least, id_matches_file, non_empty};
 use crate::error::{Error, Result};
 
 /// The main character type of a persona (RLVER's user profiles).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Character {
     /// Quick to feel slighted: setbacks land harder.

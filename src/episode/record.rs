@@ -1,0 +1,142 @@
+//! The episode record: one dialogue, exactly as DESIGN section 6 specifies. Training writes it,
+//! eval and replay read it (one typed struct, never a map of strings to JSON values).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::profile::{Difficulty, Knobs};
+use crate::reward::{Aggregate, RewardMode};
+use crate::sim::Appraisal;
+
+/// The schema tag of every line.
+pub const SCHEMA: &str = "empathy-gym/episode/v1";
+
+/// One turn of the dialogue.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum Turn {
+    /// The simulated user; `delta` and `appraisal` are absent on the opening message.
+    User {
+        text: String,
+        emotion: u8,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        delta: Option<i32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        appraisal: Option<Appraisal>,
+    },
+    /// The policy; `think` holds a `<think>` section the user never saw.
+    Assistant {
+        text: String,
+        #[serde(default)]
+        think: Option<String>,
+    },
+}
+
+/// How a dialogue ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum End {
+    /// Emotion reached 100 (terminated).
+    Resolved,
+    /// Emotion fell below 10 (terminated).
+    Left,
+    /// The policy used all its turns (truncated).
+    MaxTurns,
+}
+
+/// Which profile was played.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProfileRef {
+    pub scenario: String,
+    pub persona: String,
+    pub difficulty: Difficulty,
+    /// The resolved knobs, when they differ from the preset (absent: the preset's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub knobs: Option<Knobs>,
+}
+
+/// Which simulator, with its seed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SimulatorRef {
+    #[serde(default = "default_kind")]
+    pub kind: String,
+    #[serde(default = "default_version")]
+    pub version: String,
+    pub seed: u64,
+}
+
+fn default_kind() -> String {
+    "appraiser".into()
+}
+fn default_version() -> String {
+    "1".into()
+}
+
+/// Which policy played.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PolicyRef {
+    pub model: String,
+    pub checkpoint: Option<String>,
+}
+
+/// One dialogue, one JSONL line.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EpisodeRecord {
+    pub schema: String,
+    #[serde(default)]
+    pub run: String,
+    #[serde(default)]
+    pub step: u64,
+    #[serde(default)]
+    pub group: u64,
+    #[serde(default)]
+    pub sample: u64,
+    pub profile: ProfileRef,
+    pub simulator: SimulatorRef,
+    #[serde(default)]
+    pub reward_mode: RewardMode,
+    /// How the behavior reward reads the trajectory (absent: final).
+    #[serde(default)]
+    pub reward_aggregate: Aggregate,
+    #[serde(default)]
+    pub policy: PolicyRef,
+    pub turns: Vec<Turn>,
+    /// Absent in a replay input that holds only the assistant turns.
+    #[serde(default)]
+    pub end: Option<End>,
+    #[serde(default)]
+    pub reward: Option<f64>,
+    /// The reward's named components.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub reward_components: BTreeMap<String, f64>,
+}
+
+impl EpisodeRecord {
+    /// The assistant replies in order.
+    pub fn assistant_turns(&self) -> Vec<(&str, Option<&str>)> {
+        self.turns
+            .iter()
+            .filter_map(|t| match t {
+                Turn::Assistant { text, think } => Some((text.as_str(), think.as_deref())),
+                Turn::User { .. } => None,
+            })
+            .collect()
+    }
+
+    /// The emotions of the user turns (start first).
+    pub fn emotions(&self) -> Vec<u8> {
+        self.turns
+            .iter()
+            .filter_map(|t| match t {
+                Turn::User { emotion, .. } => Some(*emotion),
+                Turn::Assistant { .. } => None,
+            })
+            .collect()
+    }
+
+    /// The final emotion.
+    pub fn final_emotion(&self) -> u8 {
+        self.emotions().last().copied().unwrap_or(0)
+    }
+}

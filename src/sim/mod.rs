@@ -1,0 +1,52 @@
+//! The simulated user: an emotion state moved by an appraiser, and a speaker that answers.
+//!
+//! [`Simulator`] is the seam for other user models (an LLM-backed simulator implements the same
+//! trait); [`Appraiser`] is the built-in, deterministic one.
+
+pub mod appraiser;
+pub mod appraiser_config;
+pub mod embed;
+pub mod emotion;
+pub mod factual;
+pub mod lexicon;
+pub mod moves;
+pub mod speaker;
+pub mod text;
+
+use serde::{Deserialize, Serialize};
+
+pub use appraiser::{Appraisal, AppraisalInput, Appraiser};
+pub use embed::Embedder;
+pub use emotion::Bucket;
+pub use factual::FactualVerdict;
+pub use moves::Move;
+
+use crate::error::Result;
+
+/// Which simulator produced a dialogue, as logged.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SimulatorInfo {
+    pub kind: String,
+    pub version: String,
+}
+
+/// A model of how the user's emotion moves. Implementations must be deterministic for replay.
+pub trait Simulator: Send + Sync {
+    /// Kind and version, logged with every episode.
+    fn info(&self) -> SimulatorInfo;
+    /// Appraises the replies of several dialogues in one batch.
+    fn appraise(&self, inputs: &[AppraisalInput<'_>]) -> Result<Vec<Appraisal>>;
+}
+
+impl Simulator for Appraiser {
+    fn info(&self) -> SimulatorInfo {
+        SimulatorInfo {
+            kind: "appraiser".into(),
+            version: "1".into(),
+        }
+    }
+
+    fn appraise(&self, inputs: &[AppraisalInput<'_>]) -> Result<Vec<Appraisal>> {
+        Appraiser::appraise(self, inputs)
+    }
+}

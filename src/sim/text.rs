@@ -1,0 +1,57 @@
+//! Text normalization and phrase matching shared by the lexical cues and the warmth score.
+
+/// Lowercases, folds curly quotes, turns everything but letters, digits and apostrophes into
+/// spaces, collapses runs of spaces, and pads with one space on each side, so that
+/// `padded.contains(" phrase ")` is a whole-word match.
+pub fn normalize(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push(' ');
+    let mut last_space = true;
+    for c in text.chars() {
+        let c = match c {
+            '\u{2018}' | '\u{2019}' | '`' => '\'',
+            c => c,
+        };
+        if c.is_alphanumeric() || c == '\'' {
+            for l in c.to_lowercase() {
+                out.push(l);
+            }
+            last_space = false;
+        } else if !last_space {
+            out.push(' ');
+            last_space = true;
+        }
+    }
+    if !last_space {
+        out.push(' ');
+    }
+    out
+}
+
+/// Counts how many of `phrases` (already normalized, see [`normalize`]) occur in `padded`.
+pub fn count_phrases(padded: &str, phrases: &[String]) -> usize {
+    phrases.iter().filter(|p| padded.contains(p.as_str())).count()
+}
+
+/// The words of a text (letters, digits, apostrophes), lowercased.
+pub fn words(text: &str) -> Vec<String> {
+    normalize(text).split_whitespace().map(str::to_string).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalize_pads_and_folds() {
+        assert_eq!(normalize("That’s  HARD, Maya!"), " that's hard maya ");
+        assert_eq!(normalize(""), " ");
+    }
+
+    #[test]
+    fn phrases_match_whole_words_only() {
+        let padded = normalize("At least you tried. Leasing is fine.");
+        let phrases = vec![normalize("at least"), normalize("lease")];
+        assert_eq!(count_phrases(&padded, &phrases), 1);
+    }
+}
