@@ -8,6 +8,7 @@ pub mod episode;
 pub mod error;
 pub mod profile;
 pub mod reward;
+pub mod seed;
 pub mod sim;
 
 pub use error::{Error, Result};

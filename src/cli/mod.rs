@@ -5,6 +5,9 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+mod common;
+mod rollout;
+mod summary;
 mod validate;
 
 /// RLVER-style training and auditing of empathetic dialogue models.
@@ -23,11 +26,14 @@ pub struct Cli {
 pub enum Command {
     /// Lint every scenario, persona, the split and the difficulty presets.
     Validate,
+    /// Play a scripted policy against the simulated user and log the dialogues as JSONL.
+    Rollout(rollout::RolloutArgs),
 }
 
 /// Runs one parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Validate => validate::run(&cli.catalog),
+        Command::Rollout(args) => rollout::run(&cli.catalog, args),
     }
 }

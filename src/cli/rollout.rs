@@ -1,0 +1,80 @@
+//! `empathy-gym rollout`: play scripted policies against the simulated user and log the dialogues.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use empathy_gym::episode::{rollout, EpisodeJob, EpisodeRecord, EpisodeWriter, RolloutOptions, ScriptedPolicy};
+use empathy_gym::profile::{Catalog, Difficulty, ProfileId, Split};
+use empathy_gym::reward::{Aggregate, RewardMode};
+
+use super::common::{load_simulator, select_profiles};
+use super::summary::print_summary;
+
+#[derive(Debug, Args)]
+pub struct RolloutArgs {
+    /// The policy: `script:FILE.yaml` (replies used in order).
+    #[arg(long)]
+    pub policy: String,
+    /// One profile, SCENARIO:PERSONA.
+    #[arg(long, conflicts_with = "split")]
+    pub profile: Option<ProfileId>,
+    /// Every profile of a split.
+    #[arg(long)]
+    pub split: Option<Split>,
+    #[arg(long, default_value = "moderate")]
+    pub difficulty: Difficulty,
+    #[arg(long, default_value = "behavior")]
+    pub reward_mode: RewardMode,
+    /// How the behavior reward reads the trajectory: final, mean or dense.
+    #[arg(long, default_value = "final")]
+    pub aggregate: Aggregate,
+    /// Dialogues per profile.
+    #[arg(long, default_value_t = 1)]
+    pub repeats: u64,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Where to write the episode JSONL.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+pub fn run(catalog_root: &std::path::Path, args: RolloutArgs) -> anyhow::Result<()> {
+    let Some(script) = args.policy.strip_prefix("script:") else {
+        anyhow::bail!("--policy {}: only script:FILE.yaml policies roll out here (models: `empathy-gym chat`, `eval`)", args.policy);
+    };
+    let mut policy = ScriptedPolicy::load(std::path::Path::new(script))?;
+    let catalog = Catalog::load(catalog_root)?;
+    let profiles = select_profiles(&catalog, args.profile.as_ref(), args.split, args.difficulty)?;
+    let sim = load_simulator(catalog_root)?;
+    let mut jobs = Vec::new();
+    for (g, profile) in profiles.iter().enumerate() {
+        for r in 0..args.repeats {
+            let index = g as u64 * args.repeats + r;
+            jobs.push(EpisodeJob { profile: profile.clone(), seed: empathy_gym::seed::derive(args.seed, index), step: 0, group: g as u64, sample: r });
+        }
+    }
+    let opts = RolloutOptions { run: "rollout".into(), reward_mode: args.reward_mode, aggregate: args.aggregate, progress: true };
+    let mut writer = args.out.as_deref().map(EpisodeWriter::create).transpose()?;
+    let records = rollout(&sim, &mut policy, &jobs, &opts, |rec: &EpisodeRecord| {
+        if let Some(w) = writer.as_mut() {
+            w.write(rec)?;
+        }
+        Ok(())
+    })?;
+    for rec in &records {
+        println!(
+            "{}:{}  {:<9} final {:>3}  reward {:.3}  turns {}",
+            rec.profile.scenario,
+            rec.profile.persona,
+            rec.end.map_or("?".to_string(), |e| format!("{e:?}")),
+            rec.final_emotion(),
+            rec.reward.unwrap_or(0.0),
+            rec.assistant_turns().len()
+        );
+    }
+    print_summary(&records);
+    if let Some(out) = &args.out {
+        println!("episodes written to {}", out.display());
+    }
+    Ok(())
+}
