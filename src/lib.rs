@@ -5,5 +5,6 @@
 //! See docs/DESIGN.md for the architecture and the file formats.
 
 pub mod error;
+pub mod grpo;
 
 pub use error::{Error, Result};

@@ -1,0 +1,9 @@
+//! GRPO's numerical core and its persistence: group advantages, the clipped policy loss with KL,
+//! AdamW with a learning-rate schedule, atomic checkpoints and the per-step metrics CSV
+//! (DESIGN section 5). The training loop that strings them together lives elsewhere.
+
+pub mod advantage;
+pub mod loss;
+
+pub use advantage::{frac_reward_zero_std, group_advantages, zero_std_groups, AdvantageScale};
+pub use loss::{grpo_loss, Aggregation, BatchTotals, LossConfig, LossInputs, LossOutput, LossStats};
