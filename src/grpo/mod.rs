@@ -4,6 +4,10 @@
 
 pub mod advantage;
 pub mod loss;
+pub mod optim;
+pub mod schedule;
 
 pub use advantage::{frac_reward_zero_std, group_advantages, zero_std_groups, AdvantageScale};
 pub use loss::{grpo_loss, Aggregation, BatchTotals, LossConfig, LossInputs, LossOutput, LossStats};
+pub use optim::{AdamW, AdamWConfig, AdamWState, SkipReason, StepOutcome};
+pub use schedule::LrSchedule;
