@@ -83,9 +83,11 @@ pub fn frac_reward_zero_std(rewards: &[f32], group_size: usize) -> Result<f64> {
 
 fn check_layout(rewards: &[f32], group_size: usize) -> Result<()> {
     if group_size == 0 {
-        return Err(Error::Other("group_advantages: group_size must be at least 1".into()));
+        return Err(Error::Other(
+            "group_advantages: group_size must be at least 1".into(),
+        ));
     }
-    if rewards.len() % group_size != 0 {
+    if !rewards.len().is_multiple_of(group_size) {
         return Err(Error::Other(format!(
             "group_advantages: {} rewards do not split into groups of {group_size}",
             rewards.len()
@@ -165,13 +167,20 @@ mod tests {
     fn equal_rewards_give_exactly_zero() {
         // 0.1 has no exact binary form: a computed mean could differ from 0.1 by one ulp; the
         // equality check makes the advantage exactly 0 in every scale.
-        for scale in [AdvantageScale::Group, AdvantageScale::Batch, AdvantageScale::None] {
+        for scale in [
+            AdvantageScale::Group,
+            AdvantageScale::Batch,
+            AdvantageScale::None,
+        ] {
             let a = group_advantages(&[0.1, 0.1, 0.1, 0.0, 1.0, 0.5], 3, scale).unwrap();
             assert_eq!(&a[..3], &[0.0, 0.0, 0.0]);
             assert!(a[3] < 0.0 && a[4] > 0.0);
         }
         // A group of one has nothing to compare with: zero.
-        assert_eq!(group_advantages(&[0.7], 1, AdvantageScale::Group).unwrap(), vec![0.0]);
+        assert_eq!(
+            group_advantages(&[0.7], 1, AdvantageScale::Group).unwrap(),
+            vec![0.0]
+        );
     }
 
     #[test]
@@ -195,6 +204,9 @@ mod tests {
     fn scale_parses_snake_case() {
         let s: AdvantageScale = serde_yaml::from_str("batch").unwrap();
         assert_eq!(s, AdvantageScale::Batch);
-        assert_eq!(serde_yaml::to_string(&AdvantageScale::None).unwrap().trim(), "none");
+        assert_eq!(
+            serde_yaml::to_string(&AdvantageScale::None).unwrap().trim(),
+            "none"
+        );
     }
 }

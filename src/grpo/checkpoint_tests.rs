@@ -61,7 +61,12 @@ fn round_trip_is_exact() {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    assert!(names.iter().all(|n| !n.contains(".tmp-") && !n.contains(".old-")), "{names:?}");
+    assert!(
+        names
+            .iter()
+            .all(|n| !n.contains(".tmp-") && !n.contains(".old-")),
+        "{names:?}"
+    );
 }
 
 #[test]
@@ -93,7 +98,10 @@ fn crash_mid_write_leaves_the_previous_checkpoint_latest() {
     assert!(!second.join("stale").exists());
     assert_eq!(latest_checkpoint(run.path()).unwrap(), Some(second.clone()));
     let back = load_checkpoint(&second, &Device::Cpu).unwrap();
-    assert_eq!(back.adapters["layer.0.lora_a"].to_vec2::<f32>().unwrap()[0][0], 2.0);
+    assert_eq!(
+        back.adapters["layer.0.lora_a"].to_vec2::<f32>().unwrap()[0][0],
+        2.0
+    );
 }
 
 #[test]
@@ -103,10 +111,16 @@ fn corrupt_or_dangling_pointer_is_a_clear_error() {
     let pointer = checkpoints_dir(run.path()).join(LATEST_FILE);
     fs::write(&pointer, b"\x00\xffgarbage").unwrap();
     let msg = latest_checkpoint(run.path()).unwrap_err().to_string();
-    assert!(msg.contains("latest") && msg.contains("corrupt checkpoint pointer"), "{msg}");
+    assert!(
+        msg.contains("latest") && msg.contains("corrupt checkpoint pointer"),
+        "{msg}"
+    );
     fs::write(&pointer, b"step-9\n").unwrap();
     let msg = latest_checkpoint(run.path()).unwrap_err().to_string();
-    assert!(msg.contains("step-9") && msg.contains("missing or incomplete"), "{msg}");
+    assert!(
+        msg.contains("step-9") && msg.contains("missing or incomplete"),
+        "{msg}"
+    );
     // Pointing it back at a real checkpoint repairs it.
     fs::write(&pointer, b"step-5").unwrap();
     assert!(latest_checkpoint(run.path()).unwrap().is_some());

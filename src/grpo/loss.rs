@@ -81,7 +81,8 @@ pub struct LossInputs<'a> {
     pub logp_ref: Option<&'a Tensor>,
     /// One advantage per sequence.
     pub advantages: &'a Tensor,
-    /// 1 on policy tokens, 0 on user, system and padding tokens (any dtype).
+    /// 1 on policy tokens, 0 on user, system and padding tokens (any dtype; any non-zero counts
+    /// as 1, so the mask cannot weight tokens).
     pub mask: &'a Tensor,
 }
 
@@ -197,12 +198,7 @@ pub fn grpo_loss(
 ) -> Result<LossOutput> {
     let (b, t) = check_shapes(inputs)?;
     let local = BatchTotals::of_mask(inputs.mask)?;
-    let totals = totals.unwrap_or(local);
-    if totals.tokens < local.tokens || totals.sequences < local.sequences {
-        return Err(Error::Other(format!(
-            "grpo_loss: batch totals {totals:?} are smaller than this micro-batch's {local:?}"
-        )));
-    }
+    let totals = check_totals(totals.unwrap_or(local), local)?;
     if cfg.beta > 0.0 && inputs.logp_ref.is_none() {
         return Err(Error::Other(
             "grpo_loss: beta > 0 needs reference log-probs".into(),
@@ -211,6 +207,7 @@ pub fn grpo_loss(
     let dtype = inputs.logp_new.dtype();
     let keep = inputs.mask.ne(0.0)?; // u8 [B, T]
     let zeros = Tensor::zeros((b, t), dtype, inputs.logp_new.device())?;
+    // Masked positions become 0 before any arithmetic, so -inf or NaN there cannot leak.
     let clean = |x: &Tensor| keep.where_cond(&x.to_dtype(dtype)?, &zeros);
     let new = clean(inputs.logp_new)?;
     let old = clean(&inputs.logp_old.detach())?;
@@ -222,21 +219,8 @@ pub fn grpo_loss(
         .reshape((b, 1))?;
 
     let ratio = (&new - &old)?.exp()?;
-    let r = ratio.detach();
-    let high = r
-        .gt(1.0 + cfg.eps_high)?
-        .to_dtype(dtype)?
-        .broadcast_mul(&adv.gt(0.0)?.to_dtype(dtype)?)?;
-    let low = r
-        .lt(1.0 - cfg.eps_low)?
-        .to_dtype(dtype)?
-        .broadcast_mul(&adv.lt(0.0)?.to_dtype(dtype)?)?;
-    let unclipped = ((1.0 - &high)? - &low)?;
-    let bound = ((&high * (1.0 + cfg.eps_high))? + (&low * (1.0 - cfg.eps_low))?)?;
-    // Surrogate: r A where unclipped (differentiable), bound A where clipped (constant).
-    let surrogate = ((&ratio * &unclipped)? + bound)?.broadcast_mul(&adv)?;
-    let mut per_token = surrogate.neg()?;
-
+    let clip = ClipMasks::new(&ratio.detach(), &adv, cfg)?;
+    let mut per_token = clip.surrogate(&ratio, &adv, cfg)?.neg()?;
     let kl = match inputs.logp_ref {
         Some(lref) => {
             let d = (clean(&lref.detach())? - &new)?;
@@ -253,15 +237,54 @@ pub fn grpo_loss(
         loss: scalar(&loss)?,
         tokens: local.tokens,
         sequences: local.sequences,
-        clipped_low: scalar(&(&low * &mask)?.sum_all()?)?.round() as usize,
-        clipped_high: scalar(&(&high * &mask)?.sum_all()?)?.round() as usize,
-        ratio_sum: scalar(&(&r * &mask)?.sum_all()?)?,
-        kl_sum: match &kl {
-            Some(kl) => Some(scalar(&(kl.detach() * &mask)?.sum_all()?)?),
-            None => None,
-        },
+        clipped_low: masked_sum(&clip.low, &mask)?.round() as usize,
+        clipped_high: masked_sum(&clip.high, &mask)?.round() as usize,
+        ratio_sum: masked_sum(&ratio.detach(), &mask)?,
+        kl_sum: kl.map(|kl| masked_sum(&kl.detach(), &mask)).transpose()?,
     };
     Ok(LossOutput { loss, stats })
+}
+
+/// Which tokens the clip holds still, as 0/1 tensors `[B, T]` in the log-probs' dtype.
+struct ClipMasks {
+    /// A < 0 and r < 1 - eps_low.
+    low: Tensor,
+    /// A > 0 and r > 1 + eps_high.
+    high: Tensor,
+}
+
+impl ClipMasks {
+    fn new(ratio: &Tensor, adv: &Tensor, cfg: &LossConfig) -> Result<Self> {
+        let dtype = ratio.dtype();
+        let both = |r: Tensor, a: Tensor| -> Result<Tensor> {
+            Ok(r.to_dtype(dtype)?.broadcast_mul(&a.to_dtype(dtype)?)?)
+        };
+        Ok(Self {
+            low: both(ratio.lt(1.0 - cfg.eps_low)?, adv.lt(0.0)?)?,
+            high: both(ratio.gt(1.0 + cfg.eps_high)?, adv.gt(0.0)?)?,
+        })
+    }
+
+    /// min(r A, clip(r) A): r A where unclipped (differentiable), bound A where clipped
+    /// (constant, zero gradient).
+    fn surrogate(&self, ratio: &Tensor, adv: &Tensor, cfg: &LossConfig) -> Result<Tensor> {
+        let unclipped = ((1.0 - &self.high)? - &self.low)?;
+        let bound = ((&self.high * (1.0 + cfg.eps_high))? + (&self.low * (1.0 - cfg.eps_low))?)?;
+        Ok(((ratio * &unclipped)? + bound)?.broadcast_mul(adv)?)
+    }
+}
+
+fn check_totals(totals: BatchTotals, local: BatchTotals) -> Result<BatchTotals> {
+    if totals.tokens < local.tokens || totals.sequences < local.sequences {
+        return Err(Error::Other(format!(
+            "grpo_loss: batch totals {totals:?} are smaller than this micro-batch's {local:?}"
+        )));
+    }
+    Ok(totals)
+}
+
+fn masked_sum(x: &Tensor, mask: &Tensor) -> Result<f64> {
+    scalar(&(x * mask)?.sum_all()?)
 }
 
 /// Sum of masked per-token losses divided by the aggregation's normalizer (at least 1, so an

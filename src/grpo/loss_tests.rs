@@ -145,12 +145,11 @@ fn objective_on_both_sides_of_the_clip() {
         close(out.stats.loss, want as f64);
         let g = grad2(&out.loss, &ex.new)[0][0];
         // Unclipped gradient: -A r; clipped: 0.
-        let want_g = if clipped {
-            0.0
-        } else {
-            -a * log_ratio.exp()
-        };
-        assert!((g - want_g).abs() < 1e-5, "A={a} lr={log_ratio}: {g} vs {want_g}");
+        let want_g = if clipped { 0.0 } else { -a * log_ratio.exp() };
+        assert!(
+            (g - want_g).abs() < 1e-5,
+            "A={a} lr={log_ratio}: {g} vs {want_g}"
+        );
     }
 }
 
@@ -207,7 +206,13 @@ fn micro_batches_accumulate_to_the_full_batch() {
         // The same batch as two micro-batches of one row each, sharing the full totals (5 tokens,
         // 2 sequences); gradients accumulate with GradStore::extend.
         let totals = BatchTotals::of_mask(&ex.mask).unwrap();
-        assert_eq!(totals, BatchTotals { tokens: 5, sequences: 2 });
+        assert_eq!(
+            totals,
+            BatchTotals {
+                tokens: 5,
+                sequences: 2
+            }
+        );
         let mut stats = LossStats::default();
         let mut store: Option<candle_core::backprop::GradStore> = None;
         for row in 0..2 {

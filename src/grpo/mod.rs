@@ -5,6 +5,7 @@
 pub mod advantage;
 pub mod checkpoint;
 pub mod loss;
+pub mod metrics;
 pub mod optim;
 pub mod rng_state;
 pub mod schedule;
@@ -13,7 +14,10 @@ pub use advantage::{frac_reward_zero_std, group_advantages, zero_std_groups, Adv
 pub use checkpoint::{
     latest_checkpoint, load_checkpoint, remove_leftovers, save_checkpoint, Checkpoint,
 };
-pub use loss::{grpo_loss, Aggregation, BatchTotals, LossConfig, LossInputs, LossOutput, LossStats};
+pub use loss::{
+    grpo_loss, Aggregation, BatchTotals, LossConfig, LossInputs, LossOutput, LossStats,
+};
+pub use metrics::{read_metrics, MetricsWriter, StepMetrics};
 pub use optim::{AdamW, AdamWConfig, AdamWState, SkipReason, StepOutcome};
-pub use schedule::LrSchedule;
 pub use rng_state::RngState;
+pub use schedule::LrSchedule;

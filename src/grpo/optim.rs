@@ -159,7 +159,10 @@ impl AdamW {
         }
         params.sort_by(|a, b| a.name.cmp(&b.name));
         if let Some(w) = params.windows(2).find(|w| w[0].name == w[1].name) {
-            return Err(Error::Other(format!("AdamW: parameter {} given twice", w[0].name)));
+            return Err(Error::Other(format!(
+                "AdamW: parameter {} given twice",
+                w[0].name
+            )));
         }
         Ok(Self {
             cfg,
@@ -201,7 +204,11 @@ impl AdamW {
                 Error::Other(format!("AdamW: no gradient for parameter {}", p.name))
             })?;
             let g = g.detach().to_dtype(p.var.dtype())?;
-            let sq = g.to_dtype(DType::F64)?.sqr()?.sum_all()?.to_scalar::<f64>()?;
+            let sq = g
+                .to_dtype(DType::F64)?
+                .sqr()?
+                .sum_all()?
+                .to_scalar::<f64>()?;
             if !sq.is_finite() {
                 let param = p.name.clone();
                 return Ok(StepOutcome::Skipped(SkipReason::NonFiniteGrad { param }));
@@ -230,8 +237,16 @@ impl AdamW {
     pub fn state(&self) -> AdamWState {
         AdamWState {
             step: self.step,
-            m: self.params.iter().map(|p| (p.name.clone(), p.m.clone())).collect(),
-            v: self.params.iter().map(|p| (p.name.clone(), p.v.clone())).collect(),
+            m: self
+                .params
+                .iter()
+                .map(|p| (p.name.clone(), p.m.clone()))
+                .collect(),
+            v: self
+                .params
+                .iter()
+                .map(|p| (p.name.clone(), p.v.clone()))
+                .collect(),
         }
     }
 
@@ -261,7 +276,10 @@ impl AdamW {
             };
             let dev = p.var.device();
             let dt = p.var.dtype();
-            loaded.push((m.to_device(dev)?.to_dtype(dt)?, v.to_device(dev)?.to_dtype(dt)?));
+            loaded.push((
+                m.to_device(dev)?.to_dtype(dt)?,
+                v.to_device(dev)?.to_dtype(dt)?,
+            ));
         }
         for (p, (m, v)) in self.params.iter_mut().zip(loaded) {
             p.m = m;
@@ -324,8 +342,11 @@ impl AdamWState {
     /// Reads what [`to_bytes`](Self::to_bytes) wrote; `source` names the file in errors.
     pub fn from_bytes(bytes: &[u8], device: &Device, source: &std::path::Path) -> Result<Self> {
         let bad = |msg: String| Error::input(source, "safetensors header", msg);
-        let (_, header) = safetensors::SafeTensors::read_metadata(bytes)
-            .map_err(|e| bad(format!("not a safetensors file ({e}); the checkpoint is damaged")))?;
+        let (_, header) = safetensors::SafeTensors::read_metadata(bytes).map_err(|e| {
+            bad(format!(
+                "not a safetensors file ({e}); the checkpoint is damaged"
+            ))
+        })?;
         let meta = header.metadata().clone().unwrap_or_default();
         if meta.get(SCHEMA_KEY).map(String::as_str) != Some(ADAMW_SCHEMA) {
             return Err(bad(format!("metadata `schema` is not {ADAMW_SCHEMA}")));

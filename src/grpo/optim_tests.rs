@@ -51,7 +51,11 @@ fn one_and_two_steps_match_hand_numbers() {
     let st = opt.state();
     assert_eq!(st.step, 2);
     close(&st.m["w"].to_vec1::<f32>().unwrap(), &[-0.005, 0.11], 1e-7);
-    close(&st.v["w"].to_vec1::<f32>().unwrap(), &[0.000_499_75, 0.004_999], 1e-9);
+    close(
+        &st.v["w"].to_vec1::<f32>().unwrap(),
+        &[0.000_499_75, 0.004_999],
+        1e-9,
+    );
 }
 
 #[test]
@@ -67,7 +71,11 @@ fn clipping_scales_gradients_and_reports_the_pre_clip_norm() {
     let out = opt.step(0.5, &grads_for(&w, &[3.0, 4.0])).unwrap();
     assert_eq!(out.grad_norm(), Some(5.0));
     assert!(matches!(out, StepOutcome::Applied { clipped: true, .. }));
-    close(&opt.state().m["w"].to_vec1::<f32>().unwrap(), &[0.06, 0.08], 1e-7);
+    close(
+        &opt.state().m["w"].to_vec1::<f32>().unwrap(),
+        &[0.06, 0.08],
+        1e-7,
+    );
     // Below the threshold nothing is scaled: norm 0.5, coefficient 1.
     assert_eq!(clip_coefficient(0.5, Some(1.0)), 1.0);
     assert_eq!(clip_coefficient(5.0, None), 1.0);
@@ -103,21 +111,30 @@ fn non_finite_gradient_or_loss_skips_without_touching_anything() {
     let before = (vec1(&a), vec1(&b), opt.state());
 
     let mut bad = grads_for(&a, &[0.1, 0.2]);
-    bad.insert(b.as_tensor(), Tensor::new(&[f32::NAN], &Device::Cpu).unwrap());
+    bad.insert(
+        b.as_tensor(),
+        Tensor::new(&[f32::NAN], &Device::Cpu).unwrap(),
+    );
     let out = opt.step(1.0, &bad).unwrap();
     assert_eq!(
         out,
         StepOutcome::Skipped(SkipReason::NonFiniteGrad { param: "b".into() })
     );
     let out = opt.step(f64::INFINITY, &good).unwrap();
-    assert!(matches!(out, StepOutcome::Skipped(SkipReason::NonFiniteLoss(_))));
+    assert!(matches!(
+        out,
+        StepOutcome::Skipped(SkipReason::NonFiniteLoss(_))
+    ));
 
     assert_eq!(vec1(&a), before.0);
     assert_eq!(vec1(&b), before.1);
     let after = opt.state();
     assert_eq!(after.step, 1);
     for (k, m) in &before.2.m {
-        assert_eq!(m.to_vec1::<f32>().unwrap(), after.m[k].to_vec1::<f32>().unwrap());
+        assert_eq!(
+            m.to_vec1::<f32>().unwrap(),
+            after.m[k].to_vec1::<f32>().unwrap()
+        );
         assert_eq!(
             before.2.v[k].to_vec1::<f32>().unwrap(),
             after.v[k].to_vec1::<f32>().unwrap()

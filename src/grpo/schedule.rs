@@ -84,7 +84,10 @@ mod tests {
         // t=4: progress 1/2, 0.5; t=6: progress 1, 0; t=9: clamped, 0.
         close(s.lr_at(1.0, 1), 0.5);
         close(s.lr_at(1.0, 2), 1.0);
-        close(s.lr_at(1.0, 3), 0.5 * (1.0 + std::f64::consts::FRAC_1_SQRT_2));
+        close(
+            s.lr_at(1.0, 3),
+            0.5 * (1.0 + std::f64::consts::FRAC_1_SQRT_2),
+        );
         close(s.lr_at(1.0, 4), 0.5);
         close(s.lr_at(1.0, 6), 0.0);
         close(s.lr_at(1.0, 9), 0.0);
@@ -92,7 +95,8 @@ mod tests {
 
     #[test]
     fn parses_from_yaml() {
-        let s: LrSchedule = serde_yaml::from_str("kind: cosine\nwarmup_steps: 3\ntotal_steps: 10").unwrap();
+        let s: LrSchedule =
+            serde_yaml::from_str("kind: cosine\nwarmup_steps: 3\ntotal_steps: 10").unwrap();
         assert_eq!(
             s,
             LrSchedule::Cosine {
