@@ -6,6 +6,7 @@
 
 pub mod episode;
 pub mod error;
+pub mod grpo;
 pub mod profile;
 pub mod reward;
 pub mod seed;

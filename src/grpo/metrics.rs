@@ -1,0 +1,284 @@
+//! Per-step training metrics and the append-only `metrics.csv` they go to (DESIGN section 5).
+//!
+//! The writer puts the header in once, writes each row with a single `write` call and flushes it,
+//! so a crash loses at most the row being written. On `--resume` from step N, rows after N (written
+//! after the checkpoint, by the run that crashed) and a half-written last line are dropped, and the
+//! file is rewritten atomically before appending: the CSV then matches an uninterrupted run.
+//! Cells are plain numbers (floats in Rust's shortest round-trip form, `skipped` as 0/1); a value
+//! that was not measured (`kl` without a reference, `grad_norm` of a skipped step) is an empty cell.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// One optimizer step's numbers, one row of metrics.csv, columns in [`COLUMNS`] order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepMetrics {
+    /// Training step (1-based).
+    pub step: u64,
+    /// Mean reward over the batch's episodes.
+    pub reward_mean: f64,
+    /// Standard deviation of the batch's rewards.
+    pub reward_std: f64,
+    /// Share of groups whose rewards are all equal (zero advantage).
+    pub frac_reward_zero_std: f64,
+    /// Mean final emotion of the simulated users (0-100).
+    pub final_emotion_mean: f64,
+    /// Share of episodes ending at emotion 100.
+    pub success_rate: f64,
+    /// Share of episodes ending below 10.
+    pub failure_rate: f64,
+    /// Mean k3 KL to the reference per policy token (empty without a reference pass).
+    pub kl: Option<f64>,
+    /// Share of policy tokens clipped at 1 - eps_low with a negative advantage.
+    pub clip_frac_low: f64,
+    /// Share of policy tokens clipped at 1 + eps_high with a positive advantage.
+    pub clip_frac_high: f64,
+    /// Mean per-token entropy of the policy on its own tokens, nats (empty if not computed).
+    pub entropy: Option<f64>,
+    /// Policy tokens trained on this step.
+    pub policy_tokens: u64,
+    /// Mean policy reply length, tokens.
+    pub reply_len_mean: f64,
+    /// Seconds generating policy replies.
+    pub t_rollout_s: f64,
+    /// Seconds in the user simulator.
+    pub t_simulate_s: f64,
+    /// Seconds in forward/backward passes and the optimizer.
+    pub t_train_s: f64,
+    /// Generated policy tokens per second of rollout.
+    pub tokens_per_s: f64,
+    /// Learning rate of this step.
+    pub lr: f64,
+    /// Global gradient norm before clipping (empty when the step was skipped).
+    pub grad_norm: Option<f64>,
+    /// Whether the optimizer skipped this step (non-finite loss or gradient).
+    pub skipped: bool,
+}
+
+/// Column names, in file order.
+pub const COLUMNS: [&str; 20] = [
+    "step",
+    "reward_mean",
+    "reward_std",
+    "frac_reward_zero_std",
+    "final_emotion_mean",
+    "success_rate",
+    "failure_rate",
+    "kl",
+    "clip_frac_low",
+    "clip_frac_high",
+    "entropy",
+    "policy_tokens",
+    "reply_len_mean",
+    "t_rollout_s",
+    "t_simulate_s",
+    "t_train_s",
+    "tokens_per_s",
+    "lr",
+    "grad_norm",
+    "skipped",
+];
+
+/// The header line (without newline).
+pub fn header() -> String {
+    COLUMNS.join(",")
+}
+
+fn opt(x: Option<f64>) -> String {
+    x.map(|v| v.to_string()).unwrap_or_default()
+}
+
+impl StepMetrics {
+    /// The CSV line (without newline).
+    pub fn to_row(&self) -> String {
+        let cells = [
+            self.step.to_string(),
+            self.reward_mean.to_string(),
+            self.reward_std.to_string(),
+            self.frac_reward_zero_std.to_string(),
+            self.final_emotion_mean.to_string(),
+            self.success_rate.to_string(),
+            self.failure_rate.to_string(),
+            opt(self.kl),
+            self.clip_frac_low.to_string(),
+            self.clip_frac_high.to_string(),
+            opt(self.entropy),
+            self.policy_tokens.to_string(),
+            self.reply_len_mean.to_string(),
+            self.t_rollout_s.to_string(),
+            self.t_simulate_s.to_string(),
+            self.t_train_s.to_string(),
+            self.tokens_per_s.to_string(),
+            self.lr.to_string(),
+            opt(self.grad_norm),
+            u8::from(self.skipped).to_string(),
+        ];
+        cells.join(",")
+    }
+
+    /// Parses one CSV line; `file` and `line` (1-based) name it in errors.
+    pub fn from_row(row: &str, file: &Path, line: usize) -> Result<Self> {
+        let cells: Vec<&str> = row.split(',').collect();
+        let at = |col: usize| format!("line {line}, column {}", COLUMNS[col]);
+        if cells.len() != COLUMNS.len() {
+            let msg = format!("expected {} cells, found {}", COLUMNS.len(), cells.len());
+            return Err(Error::input(file, format!("line {line}"), msg));
+        }
+        let num = |col: usize| -> Result<f64> {
+            cells[col]
+                .parse()
+                .map_err(|_| Error::input(file, at(col), format!("not a number: {:?}", cells[col])))
+        };
+        let int = |col: usize| -> Result<u64> {
+            cells[col].parse().map_err(|_| {
+                Error::input(
+                    file,
+                    at(col),
+                    format!("not a whole number: {:?}", cells[col]),
+                )
+            })
+        };
+        let maybe = |col: usize| -> Result<Option<f64>> {
+            if cells[col].is_empty() {
+                Ok(None)
+            } else {
+                num(col).map(Some)
+            }
+        };
+        let skipped = match cells[19] {
+            "0" => false,
+            "1" => true,
+            other => {
+                return Err(Error::input(
+                    file,
+                    at(19),
+                    format!("expected 0 or 1, found {other:?}"),
+                ))
+            }
+        };
+        Ok(Self {
+            step: int(0)?,
+            reward_mean: num(1)?,
+            reward_std: num(2)?,
+            frac_reward_zero_std: num(3)?,
+            final_emotion_mean: num(4)?,
+            success_rate: num(5)?,
+            failure_rate: num(6)?,
+            kl: maybe(7)?,
+            clip_frac_low: num(8)?,
+            clip_frac_high: num(9)?,
+            entropy: maybe(10)?,
+            policy_tokens: int(11)?,
+            reply_len_mean: num(12)?,
+            t_rollout_s: num(13)?,
+            t_simulate_s: num(14)?,
+            t_train_s: num(15)?,
+            tokens_per_s: num(16)?,
+            lr: num(17)?,
+            grad_norm: maybe(18)?,
+            skipped,
+        })
+    }
+}
+
+/// Appends rows to a metrics CSV.
+pub struct MetricsWriter {
+    path: PathBuf,
+    file: fs::File,
+}
+
+impl MetricsWriter {
+    /// Starts a new file at `path` (replacing any old one) with the header.
+    pub fn create(path: &Path) -> Result<Self> {
+        fs::write(path, format!("{}\n", header())).map_err(|e| Error::io(path, e))?;
+        Self::append_to(path)
+    }
+
+    /// Continues the file of a run resumed after step `last_step`: keeps the header and the rows
+    /// up to `last_step`, drops later rows and a half-written last line. Creates the file when it
+    /// does not exist.
+    pub fn resume(path: &Path, last_step: u64) -> Result<Self> {
+        let text = match fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Self::create(path),
+            Err(e) => return Err(Error::io(path, e)),
+        };
+        let kept = kept_lines(&text, path, last_step)?;
+        let tmp = path.with_extension("csv.tmp");
+        fs::write(&tmp, kept).map_err(|e| Error::io(&tmp, e))?;
+        fs::rename(&tmp, path).map_err(|e| Error::io(path, e))?;
+        Self::append_to(path)
+    }
+
+    fn append_to(path: &Path) -> Result<Self> {
+        let file = fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(|e| Error::io(path, e))?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            file,
+        })
+    }
+
+    /// Appends one row and flushes it.
+    pub fn append(&mut self, m: &StepMetrics) -> Result<()> {
+        let line = format!("{}\n", m.to_row());
+        self.file
+            .write_all(line.as_bytes())
+            .and_then(|_| self.file.flush())
+            .map_err(|e| Error::io(&self.path, e))
+    }
+
+    /// The file being written.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// The header plus the complete rows with step <= `last_step`, as text to write back.
+fn kept_lines(text: &str, path: &Path, last_step: u64) -> Result<String> {
+    let mut out = format!("{}\n", header());
+    let mut lines = text.split_inclusive('\n').enumerate();
+    match lines.next() {
+        Some((_, h)) if h.trim_end() == header() => {}
+        None => return Ok(out),
+        Some((_, h)) => {
+            let msg = format!(
+                "header {:?} differs from this version's columns; move the old file away",
+                h.trim_end()
+            );
+            return Err(Error::input(path, "line 1", msg));
+        }
+    }
+    for (i, line) in lines {
+        if !line.ends_with('\n') {
+            break; // half-written by a crash
+        }
+        let row = StepMetrics::from_row(line.trim_end(), path, i + 1)?;
+        if row.step <= last_step {
+            out.push_str(line);
+        }
+    }
+    Ok(out)
+}
+
+/// Reads every complete row of a metrics CSV (for reports and plots).
+pub fn read_metrics(path: &Path) -> Result<Vec<StepMetrics>> {
+    let text = fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let kept = kept_lines(&text, path, u64::MAX)?;
+    kept.lines()
+        .enumerate()
+        .skip(1)
+        .map(|(i, l)| StepMetrics::from_row(l, path, i + 1))
+        .collect()
+}
+
+#[cfg(test)]
+#[path = "metrics_tests.rs"]
+mod tests;

@@ -1,0 +1,376 @@
+//! AdamW over named candle `Var`s (Loshchilov & Hutter 2019, "Decoupled Weight Decay
+//! Regularization", Algorithm 2, in PyTorch's formulation), with global grad-norm clipping, a
+//! learning-rate schedule, a guard that skips a step on a non-finite loss or gradient, and state
+//! that saves to and loads from safetensors exactly, so a resumed run continues bit for bit.
+//!
+//! One update at step t (1-based) with rate lr_t from the schedule:
+//!   g <- g * min(1, max_norm / (||g|| + 1e-6))          (torch.nn.utils.clip_grad_norm_)
+//!   theta <- theta * (1 - lr_t * weight_decay)          (decoupled decay)
+//!   m <- b1 m + (1 - b1) g;  v <- b2 v + (1 - b2) g^2
+//!   theta <- theta - lr_t / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+//! A skipped step changes nothing: not the weights, not m or v, not the step counter.
+
+use std::collections::BTreeMap;
+
+use candle_core::{backprop::GradStore, DType, Device, Tensor, Var};
+use serde::{Deserialize, Serialize};
+
+use super::schedule::LrSchedule;
+use crate::error::{Error, Result};
+
+/// Added to the gradient norm before dividing, as in `torch.nn.utils.clip_grad_norm_`.
+const CLIP_EPS: f64 = 1e-6;
+
+/// Optimizer hyper-parameters; defaults are PyTorch's `AdamW` except the rate and the clip.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdamWConfig {
+    /// Peak learning rate (default 1e-5, the warmth paper's LoRA rate; RLVER used 1e-6 for
+    /// full fine-tuning of a 7B model).
+    #[serde(default = "default_lr")]
+    pub lr: f64,
+    /// First-moment decay (default 0.9).
+    #[serde(default = "default_beta1")]
+    pub beta1: f64,
+    /// Second-moment decay (default 0.999).
+    #[serde(default = "default_beta2")]
+    pub beta2: f64,
+    /// Added to sqrt(v) (default 1e-8).
+    #[serde(default = "default_eps")]
+    pub eps: f64,
+    /// Decoupled weight decay per unit of learning rate (default 0.01, PyTorch `AdamW`).
+    #[serde(default = "default_weight_decay")]
+    pub weight_decay: f64,
+    /// Global L2 norm the gradients are clipped to (default 1.0; `null` turns clipping off).
+    #[serde(default = "default_max_grad_norm")]
+    pub max_grad_norm: Option<f64>,
+    /// Learning-rate schedule (default: constant, no warmup).
+    #[serde(default)]
+    pub schedule: LrSchedule,
+}
+
+fn default_lr() -> f64 {
+    1e-5
+}
+fn default_beta1() -> f64 {
+    0.9
+}
+fn default_beta2() -> f64 {
+    0.999
+}
+fn default_eps() -> f64 {
+    1e-8
+}
+fn default_weight_decay() -> f64 {
+    0.01
+}
+fn default_max_grad_norm() -> Option<f64> {
+    Some(1.0)
+}
+
+impl Default for AdamWConfig {
+    fn default() -> Self {
+        Self {
+            lr: default_lr(),
+            beta1: default_beta1(),
+            beta2: default_beta2(),
+            eps: default_eps(),
+            weight_decay: default_weight_decay(),
+            max_grad_norm: default_max_grad_norm(),
+            schedule: LrSchedule::default(),
+        }
+    }
+}
+
+/// What one call to [`AdamW::step`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StepOutcome {
+    /// The weights moved.
+    Applied {
+        /// The optimizer step just taken (1-based).
+        step: u64,
+        /// Learning rate used.
+        lr: f64,
+        /// Global gradient L2 norm before clipping.
+        grad_norm: f64,
+        /// Whether the gradients were scaled down.
+        clipped: bool,
+    },
+    /// Nothing changed.
+    Skipped(SkipReason),
+}
+
+impl StepOutcome {
+    /// The pre-clip gradient norm, when the step was applied.
+    pub fn grad_norm(&self) -> Option<f64> {
+        match self {
+            StepOutcome::Applied { grad_norm, .. } => Some(*grad_norm),
+            StepOutcome::Skipped(_) => None,
+        }
+    }
+}
+
+/// Why a step was skipped.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SkipReason {
+    /// The loss was NaN or infinite.
+    NonFiniteLoss(f64),
+    /// The gradient of this parameter had a NaN or infinite entry (or its squares overflowed).
+    NonFiniteGrad {
+        /// Name of the first such parameter.
+        param: String,
+    },
+}
+
+/// The optimizer's state: the number of steps taken and both moments per named parameter.
+#[derive(Debug, Clone)]
+pub struct AdamWState {
+    /// Steps applied so far.
+    pub step: u64,
+    /// First moments by parameter name.
+    pub m: BTreeMap<String, Tensor>,
+    /// Second moments by parameter name.
+    pub v: BTreeMap<String, Tensor>,
+}
+
+struct Param {
+    name: String,
+    var: Var,
+    m: Tensor,
+    v: Tensor,
+}
+
+/// AdamW over a fixed, named set of trainable variables.
+pub struct AdamW {
+    cfg: AdamWConfig,
+    params: Vec<Param>,
+    step: u64,
+}
+
+impl AdamW {
+    /// An optimizer with zero moments over `vars` (names must be unique; they are kept sorted so
+    /// sums run in the same order every time).
+    pub fn new(vars: impl IntoIterator<Item = (String, Var)>, cfg: AdamWConfig) -> Result<Self> {
+        let mut params = Vec::new();
+        for (name, var) in vars {
+            let m = var.as_tensor().zeros_like()?;
+            let v = m.clone();
+            params.push(Param { name, var, m, v });
+        }
+        params.sort_by(|a, b| a.name.cmp(&b.name));
+        if let Some(w) = params.windows(2).find(|w| w[0].name == w[1].name) {
+            return Err(Error::Other(format!(
+                "AdamW: parameter {} given twice",
+                w[0].name
+            )));
+        }
+        Ok(Self {
+            cfg,
+            params,
+            step: 0,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &AdamWConfig {
+        &self.cfg
+    }
+
+    /// Steps applied so far (skipped steps do not count).
+    pub fn steps_done(&self) -> u64 {
+        self.step
+    }
+
+    /// The learning rate the next applied step will use.
+    pub fn next_lr(&self) -> f64 {
+        self.cfg.schedule.lr_at(self.cfg.lr, self.step + 1)
+    }
+
+    /// The parameters, sorted by name.
+    pub fn vars(&self) -> impl Iterator<Item = (&str, &Var)> {
+        self.params.iter().map(|p| (p.name.as_str(), &p.var))
+    }
+
+    /// One update from `grads` (accumulated over micro-batches if need be) for a batch whose loss
+    /// was `loss`. Every parameter must have a gradient in `grads`.
+    pub fn step(&mut self, loss: f64, grads: &GradStore) -> Result<StepOutcome> {
+        if !loss.is_finite() {
+            return Ok(StepOutcome::Skipped(SkipReason::NonFiniteLoss(loss)));
+        }
+        let mut gs = Vec::with_capacity(self.params.len());
+        let mut sum_sq = 0.0f64;
+        for p in &self.params {
+            let g = grads.get(p.var.as_tensor()).ok_or_else(|| {
+                Error::Other(format!("AdamW: no gradient for parameter {}", p.name))
+            })?;
+            let g = g.detach().to_dtype(p.var.dtype())?;
+            let sq = g
+                .to_dtype(DType::F64)?
+                .sqr()?
+                .sum_all()?
+                .to_scalar::<f64>()?;
+            if !sq.is_finite() {
+                let param = p.name.clone();
+                return Ok(StepOutcome::Skipped(SkipReason::NonFiniteGrad { param }));
+            }
+            sum_sq += sq;
+            gs.push(g);
+        }
+        let grad_norm = sum_sq.sqrt();
+        let coef = clip_coefficient(grad_norm, self.cfg.max_grad_norm);
+        let t = self.step + 1;
+        let lr = self.cfg.schedule.lr_at(self.cfg.lr, t);
+        for (p, g) in self.params.iter_mut().zip(gs) {
+            let g = if coef < 1.0 { (g * coef)? } else { g };
+            update_param(p, &g, &self.cfg, lr, t)?;
+        }
+        self.step = t;
+        Ok(StepOutcome::Applied {
+            step: t,
+            lr,
+            grad_norm,
+            clipped: coef < 1.0,
+        })
+    }
+
+    /// A copy of the state (moments are immutable tensors, so this is cheap).
+    pub fn state(&self) -> AdamWState {
+        AdamWState {
+            step: self.step,
+            m: self
+                .params
+                .iter()
+                .map(|p| (p.name.clone(), p.m.clone()))
+                .collect(),
+            v: self
+                .params
+                .iter()
+                .map(|p| (p.name.clone(), p.v.clone()))
+                .collect(),
+        }
+    }
+
+    /// Replaces the state with `state`, which must hold exactly this optimizer's parameters with
+    /// matching shapes.
+    pub fn load_state(&mut self, state: AdamWState) -> Result<()> {
+        let mut state = state;
+        if state.m.len() != self.params.len() || state.v.len() != self.params.len() {
+            return Err(Error::Other(format!(
+                "AdamW state holds {} / {} moments for {} parameters",
+                state.m.len(),
+                state.v.len(),
+                self.params.len()
+            )));
+        }
+        let mut loaded = Vec::with_capacity(self.params.len());
+        for p in &self.params {
+            let shape = p.var.as_tensor().shape();
+            let (m, v) = match (state.m.remove(&p.name), state.v.remove(&p.name)) {
+                (Some(m), Some(v)) if m.shape() == shape && v.shape() == shape => (m, v),
+                _ => {
+                    return Err(Error::Other(format!(
+                        "AdamW state: missing or misshapen moments for {} (expected {shape:?})",
+                        p.name
+                    )))
+                }
+            };
+            let dev = p.var.device();
+            let dt = p.var.dtype();
+            loaded.push((
+                m.to_device(dev)?.to_dtype(dt)?,
+                v.to_device(dev)?.to_dtype(dt)?,
+            ));
+        }
+        for (p, (m, v)) in self.params.iter_mut().zip(loaded) {
+            p.m = m;
+            p.v = v;
+        }
+        self.step = state.step;
+        Ok(())
+    }
+}
+
+/// The factor gradients are scaled by: max_norm / (norm + 1e-6) when that is below 1, else 1
+/// (`torch.nn.utils.clip_grad_norm_`).
+pub fn clip_coefficient(grad_norm: f64, max_norm: Option<f64>) -> f64 {
+    match max_norm {
+        Some(max) => (max / (grad_norm + CLIP_EPS)).min(1.0),
+        None => 1.0,
+    }
+}
+
+fn update_param(p: &mut Param, g: &Tensor, cfg: &AdamWConfig, lr: f64, t: u64) -> Result<()> {
+    let theta = p.var.as_tensor();
+    let decayed = (theta * (1.0 - lr * cfg.weight_decay))?;
+    let m = ((&p.m * cfg.beta1)? + (g * (1.0 - cfg.beta1))?)?;
+    let v = ((&p.v * cfg.beta2)? + (g.sqr()? * (1.0 - cfg.beta2))?)?;
+    let bc1 = 1.0 - cfg.beta1.powi(t as i32);
+    let bc2_sqrt = (1.0 - cfg.beta2.powi(t as i32)).sqrt();
+    let denom = ((v.sqrt()? / bc2_sqrt)? + cfg.eps)?;
+    let next = (decayed - ((&m / denom)? * (lr / bc1))?)?;
+    p.var.set(&next)?;
+    p.m = m;
+    p.v = v;
+    Ok(())
+}
+
+/// Safetensors metadata key holding the step count.
+const STEP_KEY: &str = "step";
+/// Safetensors metadata key naming the format.
+const SCHEMA_KEY: &str = "schema";
+/// The format written by [`AdamWState::to_bytes`].
+pub const ADAMW_SCHEMA: &str = "empathy-gym/adamw/v1";
+
+impl AdamWState {
+    /// Safetensors bytes: tensors `m.<name>` and `v.<name>`, the step in the metadata.
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        let mut tensors: Vec<(String, &Tensor)> = Vec::new();
+        for (k, t) in &self.m {
+            tensors.push((format!("m.{k}"), t));
+        }
+        for (k, t) in &self.v {
+            tensors.push((format!("v.{k}"), t));
+        }
+        let meta = [
+            (SCHEMA_KEY.to_string(), ADAMW_SCHEMA.to_string()),
+            (STEP_KEY.to_string(), self.step.to_string()),
+        ];
+        safetensors::serialize(tensors, Some(meta.into_iter().collect()))
+            .map_err(|e| Error::Other(format!("AdamW state: cannot serialize: {e}")))
+    }
+
+    /// Reads what [`to_bytes`](Self::to_bytes) wrote; `source` names the file in errors.
+    pub fn from_bytes(bytes: &[u8], device: &Device, source: &std::path::Path) -> Result<Self> {
+        let bad = |msg: String| Error::input(source, "safetensors header", msg);
+        let (_, header) = safetensors::SafeTensors::read_metadata(bytes).map_err(|e| {
+            bad(format!(
+                "not a safetensors file ({e}); the checkpoint is damaged"
+            ))
+        })?;
+        let meta = header.metadata().clone().unwrap_or_default();
+        if meta.get(SCHEMA_KEY).map(String::as_str) != Some(ADAMW_SCHEMA) {
+            return Err(bad(format!("metadata `schema` is not {ADAMW_SCHEMA}")));
+        }
+        let step = meta
+            .get(STEP_KEY)
+            .and_then(|s| s.parse::<u64>().ok())
+            .ok_or_else(|| bad("metadata `step` is missing or not a whole number".into()))?;
+        let mut state = AdamWState {
+            step,
+            m: BTreeMap::new(),
+            v: BTreeMap::new(),
+        };
+        for (name, t) in candle_core::safetensors::load_buffer(bytes, device)? {
+            match name.split_once('.') {
+                Some(("m", k)) => state.m.insert(k.to_string(), t),
+                Some(("v", k)) => state.v.insert(k.to_string(), t),
+                _ => return Err(bad(format!("unexpected tensor `{name}`"))),
+            };
+        }
+        Ok(state)
+    }
+}
+
+#[cfg(test)]
+#[path = "optim_tests.rs"]
+mod tests;

@@ -1,0 +1,225 @@
+//! Unit tests of AdamW, pinned to hand-computed numbers.
+
+use super::*;
+use candle_core::Device;
+
+fn cfg_plain() -> AdamWConfig {
+    AdamWConfig {
+        lr: 0.1,
+        weight_decay: 0.01,
+        max_grad_norm: None,
+        ..AdamWConfig::default()
+    }
+}
+
+fn grads_for(var: &Var, g: &[f32]) -> GradStore {
+    let mut store = GradStore::default();
+    let t = Tensor::new(g, &Device::Cpu).unwrap();
+    store.insert(var.as_tensor(), t);
+    store
+}
+
+fn vec1(v: &Var) -> Vec<f32> {
+    v.as_tensor().to_vec1().unwrap()
+}
+
+fn close(a: &[f32], b: &[f32], tol: f32) {
+    for (x, y) in a.iter().zip(b) {
+        assert!((x - y).abs() < tol, "{a:?} vs {b:?}");
+    }
+}
+
+#[test]
+fn one_and_two_steps_match_hand_numbers() {
+    let w = Var::new(&[1.0f32, -2.0], &Device::Cpu).unwrap();
+    let mut opt = AdamW::new([("w".to_string(), w.clone())], cfg_plain()).unwrap();
+    // Step 1, g = [0.5, -1]: decay theta * (1 - 0.1 * 0.01) = [0.999, -1.998];
+    // m = 0.1 g = [0.05, -0.1]; v = 0.001 g^2 = [0.00025, 0.001];
+    // m_hat = m / 0.1 = [0.5, -1]; sqrt(v_hat) = sqrt(v / 0.001) = [0.5, 1];
+    // theta = [0.999 - 0.1 * 0.5 / 0.5, -1.998 + 0.1 * 1 / 1] = [0.899, -1.898].
+    let out = opt.step(1.0, &grads_for(&w, &[0.5, -1.0])).unwrap();
+    assert!(matches!(out, StepOutcome::Applied { step: 1, .. }));
+    close(&vec1(&w), &[0.899, -1.898], 1e-6);
+    // Step 2, g = [-0.5, 2]: decay [0.899 * 0.999, -1.898 * 0.999] = [0.898101, -1.896102];
+    // m = 0.9 [0.05, -0.1] + 0.1 [-0.5, 2] = [-0.005, 0.11];
+    // v = 0.999 [0.00025, 0.001] + 0.001 [0.25, 4] = [0.00049975, 0.004999];
+    // bias corrections 1 - 0.9^2 = 0.19 and 1 - 0.999^2 = 0.001999:
+    // m_hat = [-0.0263158, 0.5789474], sqrt(v_hat) = [0.5, sqrt(2.5007504) = 1.5813761];
+    // steps 0.1 * [-0.0526316, 0.3661012] -> theta = [0.9033642, -1.9327124].
+    opt.step(1.0, &grads_for(&w, &[-0.5, 2.0])).unwrap();
+    close(&vec1(&w), &[0.903_364_2, -1.932_712_4], 1e-6);
+    let st = opt.state();
+    assert_eq!(st.step, 2);
+    close(&st.m["w"].to_vec1::<f32>().unwrap(), &[-0.005, 0.11], 1e-7);
+    close(
+        &st.v["w"].to_vec1::<f32>().unwrap(),
+        &[0.000_499_75, 0.004_999],
+        1e-9,
+    );
+}
+
+#[test]
+fn clipping_scales_gradients_and_reports_the_pre_clip_norm() {
+    // g = [3, 4]: norm 5 > 1, coefficient 1 / (5 + 1e-6) = 0.2 (to 1e-7), clipped g = [0.6, 0.8];
+    // m after one step = 0.1 * clipped g = [0.06, 0.08].
+    let w = Var::new(&[0.0f32, 0.0], &Device::Cpu).unwrap();
+    let cfg = AdamWConfig {
+        max_grad_norm: Some(1.0),
+        ..cfg_plain()
+    };
+    let mut opt = AdamW::new([("w".to_string(), w.clone())], cfg).unwrap();
+    let out = opt.step(0.5, &grads_for(&w, &[3.0, 4.0])).unwrap();
+    assert_eq!(out.grad_norm(), Some(5.0));
+    assert!(matches!(out, StepOutcome::Applied { clipped: true, .. }));
+    close(
+        &opt.state().m["w"].to_vec1::<f32>().unwrap(),
+        &[0.06, 0.08],
+        1e-7,
+    );
+    // Below the threshold nothing is scaled: norm 0.5, coefficient 1.
+    assert_eq!(clip_coefficient(0.5, Some(1.0)), 1.0);
+    assert_eq!(clip_coefficient(5.0, None), 1.0);
+    assert!((clip_coefficient(5.0, Some(1.0)) - 1.0 / 5.000_001).abs() < 1e-15);
+}
+
+#[test]
+fn warmup_scales_the_first_update() {
+    // Warmup 4, lr 0.1: the first update uses 0.025. With weight decay 0 and g = [1], the first
+    // Adam step is lr * 1 / (1 + 1e-8): theta 1 -> 0.975.
+    let w = Var::new(&[1.0f32], &Device::Cpu).unwrap();
+    let cfg = AdamWConfig {
+        weight_decay: 0.0,
+        schedule: LrSchedule::Constant { warmup_steps: 4 },
+        ..cfg_plain()
+    };
+    let mut opt = AdamW::new([("w".to_string(), w.clone())], cfg).unwrap();
+    assert!((opt.next_lr() - 0.025).abs() < 1e-15);
+    let out = opt.step(0.0, &grads_for(&w, &[1.0])).unwrap();
+    assert!(matches!(out, StepOutcome::Applied { lr, .. } if (lr - 0.025).abs() < 1e-15));
+    close(&vec1(&w), &[0.975], 1e-7);
+}
+
+#[test]
+fn non_finite_gradient_or_loss_skips_without_touching_anything() {
+    let a = Var::new(&[1.0f32, 2.0], &Device::Cpu).unwrap();
+    let b = Var::new(&[3.0f32], &Device::Cpu).unwrap();
+    let vars = [("a".to_string(), a.clone()), ("b".to_string(), b.clone())];
+    let mut opt = AdamW::new(vars, cfg_plain()).unwrap();
+    let mut good = grads_for(&a, &[0.1, 0.2]);
+    good.insert(b.as_tensor(), Tensor::new(&[0.3f32], &Device::Cpu).unwrap());
+    opt.step(1.0, &good).unwrap();
+    let before = (vec1(&a), vec1(&b), opt.state());
+
+    let mut bad = grads_for(&a, &[0.1, 0.2]);
+    bad.insert(
+        b.as_tensor(),
+        Tensor::new(&[f32::NAN], &Device::Cpu).unwrap(),
+    );
+    let out = opt.step(1.0, &bad).unwrap();
+    assert_eq!(
+        out,
+        StepOutcome::Skipped(SkipReason::NonFiniteGrad { param: "b".into() })
+    );
+    let out = opt.step(f64::INFINITY, &good).unwrap();
+    assert!(matches!(
+        out,
+        StepOutcome::Skipped(SkipReason::NonFiniteLoss(_))
+    ));
+
+    assert_eq!(vec1(&a), before.0);
+    assert_eq!(vec1(&b), before.1);
+    let after = opt.state();
+    assert_eq!(after.step, 1);
+    for (k, m) in &before.2.m {
+        assert_eq!(
+            m.to_vec1::<f32>().unwrap(),
+            after.m[k].to_vec1::<f32>().unwrap()
+        );
+        assert_eq!(
+            before.2.v[k].to_vec1::<f32>().unwrap(),
+            after.v[k].to_vec1::<f32>().unwrap()
+        );
+    }
+}
+
+/// A gradient that changes from step to step: d/dw sum(sin(3 w) + w^2) = 3 cos(3 w) + 2 w.
+fn wavy_grads(w: &Var) -> (f64, GradStore) {
+    let x = w.as_tensor();
+    let loss = ((x * 3.0).unwrap().sin().unwrap() + x.sqr().unwrap())
+        .unwrap()
+        .sum_all()
+        .unwrap();
+    let value = loss.to_scalar::<f32>().unwrap() as f64;
+    (value, loss.backward().unwrap())
+}
+
+fn bits(v: &Var) -> Vec<u32> {
+    vec1(v).iter().map(|x| x.to_bits()).collect()
+}
+
+#[test]
+fn save_load_step_equals_uninterrupted_bit_for_bit() {
+    let dev = Device::Cpu;
+    let init = [0.3f32, -1.2, 0.7, 2.1, -0.05];
+    let cfg = AdamWConfig {
+        lr: 0.05,
+        max_grad_norm: Some(1.0),
+        schedule: LrSchedule::Cosine {
+            warmup_steps: 2,
+            total_steps: 6,
+        },
+        ..AdamWConfig::default()
+    };
+    // Uninterrupted: 5 steps.
+    let w = Var::new(&init, &dev).unwrap();
+    let mut opt = AdamW::new([("layer.w".to_string(), w.clone())], cfg).unwrap();
+    for _ in 0..5 {
+        let (l, g) = wavy_grads(&w);
+        opt.step(l, &g).unwrap();
+    }
+    // Interrupted: 2 steps, save weights and state, rebuild everything from bytes, 3 more steps.
+    let w1 = Var::new(&init, &dev).unwrap();
+    let mut opt1 = AdamW::new([("layer.w".to_string(), w1.clone())], cfg).unwrap();
+    for _ in 0..2 {
+        let (l, g) = wavy_grads(&w1);
+        opt1.step(l, &g).unwrap();
+    }
+    let state_bytes = opt1.state().to_bytes().unwrap();
+    let weights = safetensors::serialize([("layer.w", w1.as_tensor())], None).unwrap();
+    drop((opt1, w1));
+
+    let loaded = candle_core::safetensors::load_buffer(&weights, &dev).unwrap();
+    let w2 = Var::from_tensor(&loaded["layer.w"]).unwrap();
+    let mut opt2 = AdamW::new([("layer.w".to_string(), w2.clone())], cfg).unwrap();
+    let src = std::path::Path::new("optimizer.safetensors");
+    opt2.load_state(AdamWState::from_bytes(&state_bytes, &dev, src).unwrap())
+        .unwrap();
+    assert_eq!(opt2.steps_done(), 2);
+    for _ in 0..3 {
+        let (l, g) = wavy_grads(&w2);
+        opt2.step(l, &g).unwrap();
+    }
+    assert_eq!(bits(&w), bits(&w2));
+    let (a, b) = (opt.state(), opt2.state());
+    let mv = |s: &AdamWState| -> Vec<u32> {
+        let mut out: Vec<f32> = s.m["layer.w"].to_vec1().unwrap();
+        out.extend(s.v["layer.w"].to_vec1::<f32>().unwrap());
+        out.iter().map(|x| x.to_bits()).collect()
+    };
+    assert_eq!(mv(&a), mv(&b));
+}
+
+#[test]
+fn state_mismatches_and_missing_gradients_are_errors() {
+    let dev = Device::Cpu;
+    let w = Var::new(&[1.0f32, 2.0], &dev).unwrap();
+    let mut opt = AdamW::new([("w".to_string(), w.clone())], cfg_plain()).unwrap();
+    assert!(opt.step(1.0, &GradStore::default()).is_err());
+    let other = Var::new(&[1.0f32, 2.0, 3.0], &dev).unwrap();
+    let opt3 = AdamW::new([("w".to_string(), other)], cfg_plain()).unwrap();
+    assert!(opt.load_state(opt3.state()).is_err());
+    let dup = [("w".to_string(), w.clone()), ("w".to_string(), w)];
+    assert!(AdamW::new(dup, cfg_plain()).is_err());
+    let src = std::path::Path::new("x.safetensors");
+    assert!(AdamWState::from_bytes(b"not safetensors", &dev, src).is_err());
+}
