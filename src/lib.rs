@@ -8,6 +8,7 @@ pub mod episode;
 pub mod error;
 pub mod grpo;
 pub mod profile;
+pub mod replay;
 pub mod reward;
 pub mod seed;
 pub mod sim;

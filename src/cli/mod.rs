@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 mod common;
+mod replay;
 mod rollout;
 mod summary;
 mod validate;
@@ -28,6 +29,9 @@ pub enum Command {
     Validate,
     /// Play a scripted policy against the simulated user and log the dialogues as JSONL.
     Rollout(rollout::RolloutArgs),
+    /// Show, verify or re-score logged dialogues.
+    #[command(subcommand)]
+    Replay(replay::ReplayCommand),
 }
 
 /// Runs one parsed command line.
@@ -35,5 +39,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Validate => validate::run(&cli.catalog),
         Command::Rollout(args) => rollout::run(&cli.catalog, args),
+        Command::Replay(cmd) => replay::run(&cli.catalog, cmd),
     }
 }

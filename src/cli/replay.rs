@@ -1,0 +1,98 @@
+//! `empathy-gym replay show|verify|rescore FILE.jsonl`.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+use empathy_gym::episode::{read_episodes, EpisodeRecord, EpisodeWriter};
+use empathy_gym::profile::{Catalog, Difficulty};
+use empathy_gym::replay::{render_transcript, rerun, verify, RerunSettings};
+use empathy_gym::reward::{Aggregate, RewardMode};
+
+use super::common::load_simulator;
+use super::summary::print_summary;
+
+#[derive(Debug, Subcommand)]
+pub enum ReplayCommand {
+    /// Print transcripts with the emotion curve.
+    Show { file: PathBuf },
+    /// Re-run the simulator on the logged assistant turns; fail on any difference.
+    Verify { file: PathBuf },
+    /// Re-score the logged assistant turns under another difficulty or reward mode.
+    Rescore(RescoreArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RescoreArgs {
+    pub file: PathBuf,
+    #[arg(long)]
+    pub difficulty: Option<Difficulty>,
+    #[arg(long)]
+    pub reward_mode: Option<RewardMode>,
+    #[arg(long)]
+    pub aggregate: Option<Aggregate>,
+    /// Write the re-scored episodes here.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+pub fn run(catalog_root: &Path, cmd: ReplayCommand) -> anyhow::Result<()> {
+    let file = match &cmd {
+        ReplayCommand::Show { file } | ReplayCommand::Verify { file } => file.clone(),
+        ReplayCommand::Rescore(a) => a.file.clone(),
+    };
+    let log = read_episodes(&file)?;
+    let result = match cmd {
+        ReplayCommand::Show { .. } => {
+            for (line, r) in &log.records {
+                println!("{}", render_transcript(*line, r));
+            }
+            Ok(())
+        }
+        ReplayCommand::Verify { .. } => verify_all(catalog_root, &file, &log.records),
+        ReplayCommand::Rescore(args) => rescore_all(catalog_root, &log.records, &args),
+    };
+    if let Some(err) = log.error {
+        eprintln!("processed {} complete episodes before the bad line", log.records.len());
+        result?;
+        return Err(err.into());
+    }
+    result
+}
+
+fn verify_all(catalog_root: &Path, file: &Path, records: &[(usize, EpisodeRecord)]) -> anyhow::Result<()> {
+    let catalog = Catalog::load(catalog_root)?;
+    let sim = load_simulator(catalog_root)?;
+    let mut failed = 0;
+    for (line, r) in records {
+        if let Some(m) = verify(&sim, &catalog, r)? {
+            failed += 1;
+            eprintln!("{}: line {line} ({}:{}, step {} group {} sample {}): {m}", file.display(), r.profile.scenario, r.profile.persona, r.step, r.group, r.sample);
+        }
+    }
+    println!("verified {} episodes: {} identical, {} differ", records.len(), records.len() - failed, failed);
+    if failed > 0 {
+        anyhow::bail!("{failed} of {} episodes in {} do not re-run identically", records.len(), file.display());
+    }
+    Ok(())
+}
+
+fn rescore_all(catalog_root: &Path, records: &[(usize, EpisodeRecord)], args: &RescoreArgs) -> anyhow::Result<()> {
+    let catalog = Catalog::load(catalog_root)?;
+    let sim = load_simulator(catalog_root)?;
+    let settings = RerunSettings { difficulty: args.difficulty, reward_mode: args.reward_mode, aggregate: args.aggregate };
+    let mut writer = args.out.as_deref().map(EpisodeWriter::create).transpose()?;
+    let mut out = Vec::new();
+    for (line, r) in records {
+        let again = rerun(&sim, &catalog, r, &settings)?;
+        println!(
+            "line {line} {}:{}  reward {:.3} -> {:.3}  final {} -> {}",
+            r.profile.scenario, r.profile.persona, r.reward.unwrap_or(0.0), again.reward.unwrap_or(0.0), r.final_emotion(), again.final_emotion()
+        );
+        if let Some(w) = writer.as_mut() {
+            w.write(&again)?;
+        }
+        out.push(again);
+    }
+    print_summary(&out);
+    Ok(())
+}

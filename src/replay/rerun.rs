@@ -1,0 +1,114 @@
+//! Re-running a logged dialogue through the environment with its assistant turns.
+
+use crate::episode::{step_batch, DialogueEnv, EpisodeRecord, Turn};
+use crate::error::{Error, Result};
+use crate::profile::{Catalog, Difficulty, KnobOverrides, ProfileId};
+use crate::reward::{Aggregate, RewardMode};
+use crate::sim::Simulator;
+
+/// What to change when re-running (all `None`: exactly as logged).
+#[derive(Clone, Debug, Default)]
+pub struct RerunSettings {
+    pub difficulty: Option<Difficulty>,
+    pub reward_mode: Option<RewardMode>,
+    pub aggregate: Option<Aggregate>,
+}
+
+/// Re-runs `record` with the simulator: same profile, seed and assistant turns, except what
+/// `settings` changes (a new difficulty takes that preset's knobs). If the logged replies run out
+/// before the dialogue ends, it ends as `max_turns`.
+pub fn rerun(sim: &dyn Simulator, catalog: &Catalog, record: &EpisodeRecord, settings: &RerunSettings) -> Result<EpisodeRecord> {
+    let id = ProfileId { scenario: record.profile.scenario.clone(), persona: record.profile.persona.clone() };
+    let difficulty = settings.difficulty.unwrap_or(record.profile.difficulty);
+    let mut profile = catalog.profile(&id, difficulty, &KnobOverrides::default())?;
+    if settings.difficulty.is_none() {
+        if let Some(knobs) = &record.profile.knobs {
+            profile.knobs = knobs.clone();
+        }
+    }
+    let mode = settings.reward_mode.unwrap_or(record.reward_mode);
+    let aggregate = settings.aggregate.unwrap_or(record.reward_aggregate);
+    let mut env = DialogueEnv::new(profile, mode, aggregate);
+    env.reset(record.simulator.seed);
+    for (text, think) in record.assistant_turns() {
+        if env.is_done() {
+            break;
+        }
+        step_batch(sim, &mut [&mut env], &[(text.to_string(), think.map(str::to_string))])?;
+    }
+    let mut out = env.record(sim, record.policy.clone());
+    if out.end.is_none() {
+        out.end = Some(crate::episode::End::MaxTurns);
+    }
+    out.run = record.run.clone();
+    (out.step, out.group, out.sample) = (record.step, record.group, record.sample);
+    if settings.difficulty.is_none() && record.profile.knobs.is_none() {
+        out.profile.knobs = None;
+    }
+    Ok(out)
+}
+
+/// Where a re-run departed from the log.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mismatch {
+    /// 0-based index into `turns`, or `None` for the end or the reward.
+    pub turn: Option<usize>,
+    pub what: String,
+}
+
+impl std::fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.turn {
+            Some(t) => write!(f, "turn {t}: {}", self.what),
+            None => write!(f, "{}", self.what),
+        }
+    }
+}
+
+/// Re-runs `record` exactly as logged and reports the first difference, if any.
+pub fn verify(sim: &dyn Simulator, catalog: &Catalog, record: &EpisodeRecord) -> Result<Option<Mismatch>> {
+    let again = rerun(sim, catalog, record, &RerunSettings::default())?;
+    if again.turns.len() != record.turns.len() {
+        let t = again.turns.len().min(record.turns.len());
+        return Ok(Some(Mismatch {
+            turn: Some(t),
+            what: format!("the log has {} turns, the re-run {}", record.turns.len(), again.turns.len()),
+        }));
+    }
+    for (i, (a, b)) in record.turns.iter().zip(&again.turns).enumerate() {
+        if a != b {
+            return Ok(Some(Mismatch { turn: Some(i), what: describe(a, b) }));
+        }
+    }
+    if record.end != again.end {
+        return Ok(Some(Mismatch { turn: None, what: format!("end: logged {:?}, re-run {:?}", record.end, again.end) }));
+    }
+    if record.reward != again.reward {
+        return Ok(Some(Mismatch { turn: None, what: format!("reward: logged {:?}, re-run {:?}", record.reward, again.reward) }));
+    }
+    Ok(None)
+}
+
+fn describe(logged: &Turn, rerun: &Turn) -> String {
+    match (logged, rerun) {
+        (Turn::User { text: a, emotion: ea, delta: da, .. }, Turn::User { text: b, emotion: eb, delta: db, .. }) => {
+            if ea != eb {
+                format!("user emotion: logged {ea}, re-run {eb}")
+            } else if da != db {
+                format!("user delta: logged {da:?}, re-run {db:?}")
+            } else if a != b {
+                format!("user text: logged {a:?}, re-run {b:?}")
+            } else {
+                "user appraisal differs".to_string()
+            }
+        }
+        (Turn::Assistant { .. }, Turn::Assistant { .. }) => "assistant turn differs".to_string(),
+        _ => "a user turn where the other has an assistant turn".to_string(),
+    }
+}
+
+impl From<Mismatch> for Error {
+    fn from(m: Mismatch) -> Self {
+        Error::Other(m.to_string())
+    }
+}
