@@ -1,4 +1,12 @@
 //! The one integration test target: each module below is one area of the crate.
 
+#[path = "integration/cli.rs"]
+mod cli;
+#[path = "integration/common.rs"]
+mod common;
+#[path = "integration/conformance.rs"]
+mod conformance;
 #[path = "integration/grpo.rs"]
 mod grpo;
+#[path = "integration/sanity.rs"]
+mod sanity;

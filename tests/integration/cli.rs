@@ -1,0 +1,162 @@
+//! The command line end to end: byte-identical logs, replay verify (and its failure on an edited
+//! log), rescore, and clear errors with exit code 2 for bad input.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use super::common::*;
+
+fn eg(args: &[&str], catalog: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_empathy-gym"))
+        .args(args)
+        .arg("--catalog")
+        .arg(catalog)
+        .env("EMPATHY_GYM_MODELS", root().join("models"))
+        .output()
+        .expect("run empathy-gym")
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+fn write_script(dir: &Path) -> String {
+    let p = dir.join("script.yaml");
+    std::fs::write(&p, "replies:\n  - \"That sounds so hard. What has been the worst part?\"\n  - \"How are you holding up?\"\n  - \"You should just move on.\"\n").unwrap();
+    format!("script:{}", p.display())
+}
+
+#[test]
+fn same_seed_gives_byte_identical_logs_that_verify() {
+    let dir = temp_dir();
+    let policy = write_script(dir.path());
+    let (a, b) = (dir.path().join("a.jsonl"), dir.path().join("b.jsonl"));
+    for out in [&a, &b] {
+        let o = eg(&["rollout", "--policy", &policy, "--split", "test", "--difficulty", "moderate", "--seed", "11", "--out", out.to_str().unwrap()], &root());
+        assert!(o.status.success(), "{}", text(&o));
+        assert!(text(&o).contains("| episodes | mean reward"), "summary table missing: {}", text(&o));
+    }
+    let (la, lb) = (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+    assert_eq!(la, lb, "same seed and config must give byte-identical JSONL");
+    let o = eg(&["replay", "verify", a.to_str().unwrap()], &root());
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("0 differ"));
+}
+
+#[test]
+fn verify_fails_naming_episode_and_turn_when_a_user_turn_is_edited() {
+    let dir = temp_dir();
+    let policy = write_script(dir.path());
+    let log = dir.path().join("a.jsonl");
+    let o = eg(&["rollout", "--policy", &policy, "--split", "test", "--seed", "5", "--out", log.to_str().unwrap()], &root());
+    assert!(o.status.success(), "{}", text(&o));
+    let content = std::fs::read_to_string(&log).unwrap();
+    let mut lines: Vec<String> = content.lines().map(str::to_string).collect();
+    let mut rec: serde_json::Value = serde_json::from_str(&lines[2]).unwrap();
+    let e = rec["turns"][2]["emotion"].as_u64().unwrap();
+    rec["turns"][2]["emotion"] = serde_json::json!(if e >= 50 { e - 5 } else { e + 5 });
+    lines[2] = serde_json::to_string(&rec).unwrap();
+    std::fs::write(&log, lines.join("\n") + "\n").unwrap();
+    let o = eg(&["replay", "verify", log.to_str().unwrap()], &root());
+    assert!(!o.status.success());
+    let t = text(&o);
+    assert!(t.contains("line 3") && t.contains("turn 2") && t.contains("emotion"), "{t}");
+
+    // Editing a user's words is caught too.
+    let mut rec: serde_json::Value = serde_json::from_str(content.lines().next().unwrap()).unwrap();
+    rec["turns"][2]["text"] = serde_json::json!("edited");
+    std::fs::write(&log, serde_json::to_string(&rec).unwrap() + "\n").unwrap();
+    let t = text(&eg(&["replay", "verify", log.to_str().unwrap()], &root()));
+    assert!(t.contains("line 1") && t.contains("turn 2") && t.contains("user text"), "{t}");
+}
+
+#[test]
+fn a_cut_log_is_replayed_up_to_the_cut_and_named() {
+    let dir = temp_dir();
+    let policy = write_script(dir.path());
+    let log = dir.path().join("a.jsonl");
+    assert!(eg(&["rollout", "--policy", &policy, "--split", "test", "--out", log.to_str().unwrap()], &root()).status.success());
+    let content = std::fs::read_to_string(&log).unwrap();
+    let n = content.lines().count();
+    let cut = &content[..content.len() - 40];
+    std::fs::write(&log, cut).unwrap();
+    let o = eg(&["replay", "verify", log.to_str().unwrap()], &root());
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let t = text(&o);
+    assert!(t.contains(&format!("verified {} episodes", n - 1)), "{t}");
+    assert!(t.contains(&format!("line {n}")) && t.contains("cut short"), "{t}");
+    assert!(!t.contains("panicked"));
+}
+
+#[test]
+fn rescore_changes_difficulty_and_reward_mode() {
+    let dir = temp_dir();
+    let policy = write_script(dir.path());
+    let (log, out) = (dir.path().join("a.jsonl"), dir.path().join("b.jsonl"));
+    assert!(eg(&["rollout", "--policy", &policy, "--split", "test", "--difficulty", "easy", "--out", log.to_str().unwrap()], &root()).status.success());
+    let o = eg(&["replay", "rescore", log.to_str().unwrap(), "--difficulty", "hard", "--reward-mode", "trait", "--out", out.to_str().unwrap()], &root());
+    assert!(o.status.success(), "{}", text(&o));
+    let first: serde_json::Value = serde_json::from_str(std::fs::read_to_string(&out).unwrap().lines().next().unwrap()).unwrap();
+    assert_eq!(first["profile"]["difficulty"], "hard");
+    assert_eq!(first["reward_mode"], "trait");
+    assert_eq!(first["turns"][0]["emotion"], 30, "hard starts at 30");
+}
+
+/// Copies the catalog into a temp dir so a test can break one file.
+fn broken_catalog(edit: impl FnOnce(&Path)) -> tempfile::TempDir {
+    let dir = temp_dir();
+    for sub in ["scenarios", "personas", "data"] {
+        let to = dir.path().join(sub);
+        std::fs::create_dir_all(&to).unwrap();
+        for e in std::fs::read_dir(root().join(sub)).unwrap() {
+            let e = e.unwrap();
+            if e.path().is_file() {
+                std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+            }
+        }
+    }
+    edit(dir.path());
+    dir
+}
+
+fn assert_user_error(o: &Output, needles: &[&str]) {
+    let t = text(o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(!t.contains("panicked"), "{t}");
+    for n in needles {
+        assert!(t.contains(n), "missing `{n}` in: {t}");
+    }
+}
+
+#[test]
+fn bad_catalog_files_give_clear_errors() {
+    let d = broken_catalog(|p| std::fs::write(p.join("personas/maya.yaml"), "id: maya\nname: [unclosed\n").unwrap());
+    assert_user_error(&eg(&["validate"], d.path()), &["personas/maya.yaml", "line"]);
+
+    let d = broken_catalog(|p| {
+        let f = p.join("personas/maya.yaml");
+        let s = std::fs::read_to_string(&f).unwrap();
+        std::fs::write(&f, s + "favourite_colour: blue\n").unwrap();
+    });
+    assert_user_error(&eg(&["validate"], d.path()), &["personas/maya.yaml", "unknown field `favourite_colour`"]);
+
+    let d = broken_catalog(|p| {
+        let f = p.join("scenarios/job-loss-warehouse.yaml");
+        let s = std::fs::read_to_string(&f).unwrap().replace("personas: [maya]", "personas: [maya, nobody]");
+        std::fs::write(&f, s).unwrap();
+    });
+    assert_user_error(&eg(&["validate"], d.path()), &["job-loss-warehouse.yaml", "personas[1]", "`nobody` does not exist"]);
+}
+
+#[test]
+fn missing_model_files_give_a_clear_error() {
+    let dir = temp_dir();
+    let policy = write_script(dir.path());
+    let o = Command::new(env!("CARGO_BIN_EXE_empathy-gym"))
+        .args(["rollout", "--policy", &policy, "--profile", "job-loss-warehouse:maya", "--catalog"])
+        .arg(root())
+        .env("EMPATHY_GYM_MODELS", dir.path().join("no-models"))
+        .output()
+        .unwrap();
+    assert_user_error(&o, &["all-minilm-l6-v2", "scripts/fetch-models.sh"]);
+}

@@ -1,0 +1,116 @@
+//! Shared helpers for the integration tests: the catalog, the simulator (loaded once), and
+//! scripted listeners written from a profile's own data.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use empathy_gym::episode::{rollout, EpisodeJob, EpisodeRecord, FnPolicy, RolloutOptions, Turn};
+use empathy_gym::profile::{Catalog, Difficulty, KnobOverrides, ProfileId, Split};
+use empathy_gym::reward::RewardMode;
+use empathy_gym::sim::{Appraiser, Embedder};
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn catalog() -> &'static Catalog {
+    static C: OnceLock<Catalog> = OnceLock::new();
+    C.get_or_init(|| Catalog::load(&root()).expect("the shipped catalog loads"))
+}
+
+/// The built-in simulator with the real all-MiniLM-L6-v2 (fetched by scripts/fetch-models.sh).
+pub fn simulator() -> &'static Appraiser {
+    static S: OnceLock<Appraiser> = OnceLock::new();
+    S.get_or_init(|| {
+        let dir = root().join("models/all-minilm-l6-v2");
+        let embedder = Embedder::load(&dir, &candle_core::Device::Cpu)
+            .expect("models/all-minilm-l6-v2 is missing: run scripts/fetch-models.sh");
+        Appraiser::load(&root(), Arc::new(embedder)).expect("appraiser data loads")
+    })
+}
+
+pub fn temp_dir() -> tempfile::TempDir {
+    tempfile::tempdir().expect("temp dir")
+}
+
+/// Plays `policy` on `ids` at `difficulty` and returns the records.
+pub fn play(
+    ids: &[ProfileId],
+    difficulty: Difficulty,
+    mode: RewardMode,
+    seed: u64,
+    policy: &mut dyn empathy_gym::episode::Policy,
+) -> Vec<EpisodeRecord> {
+    let jobs: Vec<EpisodeJob> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| EpisodeJob {
+            profile: catalog().profile(id, difficulty, &KnobOverrides::default()).unwrap(),
+            seed: empathy_gym::seed::derive(seed, i as u64),
+            step: 0,
+            group: i as u64,
+            sample: 0,
+        })
+        .collect();
+    let opts = RolloutOptions { run: "test".into(), reward_mode: mode, ..Default::default() };
+    rollout(simulator(), policy, &jobs, &opts, |_| Ok(())).unwrap()
+}
+
+pub fn test_profiles(n: usize) -> Vec<ProfileId> {
+    let mut seen = std::collections::BTreeSet::new();
+    catalog().split(Split::Test).iter().filter(|p| seen.insert(p.scenario.clone())).take(n).cloned().collect()
+}
+
+fn last_user(turns: &[Turn]) -> &str {
+    turns.iter().rev().find_map(|t| if let Turn::User { text, .. } = t { Some(text.as_str()) } else { None }).unwrap_or("")
+}
+
+/// A few content words of the user's last message, to reflect back.
+fn echo(turns: &[Turn]) -> String {
+    let words: Vec<&str> = last_user(turns)
+        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .filter(|w| w.len() >= 5)
+        .take(4)
+        .collect();
+    words.join(", ").to_lowercase()
+}
+
+/// An attuned listener: names the feeling, reflects specifics, asks open questions, holds advice back.
+pub fn attuned() -> FnPolicy<impl FnMut(&ProfileId, u32, &[Turn]) -> String> {
+    FnPolicy {
+        name: "attuned".into(),
+        f: |id: &ProfileId, turn: u32, turns: &[Turn]| {
+            let s = &catalog().scenarios[&id.scenario];
+            let sp = |i: usize| s.specifics[i % s.specifics.len()].clone();
+            let fe = |i: usize| s.feelings[i % s.feelings.len()].clone();
+            let e = echo(turns);
+            match turn {
+                1 => format!("{} and {}. That sounds really {} and {}. What has been the hardest part of this for you?", sp(0), sp(1), fe(0), fe(1)),
+                2 => format!("It makes sense that you feel {}, with {} on top of it. How have you been holding up?", fe(1), sp(2)),
+                3 => format!("You mentioned {e}. That sounds {}. What goes through your mind when you think about {}?", fe(2), sp(0)),
+                4 => format!("So {} is still weighing on you, and you feel {}. What would help you most right now?", sp(3), fe(0)),
+                5 => format!("I hear how {} this is, especially {}. Can you tell me more about {e}?", fe(3), sp(1)),
+                6 => format!("Of course you feel {} after {}. What matters most to you in all of this?", fe(4), sp(4)),
+                7 => format!("It sounds like {} has been on your mind a lot. How are you feeling about it now?", sp(5)),
+                _ => format!("Thank you for telling me about {e}. It makes sense to feel {}. What would you like to do next?", fe(turn as usize)),
+            }
+        },
+    }
+}
+
+pub fn scripted(replies: &[&str]) -> empathy_gym::episode::ScriptedPolicy {
+    empathy_gym::episode::ScriptedPolicy::new("script", replies.iter().map(|s| s.to_string()).collect()).unwrap()
+}
+
+pub fn mean_final(records: &[EpisodeRecord]) -> f64 {
+    records.iter().map(|r| f64::from(r.final_emotion())).sum::<f64>() / records.len() as f64
+}
+
+pub fn mean_reward(records: &[EpisodeRecord]) -> f64 {
+    records.iter().map(|r| r.reward.unwrap()).sum::<f64>() / records.len() as f64
+}
+
+#[allow(dead_code)]
+pub fn path(p: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(p)
+}

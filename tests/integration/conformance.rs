@@ -1,0 +1,93 @@
+//! Conformance over every shipped profile at every difficulty: no panic, emotion stays in
+//! [0, 100], every episode ends by rule, terminated and truncated are never both set; and
+//! Gymnasium semantics (same seed, same transcript).
+
+use empathy_gym::episode::{DialogueEnv, End, Turn};
+use empathy_gym::profile::{Difficulty, KnobOverrides, ProfileId};
+use empathy_gym::reward::{Aggregate, RewardMode};
+
+use super::common::*;
+
+const MIXED: &[&str] = &[
+    "That sounds really hard. What happened?",
+    "You should just move on, honestly.",
+    "I hear you. How are you feeling about it now?",
+    "Everything happens for a reason!",
+    "What would help most right now?",
+];
+
+#[test]
+fn every_profile_at_every_difficulty_ends_by_rule() {
+    let c = catalog();
+    let ids: Vec<ProfileId> = c.splits.train.iter().chain(&c.splits.test).cloned().collect();
+    let mut episodes = 0;
+    for d in Difficulty::ALL {
+        for (i, id) in ids.iter().enumerate() {
+            let profile = c.profile(id, d, &KnobOverrides::default()).unwrap();
+            let max_turns = profile.knobs.max_turns;
+            let mut env = DialogueEnv::new(profile, RewardMode::Behavior, Aggregate::Final);
+            let obs = env.reset(i as u64);
+            assert!(obs.emotion <= 100);
+            let mut turn = 0;
+            loop {
+                let out = env.step(simulator(), MIXED[turn % MIXED.len()]).unwrap();
+                turn += 1;
+                assert!(out.obs.emotion <= 100, "{id} {d:?}: emotion {}", out.obs.emotion);
+                assert!(!(out.terminated && out.truncated), "{id} {d:?}: both terminated and truncated");
+                assert_eq!(out.terminated, out.obs.emotion >= 100 || out.obs.emotion < 10);
+                if out.terminated || out.truncated {
+                    assert_eq!(out.truncated, turn as u32 == max_turns && !out.terminated);
+                    break;
+                }
+                assert!((turn as u32) < max_turns, "{id} {d:?}: ran past max_turns");
+            }
+            let rec = env.record(simulator(), Default::default());
+            let expected = match rec.final_emotion() {
+                100 => End::Resolved,
+                e if e < 10 => End::Left,
+                _ => End::MaxTurns,
+            };
+            assert_eq!(rec.end, Some(expected), "{id} {d:?}");
+            episodes += 1;
+        }
+    }
+    assert_eq!(episodes, 3 * ids.len());
+}
+
+#[test]
+fn same_seed_same_transcript_and_different_seed_can_differ() {
+    let id = &catalog().splits.test[0];
+    let run = |seed| {
+        let profile = catalog().profile(id, Difficulty::Easy, &KnobOverrides::default()).unwrap();
+        let mut env = DialogueEnv::new(profile, RewardMode::Behavior, Aggregate::Dense);
+        env.reset(seed);
+        for r in MIXED {
+            if env.is_done() {
+                break;
+            }
+            env.step(simulator(), r).unwrap();
+        }
+        env.turns().to_vec()
+    };
+    assert_eq!(run(7), run(7));
+    let texts = |t: Vec<Turn>| t.into_iter().map(|t| format!("{t:?}")).collect::<Vec<_>>();
+    let differ = (0..8).any(|s| texts(run(s)) != texts(run(7)));
+    assert!(differ, "the speaker should vary its lines with the seed");
+}
+
+#[test]
+fn dense_step_rewards_sum_to_the_episode_reward() {
+    let id = &catalog().splits.test[1];
+    let profile = catalog().profile(id, Difficulty::Moderate, &KnobOverrides::default()).unwrap();
+    let mut env = DialogueEnv::new(profile, RewardMode::Behavior, Aggregate::Dense);
+    env.reset(3);
+    let mut sum = 0.0;
+    for r in MIXED.iter().cycle().take(20) {
+        let out = env.step(simulator(), r).unwrap();
+        sum += out.reward;
+        if out.terminated || out.truncated {
+            break;
+        }
+    }
+    assert!((sum - env.rubric().total).abs() < 1e-9, "{sum} vs {}", env.rubric().total);
+}
