@@ -2,8 +2,9 @@
 //! normalized), as sentence-transformers computes them.
 //!
 //! Reproducibility: a text's embedding must not depend on what else is in the batch, or `replay
-//! verify` could not re-run a dialogue bit for bit. Texts are therefore batched only with texts of
-//! the same token length (no padding), and every embedding is cached by its text.
+//! verify` could not re-run a dialogue bit for bit. Every text is padded (and masked) to
+//! the next multiple of 16 tokens and batched with texts of that padded length, so its shapes are
+//! the same in any batch; every embedding is cached by its text.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -18,6 +19,10 @@ use crate::error::{Error, Result};
 
 /// Longest input in tokens (the model was trained with 128; sentence-transformers truncates there).
 const MAX_TOKENS: usize = 128;
+
+/// Inputs are padded to a multiple of this many tokens, so that texts of similar length share one
+/// forward pass while each text's shapes stay fixed.
+const PAD_TO: usize = 16;
 
 /// A unit-length sentence embedding.
 pub type Embedding = Vec<f32>;
@@ -114,7 +119,8 @@ impl Embedder {
         Ok(texts.iter().map(|t| cache[*t].clone()).collect())
     }
 
-    /// Runs the model on texts grouped by token length, so no text is ever padded.
+    /// Runs the model on texts grouped by padded length: every text is padded (and masked) to the
+    /// next multiple of [`PAD_TO`], so its shapes and result never depend on its batch-mates.
     fn compute(&self, texts: &[&str]) -> Result<Vec<Embedding>> {
         let encodings = self
             .tokenizer
@@ -122,15 +128,28 @@ impl Embedder {
             .map_err(|e| Error::Other(format!("tokenizing for the embedder: {e}")))?;
         let mut by_len: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
         for (i, enc) in encodings.iter().enumerate() {
-            by_len.entry(enc.get_ids().len()).or_default().push(i);
+            let padded = enc.get_ids().len().div_ceil(PAD_TO) * PAD_TO;
+            by_len.entry(padded).or_default().push(i);
         }
         let mut out = vec![Vec::new(); texts.len()];
         for (len, idx) in by_len {
-            let ids: Vec<u32> = idx.iter().flat_map(|&i| encodings[i].get_ids().to_vec()).collect();
+            let mut ids = Vec::with_capacity(idx.len() * len);
+            let mut mask = Vec::with_capacity(idx.len() * len);
+            for &i in &idx {
+                let real = encodings[i].get_ids();
+                ids.extend_from_slice(real);
+                ids.extend(std::iter::repeat_n(0u32, len - real.len()));
+                mask.extend(std::iter::repeat_n(1u32, real.len()));
+                mask.extend(std::iter::repeat_n(0u32, len - real.len()));
+            }
             let ids = Tensor::from_vec(ids, (idx.len(), len), &self.device)?;
+            let mask = Tensor::from_vec(mask, (idx.len(), len), &self.device)?;
             let types = ids.zeros_like()?;
-            let hidden = self.model.forward(&ids, &types, None)?; // [n, len, 384]
-            let pooled = hidden.mean(1)?;
+            let hidden = self.model.forward(&ids, &types, Some(&mask))?; // [n, len, 384]
+            // Mean over real tokens only (sentence-transformers' mean pooling).
+            let m = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
+            let summed = hidden.broadcast_mul(&m)?.sum(1)?;
+            let pooled = summed.broadcast_div(&m.sum(1)?)?;
             let norm = pooled.sqr()?.sum_keepdim(1)?.sqrt()?.clamp(1e-12, f64::MAX)?;
             let unit = pooled.broadcast_div(&norm)?.to_vec2::<f32>()?;
             for (row, &i) in unit.into_iter().zip(&idx) {

@@ -91,3 +91,18 @@ fn dense_step_rewards_sum_to_the_episode_reward() {
     }
     assert!((sum - env.rubric().total).abs() < 1e-9, "{sum} vs {}", env.rubric().total);
 }
+
+#[test]
+fn an_embedding_does_not_depend_on_its_batch() {
+    let dir = root().join("models/all-minilm-l6-v2");
+    let fresh = || empathy_gym::sim::Embedder::load(&dir, &candle_core::Device::Cpu).unwrap();
+    let text = "That sounds really hard. What has been the hardest part for you?";
+    let alone = fresh().embed(&[text]).unwrap()[0].clone();
+    let others = ["It makes sense you feel this way, honestly.", "What happened then?", "You should sleep more and drink water today."];
+    let mut batch = vec![others[0], text, others[1], others[2]];
+    batch.extend(["A much longer reply that goes on and on about many different things in a row so that it pads to another length bucket entirely, and then some more words."; 1]);
+    let together = fresh().embed(&batch).unwrap()[1].clone();
+    assert_eq!(*alone, *together, "bit-identical embeddings are what makes replay verify possible");
+    let norm: f32 = alone.iter().map(|x| x * x).sum();
+    assert!((norm - 1.0).abs() < 1e-4);
+}

@@ -1,0 +1,75 @@
+//! Appraised turns per second for a batch of 64 live dialogues on CPU (issue: the simulator must
+//! stay under 10% of a training step; target >= 100 turns/s on 2 cores).
+//!
+//! Run: `cargo bench --bench simulator`. Prints a markdown table (copy it into results/perf/simulator.md).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use empathy_gym::episode::{step_batch, DialogueEnv};
+use empathy_gym::profile::{Catalog, Difficulty, KnobOverrides};
+use empathy_gym::reward::{Aggregate, RewardMode};
+use empathy_gym::sim::{Appraiser, Embedder};
+
+const REPLIES: [&str; 6] = [
+    "That sounds really hard, especially after everything with {s}. What has been the hardest part for you?",
+    "It makes sense that you feel this way. How have you been holding up since {s}?",
+    "You mentioned {s}. I wonder if part of what hurts is feeling like nobody noticed. What do you make of it?",
+    "You should write everything down and make a plan for {s} tomorrow morning.",
+    "At least it could be worse, lots of people deal with {s} every day.",
+    "I hear how heavy {s} is. Would it help to talk through what matters most to you now?",
+];
+
+fn main() -> anyhow::Result<()> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let catalog = Catalog::load(&root)?;
+    let t0 = Instant::now();
+    let embedder = Arc::new(Embedder::load(&root.join("models/all-minilm-l6-v2"), &candle_core::Device::Cpu)?);
+    let sim = Appraiser::load(&root, embedder)?;
+    let load_s = t0.elapsed().as_secs_f64();
+    println!("| batch | turns appraised | seconds | turns/s | ms per turn |");
+    println!("|---:|---:|---:|---:|---:|");
+    for batch in [1usize, 16, 64] {
+        let (turns, secs) = run(&catalog, &sim, batch)?;
+        println!("| {batch} | {turns} | {secs:.2} | {:.1} | {:.2} |", turns as f64 / secs, 1000.0 * secs / turns as f64);
+    }
+    println!("\nsimulator load (embedder + prototype embeddings): {load_s:.2} s");
+    Ok(())
+}
+
+/// Plays `batch` dialogues for up to 8 turns with fresh (uncached) replies; returns turns and seconds.
+fn run(catalog: &Catalog, sim: &Appraiser, batch: usize) -> anyhow::Result<(usize, f64)> {
+    let ids = &catalog.splits.train;
+    let mut envs: Vec<DialogueEnv> = (0..batch)
+        .map(|i| {
+            let p = catalog.profile(&ids[i % ids.len()], Difficulty::Easy, &KnobOverrides::default())?;
+            let mut env = DialogueEnv::new(p, RewardMode::Behavior, Aggregate::Final);
+            env.reset(i as u64);
+            Ok(env)
+        })
+        .collect::<empathy_gym::Result<_>>()?;
+    // Warm the prototype cache of these scenarios so the timing covers steady-state turns.
+    let warm: Vec<(String, Option<String>)> = (0..batch).map(|i| (format!("warm up reply number {i} {batch}"), None)).collect();
+    let mut probe: Vec<DialogueEnv> = envs.clone();
+    step_batch(sim, &mut probe.iter_mut().collect::<Vec<_>>(), &warm)?;
+    let (mut turns, start) = (0usize, Instant::now());
+    for t in 0..8 {
+        let live: Vec<&mut DialogueEnv> = envs.iter_mut().filter(|e| !e.is_done()).collect();
+        if live.is_empty() {
+            break;
+        }
+        let replies: Vec<(String, Option<String>)> = live
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let s = &e.profile().scenario.specifics[t % e.profile().scenario.specifics.len()];
+                (format!("{} ({batch}-{t}-{i})", REPLIES[(i + t) % REPLIES.len()].replace("{s}", s)), None)
+            })
+            .collect();
+        turns += live.len();
+        let mut live = live;
+        step_batch(sim, &mut live, &replies)?;
+    }
+    Ok((turns, start.elapsed().as_secs_f64()))
+}
