@@ -5,5 +5,7 @@
 //! See docs/DESIGN.md for the architecture and the file formats.
 
 pub mod error;
+pub mod eval;
+pub mod report;
 
 pub use error::{Error, Result};
