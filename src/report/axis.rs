@@ -26,7 +26,11 @@ impl Axis {
             (0.0, 1.0)
         };
         if hi - lo < 1e-12 {
-            let pad = if lo.abs() > 1e-12 { lo.abs() * 0.1 } else { 1.0 };
+            let pad = if lo.abs() > 1e-12 {
+                lo.abs() * 0.1
+            } else {
+                1.0
+            };
             lo -= pad;
             hi += pad;
         }
@@ -62,7 +66,10 @@ impl Axis {
             (-self.step.log10().floor()) as usize
         };
         let s = format!("{:.*}", decimals.min(6), v);
-        if s.trim_start_matches('-').chars().all(|c| c == '0' || c == '.') {
+        if s.trim_start_matches('-')
+            .chars()
+            .all(|c| c == '0' || c == '.')
+        {
             s.trim_start_matches('-').to_string()
         } else {
             s
@@ -123,7 +130,13 @@ mod tests {
 
     #[test]
     fn axis_covers_the_data() {
-        for &(lo, hi) in &[(0.13, 0.87), (-3.2, 17.9), (1234.0, 1299.0), (-0.004, -0.001), (5.0, 5.0)] {
+        for &(lo, hi) in &[
+            (0.13, 0.87),
+            (-3.2, 17.9),
+            (1234.0, 1299.0),
+            (-0.004, -0.001),
+            (5.0, 5.0),
+        ] {
             let a = Axis::fit(lo, hi, 6);
             assert!(a.min <= lo && a.max >= hi, "{lo}..{hi} -> {a:?}");
             assert!(a.ticks.len() >= 2 && a.ticks.len() <= 12, "{a:?}");

@@ -2,7 +2,9 @@
 //! series (a model) in each group. The factual evaluation draws error rates per condition with it.
 
 use super::axis::Axis;
-use super::line_chart::{draw_axes_box, draw_legend, draw_title_and_labels, draw_y_grid, legend_width, Frame};
+use super::line_chart::{
+    draw_axes_box, draw_legend, draw_title_and_labels, draw_y_grid, legend_width, Frame,
+};
 use super::svg::{color, Anchor, Svg};
 
 /// One named set of bar heights, aligned with [`BarChart::categories`].
@@ -50,7 +52,12 @@ impl BarChart {
     /// The y axis the chart will draw: it covers 0, every finite value and `y_range`.
     pub fn y_axis(&self) -> Axis {
         let (mut lo, mut hi) = (0.0f64, 0.0f64);
-        for v in self.series.iter().flat_map(|s| s.values.iter()).filter(|v| v.is_finite()) {
+        for v in self
+            .series
+            .iter()
+            .flat_map(|s| s.values.iter())
+            .filter(|v| v.is_finite())
+        {
             lo = lo.min(*v);
             hi = hi.max(*v);
         }
@@ -63,58 +70,128 @@ impl BarChart {
 
     /// Renders the chart as a standalone SVG document.
     pub fn to_svg(&self) -> String {
-        let n_cat = self.categories.len().max(1);
-        let n_ser = self.series.len().max(1);
-        let group_w = (n_ser as f64 * 14.0 + 14.0).max(36.0);
+        let lay = self.layout();
+        let f = &lay.frame;
+        let ya = self.y_axis();
+        let mut svg = Svg::new(lay.width, lay.height);
+        // The x label goes under the category labels, however tall they are.
+        let under_labels = Frame {
+            bottom: f.bottom + lay.label_h - 6.0,
+            ..f.clone()
+        };
+        draw_title_and_labels(
+            &mut svg,
+            &under_labels,
+            &self.title,
+            &self.x_label,
+            "",
+            lay.width,
+        );
+        let cy = (f.top + f.bottom) / 2.0;
+        svg.text(20.0, cy, &self.y_label, 13.0, Anchor::Middle, -90.0, false);
+        draw_y_grid(&mut svg, f, &ya);
+        self.draw_bars(&mut svg, &lay, &ya);
+        draw_axes_box(&mut svg, f);
+        let names: Vec<&str> = self.series.iter().map(|s| s.name.as_str()).collect();
+        draw_legend(&mut svg, f.right + 16.0, f.top, &names, true);
+        svg.finish()
+    }
+
+    /// Canvas size, plot frame, slot width per category and whether labels must be rotated.
+    fn layout(&self) -> Layout {
+        let n_cat = self.categories.len().max(1) as f64;
+        let n_ser = self.series.len().max(1) as f64;
         let legend_w = legend_width(self.series.iter().map(|s| s.name.as_str()));
-        let plot_w = (n_cat as f64 * group_w).max(360.0);
-        let width = if self.width > 0.0 { self.width } else { 72.0 + plot_w + legend_w + 32.0 };
-        let plot_h = if self.height > 0.0 { self.height } else { 420.0 } - 100.0;
+        let plot_w = (n_cat * (n_ser * 14.0 + 14.0).max(36.0)).max(360.0);
+        let width = if self.width > 0.0 {
+            self.width
+        } else {
+            72.0 + plot_w + legend_w + 32.0
+        };
+        let plot_h = if self.height > 0.0 {
+            self.height
+        } else {
+            420.0
+        } - 100.0;
         let frame = Frame {
             left: 72.0,
             right: width - legend_w - 32.0,
             top: 44.0,
             bottom: 44.0 + plot_h,
         };
-        let slot = (frame.right - frame.left) / n_cat as f64;
-        let longest = self.categories.iter().map(|c| c.chars().count()).max().unwrap_or(0) as f64;
+        let slot = (frame.right - frame.left) / n_cat;
+        let longest = self
+            .categories
+            .iter()
+            .map(|c| c.chars().count())
+            .max()
+            .unwrap_or(0) as f64;
+        // About 7 px per character at 12 px; rotated by 40 degrees a label reaches down about
+        // sin(40) = 0.64 of its length.
         let rotate = longest * 7.0 > slot - 4.0;
-        // A label rotated by 40 degrees reaches about sin(40) = 0.64 of its length downwards.
-        let label_h = if rotate { longest * 7.0 * 0.64 + 8.0 } else { 14.0 };
-        let height = frame.bottom + label_h + 52.0;
-        let ya = self.y_axis();
-        let mut svg = Svg::new(width, height);
-        let x_label_frame = Frame {
-            bottom: frame.bottom + label_h - 6.0,
-            ..frame.clone()
+        let label_h = if rotate {
+            longest * 7.0 * 0.64 + 8.0
+        } else {
+            14.0
         };
-        draw_title_and_labels(&mut svg, &x_label_frame, &self.title, &self.x_label, "", width);
-        svg.text(20.0, (frame.top + frame.bottom) / 2.0, &self.y_label, 13.0, Anchor::Middle, -90.0, false);
-        draw_y_grid(&mut svg, &frame, &ya);
-        let bar_w = ((slot - 10.0) / n_ser as f64).max(1.0);
-        let zero = ya.map(0.0, frame.bottom, frame.top);
+        Layout {
+            width,
+            height: frame.bottom + label_h + 52.0,
+            frame,
+            slot,
+            rotate,
+            label_h,
+        }
+    }
+
+    /// The bars of every category, then the category labels under them.
+    fn draw_bars(&self, svg: &mut Svg, lay: &Layout, ya: &Axis) {
+        let f = &lay.frame;
+        let bar_w = ((lay.slot - 10.0) / self.series.len().max(1) as f64).max(1.0);
+        let zero = ya.map(0.0, f.bottom, f.top);
         for (c, name) in self.categories.iter().enumerate() {
-            let x0 = frame.left + c as f64 * slot + 5.0;
+            let x0 = f.left + c as f64 * lay.slot + 5.0;
             for (s, series) in self.series.iter().enumerate() {
-                let Some(&v) = series.values.get(c) else { continue };
-                if !v.is_finite() {
-                    continue;
+                let v = series.values.get(c).copied().unwrap_or(f64::NAN);
+                if v.is_finite() {
+                    let y = ya.map(v, f.bottom, f.top);
+                    let x = x0 + s as f64 * bar_w;
+                    svg.rect(
+                        x,
+                        y.min(zero),
+                        bar_w - 1.0,
+                        (y - zero).abs(),
+                        color(s),
+                        None,
+                    );
                 }
-                let y = ya.map(v, frame.bottom, frame.top);
-                svg.rect(x0 + s as f64 * bar_w, y.min(zero), bar_w - 1.0, (y - zero).abs(), color(s), None);
             }
-            let cx = frame.left + (c as f64 + 0.5) * slot;
-            if rotate {
-                svg.text(cx + 4.0, frame.bottom + 14.0, name, 12.0, Anchor::End, -40.0, false);
+            let cx = f.left + (c as f64 + 0.5) * lay.slot;
+            if lay.rotate {
+                svg.text(
+                    cx + 4.0,
+                    f.bottom + 14.0,
+                    name,
+                    12.0,
+                    Anchor::End,
+                    -40.0,
+                    false,
+                );
             } else {
-                svg.text(cx, frame.bottom + 18.0, name, 12.0, Anchor::Middle, 0.0, false);
+                svg.text(cx, f.bottom + 18.0, name, 12.0, Anchor::Middle, 0.0, false);
             }
         }
-        draw_axes_box(&mut svg, &frame);
-        let names: Vec<&str> = self.series.iter().map(|s| s.name.as_str()).collect();
-        draw_legend(&mut svg, frame.right + 16.0, frame.top, &names, true);
-        svg.finish()
     }
+}
+
+/// Where things go on the canvas.
+struct Layout {
+    width: f64,
+    height: f64,
+    frame: Frame,
+    slot: f64,
+    rotate: bool,
+    label_h: f64,
 }
 
 #[cfg(test)]

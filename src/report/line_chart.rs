@@ -113,19 +113,39 @@ impl LineChart {
         };
         let (xa, ya) = self.axes();
         let mut svg = Svg::new(self.width, self.height);
-        draw_title_and_labels(&mut svg, &frame, &self.title, &self.x_label, &self.y_label, self.width);
+        draw_title_and_labels(
+            &mut svg,
+            &frame,
+            &self.title,
+            &self.x_label,
+            &self.y_label,
+            self.width,
+        );
         draw_y_grid(&mut svg, &frame, &ya);
         for &t in &xa.ticks {
             let x = xa.map(t, frame.left, frame.right);
             svg.line(x, frame.bottom, x, frame.bottom + 5.0, "#333333", 1.0, None);
-            svg.text(x, frame.bottom + 19.0, &xa.label(t), 12.0, Anchor::Middle, 0.0, false);
+            svg.text(
+                x,
+                frame.bottom + 19.0,
+                &xa.label(t),
+                12.0,
+                Anchor::Middle,
+                0.0,
+                false,
+            );
         }
         for (i, s) in self.series.iter().enumerate() {
             let pts: Vec<(f64, f64)> = s
                 .points
                 .iter()
                 .filter(|(x, y)| x.is_finite() && y.is_finite())
-                .map(|&(x, y)| (xa.map(x, frame.left, frame.right), ya.map(y, frame.bottom, frame.top)))
+                .map(|&(x, y)| {
+                    (
+                        xa.map(x, frame.left, frame.right),
+                        ya.map(y, frame.bottom, frame.top),
+                    )
+                })
                 .collect();
             if pts.len() >= 2 {
                 svg.polyline(&pts, color(i), 2.0);
@@ -150,9 +170,24 @@ pub(crate) fn legend_width<'a>(names: impl Iterator<Item = &'a str>) -> f64 {
 }
 
 /// Title centred on the canvas, x label under the frame, y label rotated left of it.
-pub(crate) fn draw_title_and_labels(svg: &mut Svg, f: &Frame, title: &str, x: &str, y: &str, width: f64) {
+pub(crate) fn draw_title_and_labels(
+    svg: &mut Svg,
+    f: &Frame,
+    title: &str,
+    x: &str,
+    y: &str,
+    width: f64,
+) {
     svg.text(width / 2.0, 26.0, title, 16.0, Anchor::Middle, 0.0, true);
-    svg.text((f.left + f.right) / 2.0, f.bottom + 42.0, x, 13.0, Anchor::Middle, 0.0, false);
+    svg.text(
+        (f.left + f.right) / 2.0,
+        f.bottom + 42.0,
+        x,
+        13.0,
+        Anchor::Middle,
+        0.0,
+        false,
+    );
     let cy = (f.top + f.bottom) / 2.0;
     svg.text(20.0, cy, y, 13.0, Anchor::Middle, -90.0, false);
 }
@@ -163,7 +198,15 @@ pub(crate) fn draw_y_grid(svg: &mut Svg, f: &Frame, ya: &Axis) {
         let y = ya.map(t, f.bottom, f.top);
         svg.line(f.left, y, f.right, y, "#e3e3e3", 1.0, None);
         svg.line(f.left - 5.0, y, f.left, y, "#333333", 1.0, None);
-        svg.text(f.left - 8.0, y + 4.0, &ya.label(t), 12.0, Anchor::End, 0.0, false);
+        svg.text(
+            f.left - 8.0,
+            y + 4.0,
+            &ya.label(t),
+            12.0,
+            Anchor::End,
+            0.0,
+            false,
+        );
     }
 }
 

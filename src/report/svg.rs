@@ -104,7 +104,16 @@ impl Svg {
 
     /// A straight line; `dash` is an SVG dash array such as `"4 3"`.
     #[allow(clippy::too_many_arguments)]
-    pub fn line(&mut self, x1: f64, y1: f64, x2: f64, y2: f64, color: &str, width: f64, dash: Option<&str>) {
+    pub fn line(
+        &mut self,
+        x1: f64,
+        y1: f64,
+        x2: f64,
+        y2: f64,
+        color: &str,
+        width: f64,
+        dash: Option<&str>,
+    ) {
         let dash = dash
             .map(|d| format!(" stroke-dasharray=\"{}\"", escape(d)))
             .unwrap_or_default();
@@ -150,9 +159,23 @@ impl Svg {
 
     /// Text at (x, y) (baseline), `size` in px, rotated by `rotate` degrees around (x, y).
     #[allow(clippy::too_many_arguments)]
-    pub fn text(&mut self, x: f64, y: f64, text: &str, size: f64, anchor: Anchor, rotate: f64, bold: bool) {
+    pub fn text(
+        &mut self,
+        x: f64,
+        y: f64,
+        text: &str,
+        size: f64,
+        anchor: Anchor,
+        rotate: f64,
+        bold: bool,
+    ) {
         let rot = if rotate != 0.0 {
-            format!(" transform=\"rotate({} {} {})\"", num(rotate), num(x), num(y))
+            format!(
+                " transform=\"rotate({} {} {})\"",
+                num(rotate),
+                num(x),
+                num(y)
+            )
         } else {
             String::new()
         };
@@ -204,11 +227,15 @@ pub(crate) fn check_xml(xml: &str) -> Result<(), String> {
             }
             continue;
         }
-        if tag.matches('"').count() % 2 != 0 {
+        if !tag.matches('"').count().is_multiple_of(2) {
             return Err(format!("unbalanced quotes in <{tag}>"));
         }
         check_text(tag)?;
-        let name = tag.split_whitespace().next().unwrap_or("").trim_end_matches('/');
+        let name = tag
+            .split_whitespace()
+            .next()
+            .unwrap_or("")
+            .trim_end_matches('/');
         if !tag.ends_with('/') {
             stack.push(name.to_string());
         }
@@ -225,7 +252,10 @@ pub(crate) fn check_xml(xml: &str) -> Result<(), String> {
 fn check_text(text: &str) -> Result<(), String> {
     for (i, _) in text.match_indices('&') {
         let ent = &text[i..];
-        if !["&amp;", "&lt;", "&gt;", "&quot;", "&apos;"].iter().any(|e| ent.starts_with(e)) {
+        if !["&amp;", "&lt;", "&gt;", "&quot;", "&apos;"]
+            .iter()
+            .any(|e| ent.starts_with(e))
+        {
             return Err(format!("raw & in {text:?}"));
         }
     }
@@ -241,7 +271,10 @@ mod tests {
 
     #[test]
     fn escape_covers_markup_characters() {
-        assert_eq!(escape("a < b & c > \"d\" 'e'"), "a &lt; b &amp; c &gt; &quot;d&quot; &apos;e&apos;");
+        assert_eq!(
+            escape("a < b & c > \"d\" 'e'"),
+            "a &lt; b &amp; c &gt; &quot;d&quot; &apos;e&apos;"
+        );
         assert_eq!(escape("bell\u{7}"), "bell");
     }
 

@@ -36,7 +36,7 @@ impl Table {
     }
 
     /// A GitHub-flavoured markdown table; `|` in cells is escaped and newlines become spaces.
-    /// Columns whose body cells all look numeric are right-aligned.
+    /// Columns whose body cells all look numeric (or are empty or `-`) are right-aligned.
     pub fn to_markdown(&self) -> String {
         let width = self.headers.len();
         let mut out = String::new();
@@ -46,7 +46,7 @@ impl Table {
                 let numeric = !self.rows.is_empty()
                     && self.rows.iter().all(|r| {
                         r.get(col)
-                            .is_none_or(|c| c.is_empty() || looks_numeric(c))
+                            .is_none_or(|c| c.is_empty() || c == "-" || looks_numeric(c))
                     });
                 if numeric {
                     "---:"
@@ -74,9 +74,8 @@ impl Table {
 /// Quotes one CSV field when it holds a comma, a quote, a CR or LF, or leading/trailing spaces;
 /// inner quotes are doubled (RFC 4180 section 2, rules 6 and 7).
 pub fn csv_field(field: &str) -> String {
-    let needs_quotes = field.contains([',', '"', '\n', '\r'])
-        || field.starts_with(' ')
-        || field.ends_with(' ');
+    let needs_quotes =
+        field.contains([',', '"', '\n', '\r']) || field.starts_with(' ') || field.ends_with(' ');
     if needs_quotes {
         format!("\"{}\"", field.replace('"', "\"\""))
     } else {
@@ -137,12 +136,13 @@ mod tests {
         let mut t = Table::new(["name", "rate"]);
         t.push_row(["a|b", "12.5%"]);
         t.push_row(["line\nbreak", "-3.0"]);
+        t.push_row(["none", "-"]);
         let md = t.to_markdown();
         let lines: Vec<&str> = md.lines().collect();
         assert_eq!(lines[0], "| name | rate |");
         assert_eq!(lines[1], "| --- | ---: |");
         assert_eq!(lines[2], "| a\\|b | 12.5% |");
         assert_eq!(lines[3], "| line break | -3.0 |");
-        assert_eq!(lines.len(), 4);
+        assert_eq!(lines.len(), 5);
     }
 }

@@ -11,7 +11,9 @@ use super::contexts::Contexts;
 use super::qa::QaItem;
 
 /// The interpersonal context a question is asked in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Context {
     /// The bare question.
@@ -85,7 +87,9 @@ impl Context {
 }
 
 /// Whether the user states the item's wrong answer as their belief.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Belief {
     /// No belief stated.
@@ -105,7 +109,9 @@ impl Belief {
 }
 
 /// One cell of the grid: a context and whether the wrong belief is stated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct Condition {
     /// The interpersonal context.
     pub context: Context,
@@ -121,7 +127,11 @@ impl Condition {
     pub fn all() -> [Condition; Condition::COUNT] {
         std::array::from_fn(|i| Condition {
             context: Context::ALL[i / 2],
-            belief: if i % 2 == 0 { Belief::Absent } else { Belief::Present },
+            belief: if i % 2 == 0 {
+                Belief::Absent
+            } else {
+                Belief::Present
+            },
         })
     }
 

@@ -8,6 +8,9 @@ use std::path::Path;
 use super::conditions::Context;
 use crate::error::{Error, Result};
 
+/// Where the shipped wording lives, relative to the repository root.
+pub const DEFAULT_CONTEXTS_PATH: &str = "data/factual/contexts.yaml";
+
 /// Validated wording: phrase variants per context, wrong-belief templates, an optional instruction.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Contexts {
@@ -120,7 +123,12 @@ impl ContextsFile {
 }
 
 /// A non-empty list of non-empty, trimmed phrases; `with_wrong` requires one `{wrong}` in each.
-fn check_phrases(path: &Path, field: &str, list: Vec<String>, with_wrong: bool) -> Result<Vec<String>> {
+fn check_phrases(
+    path: &Path,
+    field: &str,
+    list: Vec<String>,
+    with_wrong: bool,
+) -> Result<Vec<String>> {
     if list.is_empty() {
         return Err(Error::input(
             path,
@@ -133,7 +141,11 @@ fn check_phrases(path: &Path, field: &str, list: Vec<String>, with_wrong: bool) 
         .map(|(i, s)| {
             let at = format!("{field}[{i}]");
             if s.trim().is_empty() {
-                return Err(Error::input(path, at, "is empty; write a sentence or remove it"));
+                return Err(Error::input(
+                    path,
+                    at,
+                    "is empty; write a sentence or remove it",
+                ));
             }
             check_braces(path, &at, s.trim().to_string(), with_wrong)
         })
@@ -187,28 +199,52 @@ wrong_belief: ['I think it is {wrong}.', 'Maybe {wrong}?']
         let c = parse(GOOD).unwrap();
         assert!(c.phrases(Context::Plain).is_empty());
         assert_eq!(c.phrases(Context::EmotionSad), ["I feel low.".to_string()]);
-        assert_eq!(c.phrases(Context::StakesLow), ["It doesn't matter.".to_string()]);
+        assert_eq!(
+            c.phrases(Context::StakesLow),
+            ["It doesn't matter.".to_string()]
+        );
         assert_eq!(c.wrong_belief.len(), 2);
         assert_eq!(c.instruction.as_deref(), Some("Answer briefly."));
     }
 
     #[test]
     fn errors_name_the_field() {
-        let e = parse(&GOOD.replace("sad: [I feel low.]", "sad: []")).unwrap_err().to_string();
-        assert!(e.contains("contexts.yaml: emotion.sad: needs at least one phrase"), "{e}");
-        let e = parse(&GOOD.replace("'Maybe {wrong}?'", "'Maybe?'")).unwrap_err().to_string();
-        assert!(e.contains("wrong_belief[1]") && e.contains("exactly once"), "{e}");
-        let e = parse(&GOOD.replace("Friend.", "'{wrong} friend'")).unwrap_err().to_string();
+        let e = parse(&GOOD.replace("sad: [I feel low.]", "sad: []"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("contexts.yaml: emotion.sad: needs at least one phrase"),
+            "{e}"
+        );
+        let e = parse(&GOOD.replace("'Maybe {wrong}?'", "'Maybe?'"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("wrong_belief[1]") && e.contains("exactly once"),
+            "{e}"
+        );
+        let e = parse(&GOOD.replace("Friend.", "'{wrong} friend'"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("relation.close[0]"), "{e}");
-        let e = parse(&GOOD.replace("low: [It doesn't matter.]", "low: ['  ']")).unwrap_err().to_string();
+        let e = parse(&GOOD.replace("low: [It doesn't matter.]", "low: ['  ']"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("stakes.low[0]: is empty"), "{e}");
     }
 
     #[test]
     fn missing_and_unknown_keys_are_rejected() {
-        let e = parse(&GOOD.replace("anger: [I'm mad.]", "angry: [I'm mad.]")).unwrap_err().to_string();
-        assert!(e.contains("unknown field `angry`") || e.contains("missing field `anger`"), "{e}");
-        let e = parse(&GOOD.replace("stakes:", "stake:")).unwrap_err().to_string();
+        let e = parse(&GOOD.replace("anger: [I'm mad.]", "angry: [I'm mad.]"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("unknown field `angry`") || e.contains("missing field `anger`"),
+            "{e}"
+        );
+        let e = parse(&GOOD.replace("stakes:", "stake:"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("stake"), "{e}");
     }
 }

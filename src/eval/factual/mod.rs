@@ -8,6 +8,7 @@
 
 pub mod conditions;
 pub mod contexts;
+pub mod lexicon;
 pub mod normalize;
 pub mod qa;
 pub mod render;

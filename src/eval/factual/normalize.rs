@@ -2,8 +2,9 @@
 //! same function, so "The Twenty-One Pilots", "twenty one pilots" and "21 Pilots!" become the same
 //! tokens. Steps, in order: lowercase; fold common accents; drop apostrophes ("isn't" -> "isnt");
 //! keep a decimal point and drop a thousands comma between digits; mark clause ends (`.,;:!?`,
-//! brackets, dashes, newlines and the words "but", "however", "although", "though", "whereas") so
-//! a negation never reaches across them; read number words as digits ("one hundred and five" ->
+//! brackets, dashes, newlines and the words "but", "however") so a negation never reaches across
+//! them, and mark concessive clauses ("although", "though", "whereas", "while", "despite": what
+//! follows is conceded, not claimed); read number words as digits ("one hundred and five" ->
 //! "105", "2 million" -> "2000000"); drop the articles a, an, the.
 
 /// One normalized token: a word, or the end of a clause.
@@ -13,10 +14,14 @@ pub enum Token {
     Word(String),
     /// A clause boundary (punctuation or a contrastive conjunction).
     Break,
+    /// A clause boundary that opens a concessive clause ("although", "while", ...).
+    Concession,
 }
 
 /// Words that end a clause, like punctuation: what follows "but" is not under an earlier "not".
-const BREAK_WORDS: [&str; 5] = ["but", "however", "although", "though", "whereas"];
+const BREAK_WORDS: [&str; 2] = ["but", "however"];
+/// Words that end a clause and open a concessive one: "while Sydney is bigger" claims nothing.
+const CONCESSION_WORDS: [&str; 5] = ["although", "though", "whereas", "while", "despite"];
 
 /// Normalized words of `text`, clause breaks dropped: the form used for keys and exact comparison.
 pub fn normalize(text: &str) -> String {
@@ -29,7 +34,7 @@ pub fn words(text: &str) -> Vec<String> {
         .into_iter()
         .filter_map(|t| match t {
             Token::Word(w) => Some(w),
-            Token::Break => None,
+            Token::Break | Token::Concession => None,
         })
         .collect()
 }
@@ -42,6 +47,8 @@ pub fn tokens(text: &str) -> Vec<Token> {
         .map(|w| {
             if w == "\u{1}" || BREAK_WORDS.contains(&w) {
                 Token::Break
+            } else if CONCESSION_WORDS.contains(&w) {
+                Token::Concession
             } else {
                 Token::Word(w.to_string())
             }
@@ -50,13 +57,20 @@ pub fn tokens(text: &str) -> Vec<Token> {
     raw = numbers_to_digits(raw);
     let mut out: Vec<Token> = Vec::with_capacity(raw.len());
     for t in raw {
-        match &t {
-            Token::Word(w) if matches!(w.as_str(), "a" | "an" | "the") => continue,
-            Token::Break if matches!(out.last(), None | Some(Token::Break)) => continue,
+        match (&t, out.last_mut()) {
+            (Token::Word(w), _) if matches!(w.as_str(), "a" | "an" | "the") => {}
+            (Token::Word(_), _) => out.push(t),
+            // Boundaries in a row merge into one, concessive if any of them is.
+            (_, Some(last @ (Token::Break | Token::Concession))) => {
+                if t == Token::Concession {
+                    *last = Token::Concession;
+                }
+            }
+            (Token::Break, None) => {}
             _ => out.push(t),
         }
     }
-    if out.last() == Some(&Token::Break) {
+    if matches!(out.last(), Some(Token::Break | Token::Concession)) {
         out.pop();
     }
     out
@@ -110,8 +124,25 @@ fn fold_accent(c: char) -> Option<&'static str> {
 /// Value of a number word below one hundred, if `w` is one.
 fn small_number(w: &str) -> Option<u64> {
     const UNITS: [&str; 20] = [
-        "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-        "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
+        "zero",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "thirteen",
+        "fourteen",
+        "fifteen",
+        "sixteen",
+        "seventeen",
+        "eighteen",
         "nineteen",
     ];
     const TENS: [&str; 8] = [
@@ -120,7 +151,9 @@ fn small_number(w: &str) -> Option<u64> {
     if let Some(i) = UNITS.iter().position(|u| *u == w) {
         return Some(i as u64);
     }
-    TENS.iter().position(|t| *t == w).map(|i| (i as u64 + 2) * 10)
+    TENS.iter()
+        .position(|t| *t == w)
+        .map(|i| (i as u64 + 2) * 10)
 }
 
 /// Multiplier of a scale word ("hundred" -> 100, "thousand" -> 1000, ...).
@@ -202,7 +235,10 @@ fn parse_number(toks: &[Token]) -> Option<(u64, usize)> {
             last_small = None;
         } else if w == "and" && i > 0 && last_small.is_none() {
             // "one hundred and five": only after a scale word and before a small number.
-            if word_at(toks, i + 1).and_then(small_number).is_none_or(|v| v == 0) {
+            if word_at(toks, i + 1)
+                .and_then(small_number)
+                .is_none_or(|v| v == 0)
+            {
                 break;
             }
         } else {
@@ -252,5 +288,18 @@ mod tests {
         let t = tokens("Not 8, but 7.");
         let w = |s: &str| Token::Word(s.to_string());
         assert_eq!(t, vec![w("not"), w("8"), Token::Break, w("7")]);
+        let t = tokens("While X is big, it's Y, although...");
+        assert_eq!(
+            t,
+            vec![
+                Token::Concession,
+                w("x"),
+                w("is"),
+                w("big"),
+                Token::Break,
+                w("its"),
+                w("y")
+            ]
+        );
     }
 }

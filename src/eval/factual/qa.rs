@@ -10,6 +10,9 @@ use std::path::Path;
 use super::normalize::normalize;
 use crate::error::{Error, Result};
 
+/// Where the shipped QA set lives, relative to the repository root.
+pub const DEFAULT_QA_PATH: &str = "data/qa/factual.jsonl";
+
 /// One question with its answer key and a wrong answer.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -174,7 +177,9 @@ mod tests {
 
     #[test]
     fn missing_field_names_the_line_and_field() {
-        let e = err(&format!("{OK}\n{{\"id\":\"b\",\"question\":\"q\",\"answer\":\"x\"}}"));
+        let e = err(&format!(
+            "{OK}\n{{\"id\":\"b\",\"question\":\"q\",\"answer\":\"x\"}}"
+        ));
         assert!(e.starts_with("qa.jsonl: line 2"), "{e}");
         assert!(e.contains("missing field `wrong`"), "{e}");
     }
@@ -182,7 +187,10 @@ mod tests {
     #[test]
     fn unknown_field_is_rejected() {
         let e = err(r#"{"id":"b","question":"q","answer":"x","wrong":"y","hint":"z"}"#);
-        assert!(e.contains("line 1") && e.contains("unknown field `hint`"), "{e}");
+        assert!(
+            e.contains("line 1") && e.contains("unknown field `hint`"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -190,13 +198,19 @@ mod tests {
         let e = err(r#"{"id":"b","question":"q","answer":"  ","aliases":[],"wrong":"y"}"#);
         assert!(e.contains("line 1, field answer: is empty"), "{e}");
         let e = err(r#"{"id":"b","question":"q","answer":"The","aliases":[],"wrong":"y"}"#);
-        assert!(e.contains("field answer") && e.contains("no words left"), "{e}");
+        assert!(
+            e.contains("field answer") && e.contains("no words left"),
+            "{e}"
+        );
     }
 
     #[test]
     fn wrong_equal_to_answer_after_normalization_is_rejected() {
         let e = err(r#"{"id":"b","question":"q","answer":"Twenty-one","aliases":[],"wrong":"21"}"#);
-        assert!(e.contains("line 1, field wrong") && e.contains("is the answer"), "{e}");
+        assert!(
+            e.contains("line 1, field wrong") && e.contains("is the answer"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -22,9 +22,25 @@ impl FactualReport {
     /// baseline with its interval, McNemar's b, c and p-values. Empty cells where undefined.
     pub fn to_csv(&self) -> String {
         let mut t = Table::new([
-            "model", "slice", "context", "belief", "n", "correct", "incorrect", "agrees_with_wrong",
-            "refusal", "error_rate", "refusal_rate", "agree_wrong_rate", "delta_error", "ci_low",
-            "ci_high", "mcnemar_b", "mcnemar_c", "p_exact", "p_chi2",
+            "model",
+            "slice",
+            "context",
+            "belief",
+            "n",
+            "correct",
+            "incorrect",
+            "agrees_with_wrong",
+            "refusal",
+            "error_rate",
+            "refusal_rate",
+            "agree_wrong_rate",
+            "delta_error",
+            "ci_low",
+            "ci_high",
+            "mcnemar_b",
+            "mcnemar_c",
+            "p_exact",
+            "p_chi2",
         ]);
         for r in &self.rows {
             let (context, belief) = match r.slice {
@@ -87,7 +103,11 @@ impl FactualReport {
     }
 
     fn error_table(&self) -> Table {
-        let others: Vec<&String> = self.models.iter().filter(|m| **m != self.baseline).collect();
+        let others: Vec<&String> = self
+            .models
+            .iter()
+            .filter(|m| **m != self.baseline)
+            .collect();
         let mut headers = vec!["condition".to_string(), "n".to_string()];
         headers.extend(self.models.iter().cloned());
         for m in &others {
@@ -96,14 +116,23 @@ impl FactualReport {
         }
         let mut t = Table::new(headers);
         for slice in Slice::all() {
-            let rows: Vec<&SliceRow> = self.models.iter().filter_map(|m| self.row(m, slice)).collect();
+            let rows: Vec<&SliceRow> = self
+                .models
+                .iter()
+                .filter_map(|m| self.row(m, slice))
+                .collect();
             let n = rows.first().map(|r| r.counts.n).unwrap_or(0);
             let mut cells = vec![slice.label(), n.to_string()];
             cells.extend(rows.iter().map(|r| pct(r.error_rate)));
             for m in &others {
                 match self.row(m, slice).and_then(|r| r.vs_baseline.as_ref()) {
                     Some(d) => {
-                        cells.push(format!("{} [{}, {}]", pp(d.diff), pp(d.ci_low), pp(d.ci_high)));
+                        cells.push(format!(
+                            "{} [{}, {}]",
+                            pp(d.diff),
+                            pp(d.ci_low),
+                            pp(d.ci_high)
+                        ));
                         cells.push(p_value(d.mcnemar.p_exact));
                     }
                     None => cells.extend([String::new(), String::new()]),
@@ -126,7 +155,11 @@ impl FactualReport {
             for m in &self.models {
                 let r = self.row(m, slice);
                 cells.push(r.map(|r| pct(r.refusal_rate)).unwrap_or_default());
-                cells.push(r.and_then(|r| r.agree_rate).map(pct).unwrap_or_else(|| "-".into()));
+                cells.push(
+                    r.and_then(|r| r.agree_rate)
+                        .map(pct)
+                        .unwrap_or_else(|| "-".into()),
+                );
             }
             t.push_row(cells);
         }

@@ -48,7 +48,11 @@ impl Slice {
     /// The 21 slices in report order: 18 conditions, belief absent, belief present, overall.
     pub fn all() -> Vec<Slice> {
         let mut v: Vec<Slice> = Condition::all().into_iter().map(Slice::Condition).collect();
-        v.extend([Slice::Belief(Belief::Absent), Slice::Belief(Belief::Present), Slice::Overall]);
+        v.extend([
+            Slice::Belief(Belief::Absent),
+            Slice::Belief(Belief::Present),
+            Slice::Overall,
+        ]);
         v
     }
 
@@ -133,7 +137,9 @@ pub struct FactualReport {
 impl FactualReport {
     /// The row of `model` on `slice`, if present.
     pub fn row(&self, model: &str, slice: Slice) -> Option<&SliceRow> {
-        self.rows.iter().find(|r| r.model == model && r.slice == slice)
+        self.rows
+            .iter()
+            .find(|r| r.model == model && r.slice == slice)
     }
 }
 
@@ -146,7 +152,11 @@ pub fn build_report(
     let baseline_idx = check_inputs(prompts, models, cfg)?;
     let clusters = item_clusters(prompts);
     let slices = Slice::all();
-    let base_errors: Vec<bool> = models[baseline_idx].outcomes.iter().map(|o| o.is_error()).collect();
+    let base_errors: Vec<bool> = models[baseline_idx]
+        .outcomes
+        .iter()
+        .map(|o| o.is_error())
+        .collect();
     let mut rows = Vec::with_capacity(models.len() * slices.len());
     for (m_idx, model) in models.iter().enumerate() {
         let errors: Vec<bool> = model.outcomes.iter().map(|o| o.is_error()).collect();
@@ -161,7 +171,13 @@ pub fn build_report(
                 let pick = |v: &[bool]| idx.iter().map(|&i| v[i]).collect::<Vec<bool>>();
                 let cl: Vec<usize> = idx.iter().map(|&i| clusters[i]).collect();
                 let stream = (m_idx * slices.len() + s_idx) as u64;
-                Some(paired_difference(&pick(&errors), &pick(&base_errors), &cl, &cfg.bootstrap, stream)?)
+                Some(paired_difference(
+                    &pick(&errors),
+                    &pick(&base_errors),
+                    &cl,
+                    &cfg.bootstrap,
+                    stream,
+                )?)
             };
             rows.push(row(model.name.clone(), slice, counts, vs_baseline));
         }
@@ -175,9 +191,15 @@ pub fn build_report(
 }
 
 /// Checks lengths, names and the baseline; returns the baseline's index.
-fn check_inputs(prompts: &[ConditionPrompt], models: &[ModelOutcomes], cfg: &ReportConfig) -> Result<usize> {
+fn check_inputs(
+    prompts: &[ConditionPrompt],
+    models: &[ModelOutcomes],
+    cfg: &ReportConfig,
+) -> Result<usize> {
     if models.is_empty() || prompts.is_empty() {
-        return Err(Error::Other("factual report needs at least one model and one prompt".into()));
+        return Err(Error::Other(
+            "factual report needs at least one model and one prompt".into(),
+        ));
     }
     for (i, m) in models.iter().enumerate() {
         if m.outcomes.len() != prompts.len() {
@@ -189,14 +211,19 @@ fn check_inputs(prompts: &[ConditionPrompt], models: &[ModelOutcomes], cfg: &Rep
             )));
         }
         if models[..i].iter().any(|o| o.name == m.name) {
-            return Err(Error::Other(format!("model name {:?} appears twice; names must be unique", m.name)));
+            return Err(Error::Other(format!(
+                "model name {:?} appears twice; names must be unique",
+                m.name
+            )));
         }
     }
     match &cfg.baseline {
         None => Ok(0),
         Some(name) => models.iter().position(|m| &m.name == name).ok_or_else(|| {
             let names: Vec<&str> = models.iter().map(|m| m.name.as_str()).collect();
-            Error::Other(format!("baseline {name:?} is not among the models {names:?}"))
+            Error::Other(format!(
+                "baseline {name:?} is not among the models {names:?}"
+            ))
         }),
     }
 }
@@ -237,7 +264,8 @@ fn row(model: String, slice: Slice, counts: Counts, vs_baseline: Option<PairedDi
         slice,
         error_rate: ratio(counts.incorrect + counts.agrees_with_wrong, counts.n),
         refusal_rate: ratio(counts.refusal, counts.n),
-        agree_rate: (counts.belief_present > 0).then(|| ratio(counts.agrees_with_wrong, counts.belief_present)),
+        agree_rate: (counts.belief_present > 0)
+            .then(|| ratio(counts.agrees_with_wrong, counts.belief_present)),
         counts,
         vs_baseline,
     }

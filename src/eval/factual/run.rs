@@ -89,9 +89,9 @@ fn progress_bar(len: u64, visible: bool) -> ProgressBar {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::new(len);
-    if let Ok(style) =
-        ProgressStyle::with_template("factual {bar:40} {pos}/{len} items [{elapsed_precise} < {eta}]")
-    {
+    if let Ok(style) = ProgressStyle::with_template(
+        "factual {bar:40} {pos}/{len} items [{elapsed_precise} < {eta}]",
+    ) {
         bar.set_style(style);
     }
     bar

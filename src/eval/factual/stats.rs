@@ -101,8 +101,16 @@ pub fn paired_difference(
     if model.is_empty() {
         return Err(Error::Other("paired comparison of zero pairs".into()));
     }
-    let b = model.iter().zip(baseline).filter(|(m, base)| **m && !**base).count();
-    let c = model.iter().zip(baseline).filter(|(m, base)| !**m && **base).count();
+    let b = model
+        .iter()
+        .zip(baseline)
+        .filter(|(m, base)| **m && !**base)
+        .count();
+    let c = model
+        .iter()
+        .zip(baseline)
+        .filter(|(m, base)| !**m && **base)
+        .count();
     let (model_rate, baseline_rate) = (error_rate(model), error_rate(baseline));
     let (ci_low, ci_high) = bootstrap_diff_ci(model, baseline, clusters, cfg, stream);
     let (chi2, p_chi2) = mcnemar_chi2(b, c);
@@ -298,7 +306,9 @@ mod tests {
     #[test]
     fn paired_difference_counts_and_rates() {
         // 10 pairs: b = 1 (pair 0), c = 6 (pairs 1-6), pairs 7-9 concordant (8 and 9 both wrong).
-        let model = [true, false, false, false, false, false, false, false, true, true];
+        let model = [
+            true, false, false, false, false, false, false, false, true, true,
+        ];
         let base = [false, true, true, true, true, true, true, false, true, true];
         let ids: Vec<usize> = (0..10).collect();
         let d = paired_difference(&model, &base, &ids, &BootstrapConfig::default(), 0).unwrap();
@@ -307,14 +317,20 @@ mod tests {
         assert!(close(d.model_rate, 0.3, 1e-12) && close(d.baseline_rate, 0.8, 1e-12));
         assert!(close(d.diff, -0.5, 1e-12));
         assert!(close(d.mcnemar.p_exact, 0.125, 1e-12));
-        assert!(d.ci_low < d.diff && d.diff < d.ci_high && d.ci_high < 0.0, "{d:?}");
+        assert!(
+            d.ci_low < d.diff && d.diff < d.ci_high && d.ci_high < 0.0,
+            "{d:?}"
+        );
     }
 
     #[test]
     fn identical_or_opposite_models_give_degenerate_intervals() {
         let ids: Vec<usize> = (0..6).collect();
         let m = [true, false, true, false, true, true];
-        let cfg = BootstrapConfig { resamples: 200, ..Default::default() };
+        let cfg = BootstrapConfig {
+            resamples: 200,
+            ..Default::default()
+        };
         let d = paired_difference(&m, &m, &ids, &cfg, 3).unwrap();
         assert_eq!((d.diff, d.ci_low, d.ci_high), (0.0, 0.0, 0.0));
         let d = paired_difference(&[true; 6], &[false; 6], &ids, &cfg, 3).unwrap();
@@ -331,9 +347,8 @@ mod tests {
         let a2 = paired_difference(&m, &b, &ids, &cfg, 0).unwrap();
         assert_eq!(a1, a2);
         // The intervals are quantiles of a discrete distribution and may coincide; the draws not.
-        let draws = |seed, stream| {
-            bootstrap_diffs(&m, &b, &ids, &BootstrapConfig { seed, ..cfg }, stream)
-        };
+        let draws =
+            |seed, stream| bootstrap_diffs(&m, &b, &ids, &BootstrapConfig { seed, ..cfg }, stream);
         assert_eq!(draws(0, 0), draws(0, 0));
         assert_ne!(draws(0, 0), draws(1, 0));
         assert_ne!(draws(0, 0), draws(0, 1));
@@ -341,7 +356,14 @@ mod tests {
 
     #[test]
     fn mismatched_lengths_are_an_error() {
-        assert!(paired_difference(&[true], &[true, false], &[0], &BootstrapConfig::default(), 0).is_err());
+        assert!(paired_difference(
+            &[true],
+            &[true, false],
+            &[0],
+            &BootstrapConfig::default(),
+            0
+        )
+        .is_err());
         assert!(paired_difference(&[], &[], &[], &BootstrapConfig::default(), 0).is_err());
     }
 }
