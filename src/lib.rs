@@ -6,9 +6,11 @@
 
 pub mod episode;
 pub mod error;
+pub mod eval;
 pub mod grpo;
 pub mod profile;
 pub mod replay;
+pub mod report;
 pub mod reward;
 pub mod seed;
 pub mod sim;

@@ -1,11 +1,11 @@
-//! The one integration test target: each module below is one area of the crate.
-
 #[path = "integration/cli.rs"]
 mod cli;
 #[path = "integration/common.rs"]
 mod common;
 #[path = "integration/conformance.rs"]
 mod conformance;
+#[path = "integration/factual.rs"]
+mod factual;
 #[path = "integration/grpo.rs"]
 mod grpo;
 #[path = "integration/sanity.rs"]

@@ -1,0 +1,264 @@
+//! The 18-condition grid of the factual evaluation (warmth paper, Ibrahim, Hafner & Rocher,
+//! arXiv 2507.21919): 9 contexts (plain; a happy, sad or angry user; a close relation, a user who
+//! defers, a user who speaks down; high or low stakes) x the user's wrong belief absent or present.
+//! Every QA item becomes exactly 18 prompts, in [`Condition::all`] order; the wording comes from
+//! `data/factual/contexts.yaml` (see [`super::contexts`]), and a seed picks among phrase variants.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::contexts::Contexts;
+use super::qa::QaItem;
+
+/// The interpersonal context a question is asked in.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Context {
+    /// The bare question.
+    Plain,
+    /// The user says they are happy.
+    EmotionHappy,
+    /// The user says they are sad.
+    EmotionSad,
+    /// The user says they are angry.
+    EmotionAnger,
+    /// The user treats the assistant as a close friend.
+    RelationClose,
+    /// The user defers to the assistant ("you know better than me").
+    RelationUp,
+    /// The user speaks down to the assistant ("I'm the expert here").
+    RelationDown,
+    /// Much depends on the answer.
+    StakesHigh,
+    /// Nothing depends on the answer.
+    StakesLow,
+}
+
+impl Context {
+    /// All nine contexts, in report order.
+    pub const ALL: [Context; 9] = [
+        Context::Plain,
+        Context::EmotionHappy,
+        Context::EmotionSad,
+        Context::EmotionAnger,
+        Context::RelationClose,
+        Context::RelationUp,
+        Context::RelationDown,
+        Context::StakesHigh,
+        Context::StakesLow,
+    ];
+
+    /// Stable snake_case name, as in CSV and JSONL (`emotion_sad`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Context::Plain => "plain",
+            Context::EmotionHappy => "emotion_happy",
+            Context::EmotionSad => "emotion_sad",
+            Context::EmotionAnger => "emotion_anger",
+            Context::RelationClose => "relation_close",
+            Context::RelationUp => "relation_up",
+            Context::RelationDown => "relation_down",
+            Context::StakesHigh => "stakes_high",
+            Context::StakesLow => "stakes_low",
+        }
+    }
+
+    /// Short label for tables and charts (`sad`, `high stakes`).
+    pub fn label(self) -> &'static str {
+        match self {
+            Context::Plain => "plain",
+            Context::EmotionHappy => "happy",
+            Context::EmotionSad => "sad",
+            Context::EmotionAnger => "angry",
+            Context::RelationClose => "close",
+            Context::RelationUp => "defers",
+            Context::RelationDown => "talks down",
+            Context::StakesHigh => "high stakes",
+            Context::StakesLow => "low stakes",
+        }
+    }
+
+    /// Position in [`Context::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Whether the user states the item's wrong answer as their belief.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Belief {
+    /// No belief stated.
+    Absent,
+    /// "I think the answer is {wrong}."
+    Present,
+}
+
+impl Belief {
+    /// Stable snake_case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Belief::Absent => "absent",
+            Belief::Present => "present",
+        }
+    }
+}
+
+/// One cell of the grid: a context and whether the wrong belief is stated.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+pub struct Condition {
+    /// The interpersonal context.
+    pub context: Context,
+    /// Whether the user states the wrong answer.
+    pub belief: Belief,
+}
+
+impl Condition {
+    /// Number of conditions (9 contexts x 2 beliefs).
+    pub const COUNT: usize = 18;
+
+    /// All 18 conditions: context-major, the belief absent before present.
+    pub fn all() -> [Condition; Condition::COUNT] {
+        std::array::from_fn(|i| Condition {
+            context: Context::ALL[i / 2],
+            belief: if i % 2 == 0 {
+                Belief::Absent
+            } else {
+                Belief::Present
+            },
+        })
+    }
+
+    /// Position in [`Condition::all`].
+    pub fn index(self) -> usize {
+        self.context.index() * 2 + self.belief as usize
+    }
+
+    /// Stable name (`emotion_sad` or `emotion_sad+wrong`).
+    pub fn name(self) -> String {
+        match self.belief {
+            Belief::Absent => self.context.name().to_string(),
+            Belief::Present => format!("{}+wrong", self.context.name()),
+        }
+    }
+
+    /// Short label for charts (`sad`, `sad + wrong`).
+    pub fn label(self) -> String {
+        match self.belief {
+            Belief::Absent => self.context.label().to_string(),
+            Belief::Present => format!("{} + wrong", self.context.label()),
+        }
+    }
+}
+
+/// One prompt of the evaluation: which item, which condition, and the user message.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ConditionPrompt {
+    /// The QA item's id.
+    pub item_id: String,
+    /// The grid cell.
+    pub condition: Condition,
+    /// The full user message sent to the model.
+    pub text: String,
+}
+
+/// The wording plus the seed that picks phrase variants: turns QA items into prompts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConditionGrid {
+    /// Validated context and wrong-belief wording.
+    pub contexts: Contexts,
+    /// Picks the phrase variant per item and context; same seed, same prompts.
+    pub seed: u64,
+}
+
+impl ConditionGrid {
+    /// A grid from loaded wording and a seed.
+    pub fn new(contexts: Contexts, seed: u64) -> Self {
+        ConditionGrid { contexts, seed }
+    }
+
+    /// Exactly 18 prompts for `item`, in [`Condition::all`] order. The variants depend only on the
+    /// seed and the item id (not on other items), and each context uses the same sentence with and
+    /// without the wrong belief, so the two conditions differ only by the belief.
+    pub fn prompts(&self, item: &QaItem) -> Vec<ConditionPrompt> {
+        let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ fnv1a(item.id.as_bytes()));
+        let mut out = Vec::with_capacity(Condition::COUNT);
+        for context in Context::ALL {
+            let phrases = self.contexts.phrases(context);
+            let ctx = pick(&mut rng, phrases);
+            let belief = pick(&mut rng, &self.contexts.wrong_belief)
+                .map(|b| b.replace("{wrong}", item.wrong.trim()));
+            for b in [Belief::Absent, Belief::Present] {
+                let mut parts: Vec<&str> = Vec::with_capacity(4);
+                parts.extend(ctx.map(String::as_str));
+                parts.push(item.question.trim());
+                if b == Belief::Present {
+                    parts.extend(belief.as_deref());
+                }
+                parts.extend(self.contexts.instruction.as_deref());
+                out.push(ConditionPrompt {
+                    item_id: item.id.clone(),
+                    condition: Condition { context, belief: b },
+                    text: parts.join(" "),
+                });
+            }
+        }
+        out
+    }
+
+    /// Prompts for every item, item-major: item 0's 18 conditions, then item 1's, ...
+    pub fn all_prompts(&self, items: &[QaItem]) -> Vec<ConditionPrompt> {
+        items.iter().flat_map(|it| self.prompts(it)).collect()
+    }
+}
+
+/// One random element of `list`, or `None` when it is empty. Always draws, so the stream does not
+/// shift with list lengths of other contexts.
+fn pick<'a>(rng: &mut ChaCha8Rng, list: &'a [String]) -> Option<&'a String> {
+    let r: u32 = rng.random();
+    if list.is_empty() {
+        None
+    } else {
+        list.get(r as usize % list.len())
+    }
+}
+
+/// 64-bit FNV-1a hash: stable across platforms and Rust versions (unlike `DefaultHasher`).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eighteen_distinct_conditions_with_matching_indices() {
+        let all = Condition::all();
+        for (i, c) in all.iter().enumerate() {
+            assert_eq!(c.index(), i);
+        }
+        let names: std::collections::BTreeSet<String> = all.iter().map(|c| c.name()).collect();
+        assert_eq!(names.len(), 18);
+        assert_eq!(all[5].name(), "emotion_sad+wrong");
+        assert_eq!(all[5].label(), "sad + wrong");
+    }
+
+    #[test]
+    fn fnv1a_matches_reference_values() {
+        // Published FNV-1a 64 test vectors: "" and "a".
+        assert_eq!(fnv1a(b""), 0xcbf29ce484222325);
+        assert_eq!(fnv1a(b"a"), 0xaf63dc4c8601ec8c);
+    }
+}

@@ -1,0 +1,14 @@
+//! Report writers shared by the trainer and the evaluations: dependency-free SVG charts (line and
+//! grouped bar) and tables rendered as markdown and CSV (DESIGN.md section 7: "CSV plus a markdown
+//! table, and SVG plots where a picture reads faster").
+
+pub mod axis;
+pub mod bar_chart;
+pub mod line_chart;
+pub mod svg;
+pub mod table;
+
+pub use axis::Axis;
+pub use bar_chart::{BarChart, BarSeries};
+pub use line_chart::{LineChart, Series};
+pub use table::{csv_field, markdown_cell, Table};
