@@ -25,14 +25,21 @@ fn main() -> anyhow::Result<()> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let catalog = Catalog::load(&root)?;
     let t0 = Instant::now();
-    let embedder = Arc::new(Embedder::load(&root.join("models/all-minilm-l6-v2"), &candle_core::Device::Cpu)?);
+    let embedder = Arc::new(Embedder::load(
+        &root.join("models/all-minilm-l6-v2"),
+        &candle_core::Device::Cpu,
+    )?);
     let sim = Appraiser::load(&root, embedder)?;
     let load_s = t0.elapsed().as_secs_f64();
     println!("| batch | turns appraised | seconds | turns/s | ms per turn |");
     println!("|---:|---:|---:|---:|---:|");
     for batch in [1usize, 16, 64] {
         let (turns, secs) = run(&catalog, &sim, batch)?;
-        println!("| {batch} | {turns} | {secs:.2} | {:.1} | {:.2} |", turns as f64 / secs, 1000.0 * secs / turns as f64);
+        println!(
+            "| {batch} | {turns} | {secs:.2} | {:.1} | {:.2} |",
+            turns as f64 / secs,
+            1000.0 * secs / turns as f64
+        );
     }
     println!("\nsimulator load (embedder + prototype embeddings): {load_s:.2} s");
     Ok(())
@@ -43,14 +50,20 @@ fn run(catalog: &Catalog, sim: &Appraiser, batch: usize) -> anyhow::Result<(usiz
     let ids = &catalog.splits.train;
     let mut envs: Vec<DialogueEnv> = (0..batch)
         .map(|i| {
-            let p = catalog.profile(&ids[i % ids.len()], Difficulty::Easy, &KnobOverrides::default())?;
+            let p = catalog.profile(
+                &ids[i % ids.len()],
+                Difficulty::Easy,
+                &KnobOverrides::default(),
+            )?;
             let mut env = DialogueEnv::new(p, RewardMode::Behavior, Aggregate::Final);
             env.reset(i as u64);
             Ok(env)
         })
         .collect::<empathy_gym::Result<_>>()?;
     // Warm the prototype cache of these scenarios so the timing covers steady-state turns.
-    let warm: Vec<(String, Option<String>)> = (0..batch).map(|i| (format!("warm up reply number {i} {batch}"), None)).collect();
+    let warm: Vec<(String, Option<String>)> = (0..batch)
+        .map(|i| (format!("warm up reply number {i} {batch}"), None))
+        .collect();
     let mut probe: Vec<DialogueEnv> = envs.clone();
     step_batch(sim, &mut probe.iter_mut().collect::<Vec<_>>(), &warm)?;
     let (mut turns, start) = (0usize, Instant::now());
@@ -64,7 +77,13 @@ fn run(catalog: &Catalog, sim: &Appraiser, batch: usize) -> anyhow::Result<(usiz
             .enumerate()
             .map(|(i, e)| {
                 let s = &e.profile().scenario.specifics[t % e.profile().scenario.specifics.len()];
-                (format!("{} ({batch}-{t}-{i})", REPLIES[(i + t) % REPLIES.len()].replace("{s}", s)), None)
+                (
+                    format!(
+                        "{} ({batch}-{t}-{i})",
+                        REPLIES[(i + t) % REPLIES.len()].replace("{s}", s)
+                    ),
+                    None,
+                )
             })
             .collect();
         turns += live.len();

@@ -23,9 +23,15 @@ pub fn select_profiles(
     let ids: Vec<ProfileId> = match (profile, split) {
         (Some(p), _) => vec![p.clone()],
         (None, Some(s)) => catalog.split(s).to_vec(),
-        (None, None) => anyhow::bail!("say which profiles: --profile SCENARIO:PERSONA or --split test|train"),
+        (None, None) => {
+            anyhow::bail!("say which profiles: --profile SCENARIO:PERSONA or --split test|train")
+        }
     };
     ids.iter()
-        .map(|id| catalog.profile(id, difficulty, &KnobOverrides::default()).with_context(|| format!("profile {id}")))
+        .map(|id| {
+            catalog
+                .profile(id, difficulty, &KnobOverrides::default())
+                .with_context(|| format!("profile {id}"))
+        })
         .collect()
 }

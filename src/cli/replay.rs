@@ -52,41 +52,78 @@ pub fn run(catalog_root: &Path, cmd: ReplayCommand) -> anyhow::Result<()> {
         ReplayCommand::Rescore(args) => rescore_all(catalog_root, &log.records, &args),
     };
     if let Some(err) = log.error {
-        eprintln!("processed {} complete episodes before the bad line", log.records.len());
+        eprintln!(
+            "processed {} complete episodes before the bad line",
+            log.records.len()
+        );
         result?;
         return Err(err.into());
     }
     result
 }
 
-fn verify_all(catalog_root: &Path, file: &Path, records: &[(usize, EpisodeRecord)]) -> anyhow::Result<()> {
+fn verify_all(
+    catalog_root: &Path,
+    file: &Path,
+    records: &[(usize, EpisodeRecord)],
+) -> anyhow::Result<()> {
     let catalog = Catalog::load(catalog_root)?;
     let sim = load_simulator(catalog_root)?;
     let mut failed = 0;
     for (line, r) in records {
         if let Some(m) = verify(&sim, &catalog, r)? {
             failed += 1;
-            eprintln!("{}: line {line} ({}:{}, step {} group {} sample {}): {m}", file.display(), r.profile.scenario, r.profile.persona, r.step, r.group, r.sample);
+            eprintln!(
+                "{}: line {line} ({}:{}, step {} group {} sample {}): {m}",
+                file.display(),
+                r.profile.scenario,
+                r.profile.persona,
+                r.step,
+                r.group,
+                r.sample
+            );
         }
     }
-    println!("verified {} episodes: {} identical, {} differ", records.len(), records.len() - failed, failed);
+    println!(
+        "verified {} episodes: {} identical, {} differ",
+        records.len(),
+        records.len() - failed,
+        failed
+    );
     if failed > 0 {
-        anyhow::bail!("{failed} of {} episodes in {} do not re-run identically", records.len(), file.display());
+        anyhow::bail!(
+            "{failed} of {} episodes in {} do not re-run identically",
+            records.len(),
+            file.display()
+        );
     }
     Ok(())
 }
 
-fn rescore_all(catalog_root: &Path, records: &[(usize, EpisodeRecord)], args: &RescoreArgs) -> anyhow::Result<()> {
+fn rescore_all(
+    catalog_root: &Path,
+    records: &[(usize, EpisodeRecord)],
+    args: &RescoreArgs,
+) -> anyhow::Result<()> {
     let catalog = Catalog::load(catalog_root)?;
     let sim = load_simulator(catalog_root)?;
-    let settings = RerunSettings { difficulty: args.difficulty, reward_mode: args.reward_mode, aggregate: args.aggregate };
+    let settings = RerunSettings {
+        difficulty: args.difficulty,
+        reward_mode: args.reward_mode,
+        aggregate: args.aggregate,
+    };
     let mut writer = args.out.as_deref().map(EpisodeWriter::create).transpose()?;
     let mut out = Vec::new();
     for (line, r) in records {
         let again = rerun(&sim, &catalog, r, &settings)?;
         println!(
             "line {line} {}:{}  reward {:.3} -> {:.3}  final {} -> {}",
-            r.profile.scenario, r.profile.persona, r.reward.unwrap_or(0.0), again.reward.unwrap_or(0.0), r.final_emotion(), again.final_emotion()
+            r.profile.scenario,
+            r.profile.persona,
+            r.reward.unwrap_or(0.0),
+            again.reward.unwrap_or(0.0),
+            r.final_emotion(),
+            again.final_emotion()
         );
         if let Some(w) = writer.as_mut() {
             w.write(&again)?;

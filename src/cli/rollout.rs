@@ -3,7 +3,9 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use empathy_gym::episode::{rollout, EpisodeJob, EpisodeRecord, EpisodeWriter, RolloutOptions, ScriptedPolicy};
+use empathy_gym::episode::{
+    rollout, EpisodeJob, EpisodeRecord, EpisodeWriter, RolloutOptions, ScriptedPolicy,
+};
 use empathy_gym::profile::{Catalog, Difficulty, ProfileId, Split};
 use empathy_gym::reward::{Aggregate, RewardMode};
 
@@ -50,10 +52,21 @@ pub fn run(catalog_root: &std::path::Path, args: RolloutArgs) -> anyhow::Result<
     for (g, profile) in profiles.iter().enumerate() {
         for r in 0..args.repeats {
             let index = g as u64 * args.repeats + r;
-            jobs.push(EpisodeJob { profile: profile.clone(), seed: empathy_gym::seed::derive(args.seed, index), step: 0, group: g as u64, sample: r });
+            jobs.push(EpisodeJob {
+                profile: profile.clone(),
+                seed: empathy_gym::seed::derive(args.seed, index),
+                step: 0,
+                group: g as u64,
+                sample: r,
+            });
         }
     }
-    let opts = RolloutOptions { run: "rollout".into(), reward_mode: args.reward_mode, aggregate: args.aggregate, progress: true };
+    let opts = RolloutOptions {
+        run: "rollout".into(),
+        reward_mode: args.reward_mode,
+        aggregate: args.aggregate,
+        progress: true,
+    };
     let mut writer = args.out.as_deref().map(EpisodeWriter::create).transpose()?;
     let records = rollout(&sim, &mut policy, &jobs, &opts, |rec: &EpisodeRecord| {
         if let Some(w) = writer.as_mut() {

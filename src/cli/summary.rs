@@ -6,7 +6,11 @@ use empathy_gym::episode::{End, EpisodeRecord};
 pub fn print_summary(records: &[EpisodeRecord]) {
     let n = records.len().max(1) as f64;
     let mean_reward = records.iter().map(|r| r.reward.unwrap_or(0.0)).sum::<f64>() / n;
-    let mean_final = records.iter().map(|r| f64::from(r.final_emotion())).sum::<f64>() / n;
+    let mean_final = records
+        .iter()
+        .map(|r| f64::from(r.final_emotion()))
+        .sum::<f64>()
+        / n;
     let count = |e: End| records.iter().filter(|r| r.end == Some(e)).count();
     println!();
     println!("| episodes | mean reward | mean final emotion | resolved | left | max_turns |");

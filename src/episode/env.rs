@@ -83,8 +83,16 @@ impl DialogueEnv {
         self.pending_question = None;
         self.end = None;
         let text = self.profile.scenario.opening.clone();
-        self.turns = vec![Turn::User { text: text.clone(), emotion: self.emotion, delta: None, appraisal: None }];
-        Observation { text, emotion: self.emotion }
+        self.turns = vec![Turn::User {
+            text: text.clone(),
+            emotion: self.emotion,
+            delta: None,
+            appraisal: None,
+        }];
+        Observation {
+            text,
+            emotion: self.emotion,
+        }
     }
 
     /// The profile being played.
@@ -105,7 +113,9 @@ impl DialogueEnv {
     /// What the appraiser needs to judge `reply` (borrowing this environment).
     pub fn appraisal_input<'a>(&'a self, reply: &'a str) -> Result<AppraisalInput<'a>> {
         if self.end.is_some() || self.turns.is_empty() {
-            return Err(Error::Other("step() on a dialogue that is over or not reset".into()));
+            return Err(Error::Other(
+                "step() on a dialogue that is over or not reset".into(),
+            ));
         }
         let mut user_messages = Vec::new();
         let mut previous_replies = Vec::new();
@@ -122,17 +132,27 @@ impl DialogueEnv {
             reply,
             user_messages,
             previous_replies,
-            factual: self.pending_question.map(|i| &self.profile.scenario.factual[i]),
+            factual: self
+                .pending_question
+                .map(|i| &self.profile.scenario.factual[i]),
         })
     }
 
     /// Applies an appraisal of `reply`: moves the emotion, decides the end, lets the user speak.
-    pub fn apply(&mut self, reply: &str, think: Option<String>, appraisal: Appraisal) -> StepOutcome {
+    pub fn apply(
+        &mut self,
+        reply: &str,
+        think: Option<String>,
+        appraisal: Appraisal,
+    ) -> StepOutcome {
         let knobs = &self.profile.knobs;
         let delta = quantize_delta(appraisal.raw, knobs.quantum, knobs.step_cap);
         self.emotion = apply_delta(self.emotion, delta);
         self.policy_turns += 1;
-        self.turns.push(Turn::Assistant { text: reply.to_string(), think });
+        self.turns.push(Turn::Assistant {
+            text: reply.to_string(),
+            think,
+        });
         let terminated = self.emotion >= 100 || self.emotion < 10;
         let truncated = !terminated && self.policy_turns >= knobs.max_turns;
         self.end = match (self.emotion, terminated, truncated) {
@@ -142,7 +162,13 @@ impl DialogueEnv {
             _ => None,
         };
         let next_q = (!terminated && !truncated)
-            .then(|| self.profile.scenario.factual.iter().position(|q| q.after_turn == self.policy_turns))
+            .then(|| {
+                self.profile
+                    .scenario
+                    .factual
+                    .iter()
+                    .position(|q| q.after_turn == self.policy_turns)
+            })
             .flatten();
         self.pending_question = next_q;
         let question = next_q.map(|i| {
@@ -160,9 +186,24 @@ impl DialogueEnv {
             reveal_min_delta: crate::sim::speaker::REVEAL_MIN_DELTA,
         };
         let text = speak(&self.profile, &mut self.memory, &mut self.rng, &input);
-        self.turns.push(Turn::User { text: text.clone(), emotion: self.emotion, delta: Some(delta), appraisal: Some(appraisal.clone()) });
+        self.turns.push(Turn::User {
+            text: text.clone(),
+            emotion: self.emotion,
+            delta: Some(delta),
+            appraisal: Some(appraisal.clone()),
+        });
         let reward = self.step_reward(delta);
-        StepOutcome { obs: Observation { text, emotion: self.emotion }, reward, terminated, truncated, delta, appraisal }
+        StepOutcome {
+            obs: Observation {
+                text,
+                emotion: self.emotion,
+            },
+            reward,
+            terminated,
+            truncated,
+            delta,
+            appraisal,
+        }
     }
 
     fn step_reward(&self, delta: i32) -> f64 {
@@ -178,12 +219,27 @@ impl DialogueEnv {
         let emotions: Vec<u8> = self
             .turns
             .iter()
-            .filter_map(|t| if let Turn::User { emotion, .. } = t { Some(*emotion) } else { None })
+            .filter_map(|t| {
+                if let Turn::User { emotion, .. } = t {
+                    Some(*emotion)
+                } else {
+                    None
+                }
+            })
             .collect();
         let warmths: Vec<f64> = self
             .turns
             .iter()
-            .filter_map(|t| if let Turn::User { appraisal: Some(a), .. } = t { Some(a.warmth) } else { None })
+            .filter_map(|t| {
+                if let Turn::User {
+                    appraisal: Some(a), ..
+                } = t
+                {
+                    Some(a.warmth)
+                } else {
+                    None
+                }
+            })
             .collect();
         reward::score(self.reward_mode, self.aggregate, &emotions, &warmths)
     }
@@ -211,7 +267,11 @@ impl DialogueEnv {
                 difficulty: p.difficulty,
                 knobs: Some(p.knobs.clone()),
             },
-            simulator: SimulatorRef { kind: info.kind, version: info.version, seed: self.seed },
+            simulator: SimulatorRef {
+                kind: info.kind,
+                version: info.version,
+                seed: self.seed,
+            },
             reward_mode: self.reward_mode,
             reward_aggregate: self.aggregate,
             policy,
@@ -230,7 +290,11 @@ pub fn step_batch(
     replies: &[(String, Option<String>)],
 ) -> Result<Vec<StepOutcome>> {
     if envs.len() != replies.len() {
-        return Err(Error::Other(format!("{} dialogues but {} replies", envs.len(), replies.len())));
+        return Err(Error::Other(format!(
+            "{} dialogues but {} replies",
+            envs.len(),
+            replies.len()
+        )));
     }
     let appraisals = {
         let inputs = envs

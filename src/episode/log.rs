@@ -21,18 +21,29 @@ impl EpisodeWriter {
             std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         }
         let file = File::create(path).map_err(|e| Error::io(path, e))?;
-        Ok(EpisodeWriter { path: path.to_path_buf(), out: BufWriter::new(file) })
+        Ok(EpisodeWriter {
+            path: path.to_path_buf(),
+            out: BufWriter::new(file),
+        })
     }
 
     /// Opens `path` for appending (resume).
     pub fn append(path: &Path) -> Result<Self> {
-        let file = OpenOptions::new().create(true).append(true).open(path).map_err(|e| Error::io(path, e))?;
-        Ok(EpisodeWriter { path: path.to_path_buf(), out: BufWriter::new(file) })
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| Error::io(path, e))?;
+        Ok(EpisodeWriter {
+            path: path.to_path_buf(),
+            out: BufWriter::new(file),
+        })
     }
 
     /// Writes one record as one line and flushes it.
     pub fn write(&mut self, record: &EpisodeRecord) -> Result<()> {
-        let line = serde_json::to_string(record).map_err(|e| Error::Other(format!("serializing an episode: {e}")))?;
+        let line = serde_json::to_string(record)
+            .map_err(|e| Error::Other(format!("serializing an episode: {e}")))?;
         let io = |e| Error::io(&self.path, e);
         self.out.write_all(line.as_bytes()).map_err(io)?;
         self.out.write_all(b"\n").map_err(io)?;
@@ -67,9 +78,15 @@ pub fn read_episodes(path: &Path) -> Result<EpisodeLog> {
                     "not an episode record (schema empathy-gym/episode/v1, see docs/DESIGN.md section 6)"
                 };
                 let error = Error::input(path, format!("line {n}"), format!("{e}; {hint}"));
-                return Ok(EpisodeLog { records, error: Some(error) });
+                return Ok(EpisodeLog {
+                    records,
+                    error: Some(error),
+                });
             }
         }
     }
-    Ok(EpisodeLog { records, error: None })
+    Ok(EpisodeLog {
+        records,
+        error: None,
+    })
 }

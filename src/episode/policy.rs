@@ -56,7 +56,11 @@ impl ScriptedPolicy {
     pub fn new(name: impl Into<String>, replies: Vec<String>) -> Result<Self> {
         let name = name.into();
         if replies.is_empty() {
-            return Err(Error::input(PathBuf::from(&name), "replies", "needs at least one reply"));
+            return Err(Error::input(
+                PathBuf::from(&name),
+                "replies",
+                "needs at least one reply",
+            ));
         }
         Ok(ScriptedPolicy { name, replies })
     }
@@ -77,11 +81,20 @@ impl ScriptedPolicy {
 
 impl Policy for ScriptedPolicy {
     fn describe(&self) -> PolicyRef {
-        PolicyRef { model: self.name.clone(), checkpoint: None }
+        PolicyRef {
+            model: self.name.clone(),
+            checkpoint: None,
+        }
     }
 
     fn reply_batch(&mut self, requests: &[PolicyRequest<'_>]) -> Result<Vec<PolicyReply>> {
-        Ok(requests.iter().map(|r| PolicyReply { text: self.reply(r.turn).to_string(), think: None }).collect())
+        Ok(requests
+            .iter()
+            .map(|r| PolicyReply {
+                text: self.reply(r.turn).to_string(),
+                think: None,
+            })
+            .collect())
     }
 }
 
@@ -93,13 +106,19 @@ pub struct FnPolicy<F> {
 
 impl<F: FnMut(&ProfileId, u32, &[Turn]) -> String> Policy for FnPolicy<F> {
     fn describe(&self) -> PolicyRef {
-        PolicyRef { model: self.name.clone(), checkpoint: None }
+        PolicyRef {
+            model: self.name.clone(),
+            checkpoint: None,
+        }
     }
 
     fn reply_batch(&mut self, requests: &[PolicyRequest<'_>]) -> Result<Vec<PolicyReply>> {
         Ok(requests
             .iter()
-            .map(|r| PolicyReply { text: (self.f)(r.profile, r.turn, r.turns), think: None })
+            .map(|r| PolicyReply {
+                text: (self.f)(r.profile, r.turn, r.turns),
+                think: None,
+            })
             .collect())
     }
 }

@@ -38,7 +38,9 @@ fn progress_bar(n: usize, show: bool) -> ProgressBar {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::new(n as u64);
-    if let Ok(style) = ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} dialogues {elapsed_precise} eta {eta}") {
+    if let Ok(style) = ProgressStyle::with_template(
+        "{prefix} [{bar:30}] {pos}/{len} dialogues {elapsed_precise} eta {eta}",
+    ) {
         bar.set_style(style.progress_chars("=> "));
     }
     bar.set_prefix("rollout");
@@ -71,17 +73,31 @@ pub fn rollout(
         let replies = {
             let requests: Vec<PolicyRequest<'_>> = live
                 .iter()
-                .map(|&i| PolicyRequest { episode: i, profile: &envs[i].profile().id, turns: envs[i].turns(), turn })
+                .map(|&i| PolicyRequest {
+                    episode: i,
+                    profile: &envs[i].profile().id,
+                    turns: envs[i].turns(),
+                    turn,
+                })
                 .collect();
             policy.reply_batch(&requests)?
         };
         if replies.len() != live.len() {
-            return Err(Error::Other(format!("policy gave {} replies for {} dialogues", replies.len(), live.len())));
+            return Err(Error::Other(format!(
+                "policy gave {} replies for {} dialogues",
+                replies.len(),
+                live.len()
+            )));
         }
-        let pairs: Vec<(String, Option<String>)> = replies.into_iter().map(|r| (r.text, r.think)).collect();
+        let pairs: Vec<(String, Option<String>)> =
+            replies.into_iter().map(|r| (r.text, r.think)).collect();
         {
-            let mut live_envs: Vec<&mut DialogueEnv> =
-                envs.iter_mut().enumerate().filter(|(i, _)| live.contains(i)).map(|(_, e)| e).collect();
+            let mut live_envs: Vec<&mut DialogueEnv> = envs
+                .iter_mut()
+                .enumerate()
+                .filter(|(i, _)| live.contains(i))
+                .map(|(_, e)| e)
+                .collect();
             step_batch(sim, &mut live_envs, &pairs)?;
         }
         for &i in &live {

@@ -5,7 +5,10 @@ use crate::episode::{EpisodeRecord, Turn};
 /// A one-line curve of emotions 0-100 with block characters.
 pub fn sparkline(values: &[u8]) -> String {
     const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
-    values.iter().map(|&v| BARS[(usize::from(v.min(100)) * 7 + 50) / 100]).collect()
+    values
+        .iter()
+        .map(|&v| BARS[(usize::from(v.min(100)) * 7 + 50) / 100])
+        .collect()
 }
 
 /// A readable transcript: header, turns with emotion and delta, reasons, and the end.
@@ -21,10 +24,19 @@ pub fn render_transcript(line: usize, r: &EpisodeRecord) -> String {
         r.end
     );
     let emotions = r.emotions();
-    out.push_str(&format!("   emotion {} {:?}\n", sparkline(&emotions), emotions));
+    out.push_str(&format!(
+        "   emotion {} {:?}\n",
+        sparkline(&emotions),
+        emotions
+    ));
     for t in &r.turns {
         match t {
-            Turn::User { text, emotion, delta, appraisal } => {
+            Turn::User {
+                text,
+                emotion,
+                delta,
+                appraisal,
+            } => {
                 let d = delta.map_or(String::new(), |d| format!(" ({d:+})"));
                 out.push_str(&format!("   user [{emotion:>3}{d}]: {text}\n"));
                 if let Some(a) = appraisal.as_ref().filter(|a| !a.reasons.is_empty()) {

@@ -17,8 +17,16 @@ pub struct RerunSettings {
 /// Re-runs `record` with the simulator: same profile, seed and assistant turns, except what
 /// `settings` changes (a new difficulty takes that preset's knobs). If the logged replies run out
 /// before the dialogue ends, it ends as `max_turns`.
-pub fn rerun(sim: &dyn Simulator, catalog: &Catalog, record: &EpisodeRecord, settings: &RerunSettings) -> Result<EpisodeRecord> {
-    let id = ProfileId { scenario: record.profile.scenario.clone(), persona: record.profile.persona.clone() };
+pub fn rerun(
+    sim: &dyn Simulator,
+    catalog: &Catalog,
+    record: &EpisodeRecord,
+    settings: &RerunSettings,
+) -> Result<EpisodeRecord> {
+    let id = ProfileId {
+        scenario: record.profile.scenario.clone(),
+        persona: record.profile.persona.clone(),
+    };
     let difficulty = settings.difficulty.unwrap_or(record.profile.difficulty);
     let mut profile = catalog.profile(&id, difficulty, &KnobOverrides::default())?;
     if settings.difficulty.is_none() {
@@ -34,7 +42,11 @@ pub fn rerun(sim: &dyn Simulator, catalog: &Catalog, record: &EpisodeRecord, set
         if env.is_done() {
             break;
         }
-        step_batch(sim, &mut [&mut env], &[(text.to_string(), think.map(str::to_string))])?;
+        step_batch(
+            sim,
+            &mut [&mut env],
+            &[(text.to_string(), think.map(str::to_string))],
+        )?;
     }
     let mut out = env.record(sim, record.policy.clone());
     if out.end.is_none() {
@@ -66,32 +78,65 @@ impl std::fmt::Display for Mismatch {
 }
 
 /// Re-runs `record` exactly as logged and reports the first difference, if any.
-pub fn verify(sim: &dyn Simulator, catalog: &Catalog, record: &EpisodeRecord) -> Result<Option<Mismatch>> {
+pub fn verify(
+    sim: &dyn Simulator,
+    catalog: &Catalog,
+    record: &EpisodeRecord,
+) -> Result<Option<Mismatch>> {
     let again = rerun(sim, catalog, record, &RerunSettings::default())?;
     if again.turns.len() != record.turns.len() {
         let t = again.turns.len().min(record.turns.len());
         return Ok(Some(Mismatch {
             turn: Some(t),
-            what: format!("the log has {} turns, the re-run {}", record.turns.len(), again.turns.len()),
+            what: format!(
+                "the log has {} turns, the re-run {}",
+                record.turns.len(),
+                again.turns.len()
+            ),
         }));
     }
     for (i, (a, b)) in record.turns.iter().zip(&again.turns).enumerate() {
         if a != b {
-            return Ok(Some(Mismatch { turn: Some(i), what: describe(a, b) }));
+            return Ok(Some(Mismatch {
+                turn: Some(i),
+                what: describe(a, b),
+            }));
         }
     }
     if record.end != again.end {
-        return Ok(Some(Mismatch { turn: None, what: format!("end: logged {:?}, re-run {:?}", record.end, again.end) }));
+        return Ok(Some(Mismatch {
+            turn: None,
+            what: format!("end: logged {:?}, re-run {:?}", record.end, again.end),
+        }));
     }
     if record.reward != again.reward {
-        return Ok(Some(Mismatch { turn: None, what: format!("reward: logged {:?}, re-run {:?}", record.reward, again.reward) }));
+        return Ok(Some(Mismatch {
+            turn: None,
+            what: format!(
+                "reward: logged {:?}, re-run {:?}",
+                record.reward, again.reward
+            ),
+        }));
     }
     Ok(None)
 }
 
 fn describe(logged: &Turn, rerun: &Turn) -> String {
     match (logged, rerun) {
-        (Turn::User { text: a, emotion: ea, delta: da, .. }, Turn::User { text: b, emotion: eb, delta: db, .. }) => {
+        (
+            Turn::User {
+                text: a,
+                emotion: ea,
+                delta: da,
+                ..
+            },
+            Turn::User {
+                text: b,
+                emotion: eb,
+                delta: db,
+                ..
+            },
+        ) => {
             if ea != eb {
                 format!("user emotion: logged {ea}, re-run {eb}")
             } else if da != db {

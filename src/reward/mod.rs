@@ -22,7 +22,9 @@ impl std::str::FromStr for RewardMode {
         match s {
             "behavior" => Ok(RewardMode::Behavior),
             "trait" => Ok(RewardMode::Trait),
-            other => Err(format!("unknown reward mode `{other}`: use behavior or trait")),
+            other => Err(format!(
+                "unknown reward mode `{other}`: use behavior or trait"
+            )),
         }
     }
 }
@@ -47,7 +49,9 @@ impl std::str::FromStr for Aggregate {
             "final" => Ok(Aggregate::Final),
             "mean" => Ok(Aggregate::Mean),
             "dense" => Ok(Aggregate::Dense),
-            other => Err(format!("unknown behavior reward `{other}`: use final, mean or dense")),
+            other => Err(format!(
+                "unknown behavior reward `{other}`: use final, mean or dense"
+            )),
         }
     }
 }
@@ -70,7 +74,8 @@ pub fn score(mode: RewardMode, aggregate: Aggregate, emotions: &[u8], warmths: &
         RewardMode::Behavior => {
             let first = f64::from(emotions.first().copied().unwrap_or(0));
             let last = f64::from(emotions.last().copied().unwrap_or(0));
-            let mean = emotions.iter().map(|&e| f64::from(e)).sum::<f64>() / emotions.len().max(1) as f64;
+            let mean =
+                emotions.iter().map(|&e| f64::from(e)).sum::<f64>() / emotions.len().max(1) as f64;
             r.components.insert("start_emotion".into(), first);
             r.components.insert("final_emotion".into(), last);
             r.components.insert("mean_emotion".into(), mean);
@@ -78,7 +83,10 @@ pub fn score(mode: RewardMode, aggregate: Aggregate, emotions: &[u8], warmths: &
                 Aggregate::Final => last / 100.0,
                 Aggregate::Mean => mean / 100.0,
                 Aggregate::Dense => {
-                    r.per_turn = emotions.windows(2).map(|w| (f64::from(w[1]) - f64::from(w[0])) / 100.0).collect();
+                    r.per_turn = emotions
+                        .windows(2)
+                        .map(|w| (f64::from(w[1]) - f64::from(w[0])) / 100.0)
+                        .collect();
                     r.per_turn.iter().sum()
                 }
             };
@@ -102,9 +110,15 @@ mod tests {
     fn behavior_aggregates_by_hand() {
         let e = [40, 50, 45, 60];
         // final: 60/100
-        assert_eq!(score(RewardMode::Behavior, Aggregate::Final, &e, &[]).total, 0.6);
+        assert_eq!(
+            score(RewardMode::Behavior, Aggregate::Final, &e, &[]).total,
+            0.6
+        );
         // mean: (40+50+45+60)/4 = 48.75 -> 0.4875
-        assert_eq!(score(RewardMode::Behavior, Aggregate::Mean, &e, &[]).total, 0.4875);
+        assert_eq!(
+            score(RewardMode::Behavior, Aggregate::Mean, &e, &[]).total,
+            0.4875
+        );
         // dense: +0.10, -0.05, +0.15, sum 0.20
         let d = score(RewardMode::Behavior, Aggregate::Dense, &e, &[]);
         assert_eq!(d.per_turn, vec![0.1, -0.05, 0.15]);
@@ -115,7 +129,12 @@ mod tests {
     #[test]
     fn trait_is_mean_warmth() {
         // (0.2 + 0.8 + 0.5) / 3 = 0.5
-        let r = score(RewardMode::Trait, Aggregate::Final, &[40, 0], &[0.2, 0.8, 0.5]);
+        let r = score(
+            RewardMode::Trait,
+            Aggregate::Final,
+            &[40, 0],
+            &[0.2, 0.8, 0.5],
+        );
         assert_eq!(r.total, 0.5);
         assert_eq!(r.components["replies"], 3.0);
     }

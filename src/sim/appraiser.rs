@@ -70,13 +70,19 @@ impl Appraiser {
     pub fn load(root: &Path, embedder: Arc<Embedder>) -> Result<Self> {
         let cfg = AppraiserConfig::load(&root.join("data/appraiser.yaml"))?;
         let lexicon = Lexicon::load(&root.join("data/lexicon.yaml"))?;
-        let protos: BTreeMap<Move, Vec<String>> = crate::profile::yaml::read_yaml(&root.join("data/moves.yaml"))?;
+        let protos: BTreeMap<Move, Vec<String>> =
+            crate::profile::yaml::read_yaml(&root.join("data/moves.yaml"))?;
         let mut prototypes = BTreeMap::new();
         for (m, texts) in &protos {
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
             prototypes.insert(*m, embedder.embed(&refs)?);
         }
-        Ok(Appraiser { cfg, lexicon, embedder, prototypes })
+        Ok(Appraiser {
+            cfg,
+            lexicon,
+            embedder,
+            prototypes,
+        })
     }
 
     /// The embedder this appraiser uses.
@@ -117,7 +123,8 @@ impl Appraiser {
         };
         let reply_words = words(inp.reply);
         if self.is_gibberish(&reply_words) {
-            out.components.insert("gibberish".into(), self.cfg.gibberish.points);
+            out.components
+                .insert("gibberish".into(), self.cfg.gibberish.points);
             out.raw = self.cfg.gibberish.points;
             out.reasons.push("that made no sense".into());
             return Ok(out);
@@ -125,13 +132,24 @@ impl Appraiser {
         let spec = self.specificity(inp, &reply_emb, &reply_words)?;
         let moves = self.move_scores(inp, &reply_emb, &cues, spec)?;
         out.warmth = r3(warmth(&cues, &moves));
-        self.score(inp, &reply_emb, &cues, &moves, spec, reply_words.len(), &mut out)?;
+        self.score(
+            inp,
+            &reply_emb,
+            &cues,
+            &moves,
+            spec,
+            reply_words.len(),
+            &mut out,
+        )?;
         out.moves = moves.into_iter().map(|(m, s)| (m, r3(s))).collect();
         Ok(out)
     }
 
     fn is_gibberish(&self, reply_words: &[String]) -> bool {
-        let alpha: Vec<&String> = reply_words.iter().filter(|w| w.chars().any(char::is_alphabetic)).collect();
+        let alpha: Vec<&String> = reply_words
+            .iter()
+            .filter(|w| w.chars().any(char::is_alphabetic))
+            .collect();
         if alpha.is_empty() {
             return true;
         }
@@ -143,18 +161,32 @@ impl Appraiser {
     }
 
     /// How specific the reply is to this user: their words, the scenario's specifics, a feeling.
-    fn specificity(&self, inp: &AppraisalInput<'_>, reply: &[f32], reply_words: &[String]) -> Result<f64> {
+    fn specificity(
+        &self,
+        inp: &AppraisalInput<'_>,
+        reply: &[f32],
+        reply_words: &[String],
+    ) -> Result<f64> {
         let content = |w: &String| w.chars().count() >= 4 && !self.lexicon.stopwords.contains(w);
-        let mut user_words: std::collections::BTreeSet<String> =
-            inp.user_messages.iter().flat_map(|m| words(m)).filter(content).collect();
+        let mut user_words: std::collections::BTreeSet<String> = inp
+            .user_messages
+            .iter()
+            .flat_map(|m| words(m))
+            .filter(content)
+            .collect();
         for s in &inp.profile.scenario.specifics {
             user_words.extend(words(s).into_iter().filter(content));
         }
-        let shared: std::collections::BTreeSet<&String> =
-            reply_words.iter().filter(|w| user_words.contains(*w)).collect();
+        let shared: std::collections::BTreeSet<&String> = reply_words
+            .iter()
+            .filter(|w| user_words.contains(*w))
+            .collect();
         let overlap = (shared.len() as f64 / self.cfg.specificity.overlap_words).min(1.0);
         let user_sim = match inp.user_messages.last() {
-            Some(last) => self.cfg.semantic.score(cosine(reply, &self.embedder.embed(&[last])?[0])),
+            Some(last) => self
+                .cfg
+                .semantic
+                .score(cosine(reply, &self.embedder.embed(&[last])?[0])),
             None => 0.0,
         };
         Ok((0.5 * overlap + self.cfg.specificity.user_similarity * user_sim).min(1.0))
@@ -168,24 +200,41 @@ impl Appraiser {
         spec: f64,
     ) -> Result<BTreeMap<Move, f64>> {
         let padded = super::text::normalize(inp.reply);
-        let scenario_feeling = inp.profile.scenario.feelings.iter().any(|f| padded.contains(&super::text::normalize(f)));
-        let named_feeling = scenario_feeling || self.lexicon.feelings.iter().any(|f| padded.contains(f.as_str()));
+        let scenario_feeling = inp
+            .profile
+            .scenario
+            .feelings
+            .iter()
+            .any(|f| padded.contains(&super::text::normalize(f)));
+        let named_feeling = scenario_feeling
+            || self
+                .lexicon
+                .feelings
+                .iter()
+                .any(|f| padded.contains(f.as_str()));
         let mut moves = BTreeMap::new();
         for m in Move::ALL {
             let sem = match self.prototypes.get(&m) {
-                Some(p) => self.cfg.semantic.score(p.iter().map(|e| cosine(reply, e)).fold(-1.0, f32::max)),
+                Some(p) => self
+                    .cfg
+                    .semantic
+                    .score(p.iter().map(|e| cosine(reply, e)).fold(-1.0, f32::max)),
                 None => 0.0,
             };
             let lex = cues.hits.get(&m).copied().unwrap_or(0) as f64;
             let score = match m {
-                Move::Validate => sem.max((0.5 * lex + if named_feeling { 0.5 } else { 0.0 }).min(1.0)),
-                Move::Reflect => spec,
-                Move::OpenQuestion => {
-                    (cues.open_questions as f64).min(1.0).max(0.3 * (cues.closed_questions as f64).min(1.0))
+                Move::Validate => {
+                    sem.max((0.5 * lex + if named_feeling { 0.5 } else { 0.0 }).min(1.0))
                 }
+                Move::Reflect => spec,
+                Move::OpenQuestion => (cues.open_questions as f64)
+                    .min(1.0)
+                    .max(0.3 * (cues.closed_questions as f64).min(1.0)),
                 Move::ChangeTopic if spec < 0.1 => sem.max(0.5 + 0.25 * lex).min(1.0),
                 // Negative moves need lexical evidence or a close semantic match.
-                _ if !m.is_supportive() => (0.6 * lex).min(1.0).max(if sem >= 0.5 { sem } else { 0.0 }),
+                _ if !m.is_supportive() => {
+                    (0.6 * lex).min(1.0).max(if sem >= 0.5 { sem } else { 0.0 })
+                }
                 _ => sem.max((0.5 * lex).min(1.0)),
             };
             moves.insert(m, score);
@@ -198,7 +247,8 @@ impl Appraiser {
 pub fn warmth(cues: &Cues, moves: &BTreeMap<Move, f64>) -> f64 {
     let warm = (cues.warm as f64 / 2.0).min(1.0);
     let agree = (cues.agreement as f64).min(1.0);
-    (0.35 * warm + 0.3 * agree + 0.2 * moves[&Move::Validate] + 0.15 * moves[&Move::Reassure]).min(1.0)
+    (0.35 * warm + 0.3 * agree + 0.2 * moves[&Move::Validate] + 0.15 * moves[&Move::Reassure])
+        .min(1.0)
 }
 
 impl Appraiser {
@@ -242,12 +292,16 @@ impl Appraiser {
         c.insert("resistance", -cfg.resistance);
         c.insert("misfit", scale.loss * misfit);
         c.insert("hurts", scale.loss * hurts);
-        if need.is_emotional() && inp.emotion < knobs.advice_ready_at && moves[&Move::Advice] >= 0.5 {
+        if need.is_emotional() && inp.emotion < knobs.advice_ready_at && moves[&Move::Advice] >= 0.5
+        {
             c.insert("early_advice", -scale.loss * knobs.early_advice_penalty);
-            out.reasons.push("told me what to do before I was ready".into());
+            out.reasons
+                .push("told me what to do before I was ready".into());
         }
         let repeated = inp.previous_replies.iter().any(|p| {
-            self.embedder.embed(&[p]).is_ok_and(|e| f64::from(cosine(reply, &e[0])) >= cfg.repetition.threshold)
+            self.embedder
+                .embed(&[p])
+                .is_ok_and(|e| f64::from(cosine(reply, &e[0])) >= cfg.repetition.threshold)
         });
         if repeated {
             c.insert("repetition", scale.loss * cfg.repetition.points);
@@ -264,7 +318,14 @@ impl Appraiser {
         let length = self.length_points(inp, n_words);
         if length < 0.0 {
             c.insert("length", scale.loss * length);
-            out.reasons.push(if n_words as u32 > inp.profile.persona.reply_words[1] { "too long" } else { "too short" }.into());
+            out.reasons.push(
+                if n_words as u32 > inp.profile.persona.reply_words[1] {
+                    "too long"
+                } else {
+                    "too short"
+                }
+                .into(),
+            );
         }
         if let Some(q) = inp.factual {
             let verdict = judge_answer(inp.reply, q);

@@ -100,11 +100,19 @@ impl AppraiserConfig {
     pub fn load(path: &Path) -> Result<Self> {
         let cfg: AppraiserConfig = crate::profile::yaml::read_yaml(path)?;
         if cfg.semantic.ceiling <= cfg.semantic.floor {
-            return Err(Error::input(path, "semantic", "ceiling must be above floor"));
+            return Err(Error::input(
+                path,
+                "semantic",
+                "ceiling must be above floor",
+            ));
         }
         for need in HiddenNeed::ALL {
             let Some(weights) = cfg.needs.get(&need) else {
-                return Err(Error::input(path, format!("needs.{}", need.as_str()), "missing: weight every need"));
+                return Err(Error::input(
+                    path,
+                    format!("needs.{}", need.as_str()),
+                    "missing: weight every need",
+                ));
             };
             for m in Move::ALL {
                 if !weights.contains_key(&m) {
@@ -118,7 +126,11 @@ impl AppraiserConfig {
         }
         for c in [Character::Negative, Character::Passive, Character::Avoidant] {
             if !cfg.character.contains_key(&c) {
-                return Err(Error::input(path, "character", format!("missing scale for {c:?}")));
+                return Err(Error::input(
+                    path,
+                    "character",
+                    format!("missing scale for {c:?}"),
+                ));
             }
         }
         Ok(cfg)

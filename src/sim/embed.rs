@@ -37,7 +37,8 @@ pub struct Embedder {
 
 /// Where the default embedder lives: `$EMPATHY_GYM_MODELS/all-minilm-l6-v2` or `models/all-minilm-l6-v2`.
 pub fn default_embedder_dir() -> PathBuf {
-    let root = std::env::var_os("EMPATHY_GYM_MODELS").map_or_else(|| PathBuf::from("models"), PathBuf::from);
+    let root = std::env::var_os("EMPATHY_GYM_MODELS")
+        .map_or_else(|| PathBuf::from("models"), PathBuf::from);
     root.join("all-minilm-l6-v2")
 }
 
@@ -67,18 +68,28 @@ impl Embedder {
         })?;
         // SAFETY: the file is memory-mapped read-only and not modified while mapped.
         let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&weights], DType::F32, device) }
-            .map_err(|e| Error::Model { path: weights.clone(), message: e.to_string() })?;
-        let model = BertModel::load(vb, &config)
-            .map_err(|e| Error::Model { path: weights.clone(), message: e.to_string() })?;
-        let mut tokenizer = Tokenizer::from_file(&tok_path)
-            .map_err(|e| Error::Model { path: tok_path.clone(), message: e.to_string() })?;
+            .map_err(|e| Error::Model {
+                path: weights.clone(),
+                message: e.to_string(),
+            })?;
+        let model = BertModel::load(vb, &config).map_err(|e| Error::Model {
+            path: weights.clone(),
+            message: e.to_string(),
+        })?;
+        let mut tokenizer = Tokenizer::from_file(&tok_path).map_err(|e| Error::Model {
+            path: tok_path.clone(),
+            message: e.to_string(),
+        })?;
         tokenizer.with_padding(None);
         tokenizer
             .with_truncation(Some(tokenizers::TruncationParams {
                 max_length: MAX_TOKENS,
                 ..Default::default()
             }))
-            .map_err(|e| Error::Model { path: tok_path.clone(), message: e.to_string() })?;
+            .map_err(|e| Error::Model {
+                path: tok_path.clone(),
+                message: e.to_string(),
+            })?;
         Ok(Embedder {
             model,
             tokenizer,
@@ -100,7 +111,10 @@ impl Embedder {
     /// Embeds many texts; cached texts are not recomputed. Output order follows `texts`.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<std::sync::Arc<Embedding>>> {
         let missing: Vec<&str> = {
-            let cache = self.cache.lock().map_err(|_| Error::Other("embedder cache poisoned".into()))?;
+            let cache = self
+                .cache
+                .lock()
+                .map_err(|_| Error::Other("embedder cache poisoned".into()))?;
             let mut seen = std::collections::HashSet::new();
             texts
                 .iter()
@@ -110,12 +124,18 @@ impl Embedder {
         };
         if !missing.is_empty() {
             let computed = self.compute(&missing)?;
-            let mut cache = self.cache.lock().map_err(|_| Error::Other("embedder cache poisoned".into()))?;
+            let mut cache = self
+                .cache
+                .lock()
+                .map_err(|_| Error::Other("embedder cache poisoned".into()))?;
             for (text, emb) in missing.iter().zip(computed) {
                 cache.insert((*text).to_string(), std::sync::Arc::new(emb));
             }
         }
-        let cache = self.cache.lock().map_err(|_| Error::Other("embedder cache poisoned".into()))?;
+        let cache = self
+            .cache
+            .lock()
+            .map_err(|_| Error::Other("embedder cache poisoned".into()))?;
         Ok(texts.iter().map(|t| cache[*t].clone()).collect())
     }
 
@@ -146,11 +166,15 @@ impl Embedder {
             let mask = Tensor::from_vec(mask, (idx.len(), len), &self.device)?;
             let types = ids.zeros_like()?;
             let hidden = self.model.forward(&ids, &types, Some(&mask))?; // [n, len, 384]
-            // Mean over real tokens only (sentence-transformers' mean pooling).
+                                                                         // Mean over real tokens only (sentence-transformers' mean pooling).
             let m = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
             let summed = hidden.broadcast_mul(&m)?.sum(1)?;
             let pooled = summed.broadcast_div(&m.sum(1)?)?;
-            let norm = pooled.sqr()?.sum_keepdim(1)?.sqrt()?.clamp(1e-12, f64::MAX)?;
+            let norm = pooled
+                .sqr()?
+                .sum_keepdim(1)?
+                .sqrt()?
+                .clamp(1e-12, f64::MAX)?;
             let unit = pooled.broadcast_div(&norm)?.to_vec2::<f32>()?;
             for (row, &i) in unit.into_iter().zip(&idx) {
                 out[i] = row;

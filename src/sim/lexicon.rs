@@ -64,10 +64,24 @@ impl Lexicon {
     /// Loads and normalizes `data/lexicon.yaml`.
     pub fn load(path: &Path) -> Result<Self> {
         let file: LexiconFile = crate::profile::yaml::read_yaml(path)?;
-        let norm = |v: Vec<String>| -> Vec<String> { v.iter().map(|p| normalize(p)).filter(|p| p.trim() != "").collect() };
-        for m in [Move::Validate, Move::Advice, Move::Minimize, Move::Platitude] {
+        let norm = |v: Vec<String>| -> Vec<String> {
+            v.iter()
+                .map(|p| normalize(p))
+                .filter(|p| p.trim() != "")
+                .collect()
+        };
+        for m in [
+            Move::Validate,
+            Move::Advice,
+            Move::Minimize,
+            Move::Platitude,
+        ] {
             if !file.cues.contains_key(&m) {
-                return Err(Error::input(path, format!("cues.{}", m.as_str()), "missing cue list"));
+                return Err(Error::input(
+                    path,
+                    format!("cues.{}", m.as_str()),
+                    "missing cue list",
+                ));
             }
         }
         Ok(Lexicon {
@@ -85,10 +99,18 @@ impl Lexicon {
     /// Finds the lexical cues in a reply.
     pub fn cues(&self, reply: &str) -> Cues {
         let padded = normalize(reply);
-        let hits = self.cues.iter().map(|(m, phrases)| (*m, count_phrases(&padded, phrases))).collect();
+        let hits = self
+            .cues
+            .iter()
+            .map(|(m, phrases)| (*m, count_phrases(&padded, phrases)))
+            .collect();
         let (open, closed) = self.questions(reply);
         let invitations = count_phrases(&padded, &self.open_invitations);
-        let emoji = self.warm_emoji.iter().filter(|e| reply.contains(e.as_str())).count();
+        let emoji = self
+            .warm_emoji
+            .iter()
+            .filter(|e| reply.contains(e.as_str()))
+            .count();
         Cues {
             hits,
             open_questions: open + invitations,
@@ -107,10 +129,15 @@ impl Lexicon {
             if matches!(c, '.' | '!' | '?' | '\n') {
                 if c == '?' {
                     let sentence = &reply[start..i];
-                    let clause = sentence.rsplit([',', ';', ':', '-']).next().unwrap_or(sentence);
+                    let clause = sentence
+                        .rsplit([',', ';', ':', '-'])
+                        .next()
+                        .unwrap_or(sentence);
                     let is_open = [sentence, clause].iter().any(|s| {
                         let padded = normalize(s);
-                        self.open_starts.iter().any(|w| padded.starts_with(w.as_str()))
+                        self.open_starts
+                            .iter()
+                            .any(|w| padded.starts_with(w.as_str()))
                     });
                     if is_open {
                         open += 1;

@@ -36,9 +36,20 @@ pub struct SpeakInput<'a> {
     pub reveal_min_delta: i32,
 }
 
-fn pick<'a>(lines: &'a [String], bucket: Bucket, mem: &mut SpeakerMemory, rng: &mut ChaCha8Rng) -> &'a str {
-    let fresh: Vec<usize> = (0..lines.len()).filter(|i| !mem.used.contains(&(bucket, *i))).collect();
-    let i = if fresh.is_empty() { rng.random_range(0..lines.len()) } else { fresh[rng.random_range(0..fresh.len())] };
+fn pick<'a>(
+    lines: &'a [String],
+    bucket: Bucket,
+    mem: &mut SpeakerMemory,
+    rng: &mut ChaCha8Rng,
+) -> &'a str {
+    let fresh: Vec<usize> = (0..lines.len())
+        .filter(|i| !mem.used.contains(&(bucket, *i)))
+        .collect();
+    let i = if fresh.is_empty() {
+        rng.random_range(0..lines.len())
+    } else {
+        fresh[rng.random_range(0..fresh.len())]
+    };
     mem.used.push((bucket, i));
     &lines[i]
 }
@@ -57,12 +68,24 @@ fn fact_to_reveal(profile: &Profile, mem: &SpeakerMemory, input: &SpeakInput<'_>
     let by_question = (0..facts.len())
         .filter(unrevealed)
         .find(|&i| facts[i].cues.iter().any(|c| asked.contains(&normalize(c))));
-    let trusting = input.delta >= input.reveal_min_delta && profile.persona.character != Character::Avoidant;
-    by_question.or_else(|| if trusting { (0..facts.len()).find(unrevealed) } else { None })
+    let trusting =
+        input.delta >= input.reveal_min_delta && profile.persona.character != Character::Avoidant;
+    by_question.or_else(|| {
+        if trusting {
+            (0..facts.len()).find(unrevealed)
+        } else {
+            None
+        }
+    })
 }
 
 /// The user's next message. S and F buckets end the dialogue with a closing line only.
-pub fn speak(profile: &Profile, mem: &mut SpeakerMemory, rng: &mut ChaCha8Rng, input: &SpeakInput<'_>) -> String {
+pub fn speak(
+    profile: &Profile,
+    mem: &mut SpeakerMemory,
+    rng: &mut ChaCha8Rng,
+    input: &SpeakInput<'_>,
+) -> String {
     let (scenario, persona) = (&profile.scenario, &profile.persona);
     if mem.revealed.len() != scenario.hidden_facts.len() {
         mem.revealed = vec![false; scenario.hidden_facts.len()];

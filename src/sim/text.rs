@@ -30,12 +30,18 @@ pub fn normalize(text: &str) -> String {
 
 /// Counts how many of `phrases` (already normalized, see [`normalize`]) occur in `padded`.
 pub fn count_phrases(padded: &str, phrases: &[String]) -> usize {
-    phrases.iter().filter(|p| padded.contains(p.as_str())).count()
+    phrases
+        .iter()
+        .filter(|p| padded.contains(p.as_str()))
+        .count()
 }
 
 /// The words of a text (letters, digits, apostrophes), lowercased.
 pub fn words(text: &str) -> Vec<String> {
-    normalize(text).split_whitespace().map(str::to_string).collect()
+    normalize(text)
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
 }
 
 #[cfg(test)]

@@ -17,7 +17,11 @@ fn eg(args: &[&str], catalog: &Path) -> Output {
 }
 
 fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 fn write_script(dir: &Path) -> String {
@@ -32,12 +36,34 @@ fn same_seed_gives_byte_identical_logs_that_verify() {
     let policy = write_script(dir.path());
     let (a, b) = (dir.path().join("a.jsonl"), dir.path().join("b.jsonl"));
     for out in [&a, &b] {
-        let o = eg(&["rollout", "--policy", &policy, "--split", "test", "--difficulty", "moderate", "--seed", "11", "--out", out.to_str().unwrap()], &root());
+        let o = eg(
+            &[
+                "rollout",
+                "--policy",
+                &policy,
+                "--split",
+                "test",
+                "--difficulty",
+                "moderate",
+                "--seed",
+                "11",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            &root(),
+        );
         assert!(o.status.success(), "{}", text(&o));
-        assert!(text(&o).contains("| episodes | mean reward"), "summary table missing: {}", text(&o));
+        assert!(
+            text(&o).contains("| episodes | mean reward"),
+            "summary table missing: {}",
+            text(&o)
+        );
     }
     let (la, lb) = (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
-    assert_eq!(la, lb, "same seed and config must give byte-identical JSONL");
+    assert_eq!(
+        la, lb,
+        "same seed and config must give byte-identical JSONL"
+    );
     let o = eg(&["replay", "verify", a.to_str().unwrap()], &root());
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("0 differ"));
@@ -48,7 +74,20 @@ fn verify_fails_naming_episode_and_turn_when_a_user_turn_is_edited() {
     let dir = temp_dir();
     let policy = write_script(dir.path());
     let log = dir.path().join("a.jsonl");
-    let o = eg(&["rollout", "--policy", &policy, "--split", "test", "--seed", "5", "--out", log.to_str().unwrap()], &root());
+    let o = eg(
+        &[
+            "rollout",
+            "--policy",
+            &policy,
+            "--split",
+            "test",
+            "--seed",
+            "5",
+            "--out",
+            log.to_str().unwrap(),
+        ],
+        &root(),
+    );
     assert!(o.status.success(), "{}", text(&o));
     let content = std::fs::read_to_string(&log).unwrap();
     let mut lines: Vec<String> = content.lines().map(str::to_string).collect();
@@ -60,14 +99,20 @@ fn verify_fails_naming_episode_and_turn_when_a_user_turn_is_edited() {
     let o = eg(&["replay", "verify", log.to_str().unwrap()], &root());
     assert!(!o.status.success());
     let t = text(&o);
-    assert!(t.contains("line 3") && t.contains("turn 2") && t.contains("emotion"), "{t}");
+    assert!(
+        t.contains("line 3") && t.contains("turn 2") && t.contains("emotion"),
+        "{t}"
+    );
 
     // Editing a user's words is caught too.
     let mut rec: serde_json::Value = serde_json::from_str(content.lines().next().unwrap()).unwrap();
     rec["turns"][2]["text"] = serde_json::json!("edited");
     std::fs::write(&log, serde_json::to_string(&rec).unwrap() + "\n").unwrap();
     let t = text(&eg(&["replay", "verify", log.to_str().unwrap()], &root()));
-    assert!(t.contains("line 1") && t.contains("turn 2") && t.contains("user text"), "{t}");
+    assert!(
+        t.contains("line 1") && t.contains("turn 2") && t.contains("user text"),
+        "{t}"
+    );
 }
 
 #[test]
@@ -75,7 +120,20 @@ fn a_cut_log_is_replayed_up_to_the_cut_and_named() {
     let dir = temp_dir();
     let policy = write_script(dir.path());
     let log = dir.path().join("a.jsonl");
-    assert!(eg(&["rollout", "--policy", &policy, "--split", "test", "--out", log.to_str().unwrap()], &root()).status.success());
+    assert!(eg(
+        &[
+            "rollout",
+            "--policy",
+            &policy,
+            "--split",
+            "test",
+            "--out",
+            log.to_str().unwrap()
+        ],
+        &root()
+    )
+    .status
+    .success());
     let content = std::fs::read_to_string(&log).unwrap();
     let n = content.lines().count();
     let cut = &content[..content.len() - 40];
@@ -84,7 +142,10 @@ fn a_cut_log_is_replayed_up_to_the_cut_and_named() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let t = text(&o);
     assert!(t.contains(&format!("verified {} episodes", n - 1)), "{t}");
-    assert!(t.contains(&format!("line {n}")) && t.contains("cut short"), "{t}");
+    assert!(
+        t.contains(&format!("line {n}")) && t.contains("cut short"),
+        "{t}"
+    );
     assert!(!t.contains("panicked"));
 }
 
@@ -93,10 +154,45 @@ fn rescore_changes_difficulty_and_reward_mode() {
     let dir = temp_dir();
     let policy = write_script(dir.path());
     let (log, out) = (dir.path().join("a.jsonl"), dir.path().join("b.jsonl"));
-    assert!(eg(&["rollout", "--policy", &policy, "--split", "test", "--difficulty", "easy", "--out", log.to_str().unwrap()], &root()).status.success());
-    let o = eg(&["replay", "rescore", log.to_str().unwrap(), "--difficulty", "hard", "--reward-mode", "trait", "--out", out.to_str().unwrap()], &root());
+    assert!(eg(
+        &[
+            "rollout",
+            "--policy",
+            &policy,
+            "--split",
+            "test",
+            "--difficulty",
+            "easy",
+            "--out",
+            log.to_str().unwrap()
+        ],
+        &root()
+    )
+    .status
+    .success());
+    let o = eg(
+        &[
+            "replay",
+            "rescore",
+            log.to_str().unwrap(),
+            "--difficulty",
+            "hard",
+            "--reward-mode",
+            "trait",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &root(),
+    );
     assert!(o.status.success(), "{}", text(&o));
-    let first: serde_json::Value = serde_json::from_str(std::fs::read_to_string(&out).unwrap().lines().next().unwrap()).unwrap();
+    let first: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(&out)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
     assert_eq!(first["profile"]["difficulty"], "hard");
     assert_eq!(first["reward_mode"], "trait");
     assert_eq!(first["turns"][0]["emotion"], 30, "hard starts at 30");
@@ -130,22 +226,39 @@ fn assert_user_error(o: &Output, needles: &[&str]) {
 
 #[test]
 fn bad_catalog_files_give_clear_errors() {
-    let d = broken_catalog(|p| std::fs::write(p.join("personas/maya.yaml"), "id: maya\nname: [unclosed\n").unwrap());
-    assert_user_error(&eg(&["validate"], d.path()), &["personas/maya.yaml", "line"]);
+    let d = broken_catalog(|p| {
+        std::fs::write(p.join("personas/maya.yaml"), "id: maya\nname: [unclosed\n").unwrap()
+    });
+    assert_user_error(
+        &eg(&["validate"], d.path()),
+        &["personas/maya.yaml", "line"],
+    );
 
     let d = broken_catalog(|p| {
         let f = p.join("personas/maya.yaml");
         let s = std::fs::read_to_string(&f).unwrap();
         std::fs::write(&f, s + "favourite_colour: blue\n").unwrap();
     });
-    assert_user_error(&eg(&["validate"], d.path()), &["personas/maya.yaml", "unknown field `favourite_colour`"]);
+    assert_user_error(
+        &eg(&["validate"], d.path()),
+        &["personas/maya.yaml", "unknown field `favourite_colour`"],
+    );
 
     let d = broken_catalog(|p| {
         let f = p.join("scenarios/job-loss-warehouse.yaml");
-        let s = std::fs::read_to_string(&f).unwrap().replace("personas: [maya]", "personas: [maya, nobody]");
+        let s = std::fs::read_to_string(&f)
+            .unwrap()
+            .replace("personas: [maya]", "personas: [maya, nobody]");
         std::fs::write(&f, s).unwrap();
     });
-    assert_user_error(&eg(&["validate"], d.path()), &["job-loss-warehouse.yaml", "personas[1]", "`nobody` does not exist"]);
+    assert_user_error(
+        &eg(&["validate"], d.path()),
+        &[
+            "job-loss-warehouse.yaml",
+            "personas[1]",
+            "`nobody` does not exist",
+        ],
+    );
 }
 
 #[test]
@@ -153,7 +266,14 @@ fn missing_model_files_give_a_clear_error() {
     let dir = temp_dir();
     let policy = write_script(dir.path());
     let o = Command::new(env!("CARGO_BIN_EXE_empathy-gym"))
-        .args(["rollout", "--policy", &policy, "--profile", "job-loss-warehouse:maya", "--catalog"])
+        .args([
+            "rollout",
+            "--policy",
+            &policy,
+            "--profile",
+            "job-loss-warehouse:maya",
+            "--catalog",
+        ])
         .arg(root())
         .env("EMPATHY_GYM_MODELS", dir.path().join("no-models"))
         .output()

@@ -45,24 +45,46 @@ pub fn play(
         .iter()
         .enumerate()
         .map(|(i, id)| EpisodeJob {
-            profile: catalog().profile(id, difficulty, &KnobOverrides::default()).unwrap(),
+            profile: catalog()
+                .profile(id, difficulty, &KnobOverrides::default())
+                .unwrap(),
             seed: empathy_gym::seed::derive(seed, i as u64),
             step: 0,
             group: i as u64,
             sample: 0,
         })
         .collect();
-    let opts = RolloutOptions { run: "test".into(), reward_mode: mode, ..Default::default() };
+    let opts = RolloutOptions {
+        run: "test".into(),
+        reward_mode: mode,
+        ..Default::default()
+    };
     rollout(simulator(), policy, &jobs, &opts, |_| Ok(())).unwrap()
 }
 
 pub fn test_profiles(n: usize) -> Vec<ProfileId> {
     let mut seen = std::collections::BTreeSet::new();
-    catalog().split(Split::Test).iter().filter(|p| seen.insert(p.scenario.clone())).take(n).cloned().collect()
+    catalog()
+        .split(Split::Test)
+        .iter()
+        .filter(|p| seen.insert(p.scenario.clone()))
+        .take(n)
+        .cloned()
+        .collect()
 }
 
 fn last_user(turns: &[Turn]) -> &str {
-    turns.iter().rev().find_map(|t| if let Turn::User { text, .. } = t { Some(text.as_str()) } else { None }).unwrap_or("")
+    turns
+        .iter()
+        .rev()
+        .find_map(|t| {
+            if let Turn::User { text, .. } = t {
+                Some(text.as_str())
+            } else {
+                None
+            }
+        })
+        .unwrap_or("")
 }
 
 /// A few content words of the user's last message, to reflect back.
@@ -99,11 +121,19 @@ pub fn attuned() -> FnPolicy<impl FnMut(&ProfileId, u32, &[Turn]) -> String> {
 }
 
 pub fn scripted(replies: &[&str]) -> empathy_gym::episode::ScriptedPolicy {
-    empathy_gym::episode::ScriptedPolicy::new("script", replies.iter().map(|s| s.to_string()).collect()).unwrap()
+    empathy_gym::episode::ScriptedPolicy::new(
+        "script",
+        replies.iter().map(|s| s.to_string()).collect(),
+    )
+    .unwrap()
 }
 
 pub fn mean_final(records: &[EpisodeRecord]) -> f64 {
-    records.iter().map(|r| f64::from(r.final_emotion())).sum::<f64>() / records.len() as f64
+    records
+        .iter()
+        .map(|r| f64::from(r.final_emotion()))
+        .sum::<f64>()
+        / records.len() as f64
 }
 
 pub fn mean_reward(records: &[EpisodeRecord]) -> f64 {

@@ -19,7 +19,13 @@ const MIXED: &[&str] = &[
 #[test]
 fn every_profile_at_every_difficulty_ends_by_rule() {
     let c = catalog();
-    let ids: Vec<ProfileId> = c.splits.train.iter().chain(&c.splits.test).cloned().collect();
+    let ids: Vec<ProfileId> = c
+        .splits
+        .train
+        .iter()
+        .chain(&c.splits.test)
+        .cloned()
+        .collect();
     let mut episodes = 0;
     for d in Difficulty::ALL {
         for (i, id) in ids.iter().enumerate() {
@@ -32,9 +38,19 @@ fn every_profile_at_every_difficulty_ends_by_rule() {
             loop {
                 let out = env.step(simulator(), MIXED[turn % MIXED.len()]).unwrap();
                 turn += 1;
-                assert!(out.obs.emotion <= 100, "{id} {d:?}: emotion {}", out.obs.emotion);
-                assert!(!(out.terminated && out.truncated), "{id} {d:?}: both terminated and truncated");
-                assert_eq!(out.terminated, out.obs.emotion >= 100 || out.obs.emotion < 10);
+                assert!(
+                    out.obs.emotion <= 100,
+                    "{id} {d:?}: emotion {}",
+                    out.obs.emotion
+                );
+                assert!(
+                    !(out.terminated && out.truncated),
+                    "{id} {d:?}: both terminated and truncated"
+                );
+                assert_eq!(
+                    out.terminated,
+                    out.obs.emotion >= 100 || out.obs.emotion < 10
+                );
                 if out.terminated || out.truncated {
                     assert_eq!(out.truncated, turn as u32 == max_turns && !out.terminated);
                     break;
@@ -58,7 +74,9 @@ fn every_profile_at_every_difficulty_ends_by_rule() {
 fn same_seed_same_transcript_and_different_seed_can_differ() {
     let id = &catalog().splits.test[0];
     let run = |seed| {
-        let profile = catalog().profile(id, Difficulty::Easy, &KnobOverrides::default()).unwrap();
+        let profile = catalog()
+            .profile(id, Difficulty::Easy, &KnobOverrides::default())
+            .unwrap();
         let mut env = DialogueEnv::new(profile, RewardMode::Behavior, Aggregate::Dense);
         env.reset(seed);
         for r in MIXED {
@@ -78,7 +96,9 @@ fn same_seed_same_transcript_and_different_seed_can_differ() {
 #[test]
 fn dense_step_rewards_sum_to_the_episode_reward() {
     let id = &catalog().splits.test[1];
-    let profile = catalog().profile(id, Difficulty::Moderate, &KnobOverrides::default()).unwrap();
+    let profile = catalog()
+        .profile(id, Difficulty::Moderate, &KnobOverrides::default())
+        .unwrap();
     let mut env = DialogueEnv::new(profile, RewardMode::Behavior, Aggregate::Dense);
     env.reset(3);
     let mut sum = 0.0;
@@ -89,7 +109,11 @@ fn dense_step_rewards_sum_to_the_episode_reward() {
             break;
         }
     }
-    assert!((sum - env.rubric().total).abs() < 1e-9, "{sum} vs {}", env.rubric().total);
+    assert!(
+        (sum - env.rubric().total).abs() < 1e-9,
+        "{sum} vs {}",
+        env.rubric().total
+    );
 }
 
 #[test]
@@ -98,11 +122,18 @@ fn an_embedding_does_not_depend_on_its_batch() {
     let fresh = || empathy_gym::sim::Embedder::load(&dir, &candle_core::Device::Cpu).unwrap();
     let text = "That sounds really hard. What has been the hardest part for you?";
     let alone = fresh().embed(&[text]).unwrap()[0].clone();
-    let others = ["It makes sense you feel this way, honestly.", "What happened then?", "You should sleep more and drink water today."];
+    let others = [
+        "It makes sense you feel this way, honestly.",
+        "What happened then?",
+        "You should sleep more and drink water today.",
+    ];
     let mut batch = vec![others[0], text, others[1], others[2]];
     batch.extend(["A much longer reply that goes on and on about many different things in a row so that it pads to another length bucket entirely, and then some more words."; 1]);
     let together = fresh().embed(&batch).unwrap()[1].clone();
-    assert_eq!(*alone, *together, "bit-identical embeddings are what makes replay verify possible");
+    assert_eq!(
+        *alone, *together,
+        "bit-identical embeddings are what makes replay verify possible"
+    );
     let norm: f32 = alone.iter().map(|x| x * x).sum();
     assert!((norm - 1.0).abs() < 1e-4);
 }
