@@ -10,7 +10,7 @@ mkdir -p results/baselines
 for f in configs/baselines/*.yaml; do
   name=$(basename "$f" .yaml)
   echo "== baseline $name"
-  target/release/empathy-gym rollout --policy "script:$f" --split test --difficulty "${DIFFICULTY:-moderate}" \
+  "${CARGO_TARGET_DIR:-target}/release/empathy-gym" rollout --policy "script:$f" --split test --difficulty "${DIFFICULTY:-moderate}" \
     --seed "${SEED:-0}" --out "results/baselines/$name.jsonl" | tail -n 3
 done
 echo
