@@ -230,7 +230,6 @@ impl Appraiser {
                 Move::OpenQuestion => (cues.open_questions as f64)
                     .min(1.0)
                     .max(0.3 * (cues.closed_questions as f64).min(1.0)),
-                Move::ChangeTopic if spec < 0.1 => sem.max(0.5 + 0.25 * lex).min(1.0),
                 // Negative moves need lexical evidence or a close semantic match.
                 _ if !m.is_supportive() => {
                     (0.6 * lex).min(1.0).max(if sem >= 0.5 { sem } else { 0.0 })
