@@ -31,6 +31,15 @@ fn main() -> anyhow::Result<()> {
     )?);
     let sim = Appraiser::load(&root, embedder)?;
     let load_s = t0.elapsed().as_secs_f64();
+    let t1 = Instant::now();
+    let profiles = catalog
+        .splits
+        .train
+        .iter()
+        .map(|id| catalog.profile(id, Difficulty::Easy, &KnobOverrides::default()))
+        .collect::<empathy_gym::Result<Vec<_>>>()?;
+    sim.prepare(&profiles)?;
+    let prepare_s = t1.elapsed().as_secs_f64();
     println!("| batch | turns appraised | seconds | turns/s | ms per turn |");
     println!("|---:|---:|---:|---:|---:|");
     for batch in [1usize, 16, 64] {
@@ -41,7 +50,7 @@ fn main() -> anyhow::Result<()> {
             1000.0 * secs / turns as f64
         );
     }
-    println!("\nsimulator load (embedder + prototype embeddings): {load_s:.2} s");
+    println!("\nsimulator load (embedder + move prototypes): {load_s:.2} s; prepare (every user sentence of the train split): {prepare_s:.2} s");
     Ok(())
 }
 

@@ -48,6 +48,7 @@ pub fn run(catalog_root: &std::path::Path, args: RolloutArgs) -> anyhow::Result<
     let catalog = Catalog::load(catalog_root)?;
     let profiles = select_profiles(&catalog, args.profile.as_ref(), args.split, args.difficulty)?;
     let sim = load_simulator(catalog_root)?;
+    sim.prepare(&profiles)?;
     let mut jobs = Vec::new();
     for (g, profile) in profiles.iter().enumerate() {
         for r in 0..args.repeats {

@@ -26,7 +26,8 @@ pub struct AppraisalInput<'a> {
     /// 1-based index of this policy reply.
     pub turn: u32,
     pub reply: &'a str,
-    /// Everything the user said so far, last message last.
+    /// Everything the user said so far, last message last (the reply is compared with the
+    /// sentence of the last message it is closest to).
     pub user_messages: Vec<&'a str>,
     /// The policy's earlier replies in this dialogue.
     pub previous_replies: Vec<&'a str>,
@@ -60,6 +61,21 @@ pub struct Appraiser {
     prototypes: BTreeMap<Move, Vec<Arc<Embedding>>>,
 }
 
+/// The sentences of a user message. The speaker builds messages from a finite bank of lines, so
+/// embedding them sentence by sentence hits the embedder's cache across dialogues.
+fn sentences(text: &str) -> Vec<&str> {
+    let parts: Vec<&str> = text
+        .split_inclusive(['.', '!', '?'])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    if parts.is_empty() {
+        vec![text]
+    } else {
+        parts
+    }
+}
+
 fn r3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
@@ -85,6 +101,28 @@ impl Appraiser {
         })
     }
 
+    /// Embeds, in one batch, every sentence the users of `profiles` can say and their scenarios'
+    /// prototypes, so that dialogues only embed the policy's replies.
+    pub fn prepare(&self, profiles: &[Profile]) -> Result<()> {
+        let mut texts: Vec<&str> = Vec::new();
+        for p in profiles {
+            let (s, v) = (&p.scenario, &p.persona.voice);
+            let u = &s.utterances;
+            let lines = [
+                &u.S, &u.A, &u.B, &u.C, &u.F, &s.hints, &s.helps, &s.hurts, &v.low, &v.mid, &v.high,
+            ];
+            for line in lines.into_iter().flatten() {
+                texts.extend(sentences(line));
+            }
+            texts.extend(sentences(&s.opening));
+            texts.extend(s.hidden_facts.iter().flat_map(|f| sentences(&f.text)));
+            texts.extend(s.factual.iter().flat_map(|q| sentences(&q.question)));
+        }
+        texts.sort_unstable();
+        texts.dedup();
+        self.embedder.embed(&texts).map(|_| ())
+    }
+
     /// The embedder this appraiser uses.
     pub fn embedder(&self) -> &Arc<Embedder> {
         &self.embedder
@@ -95,7 +133,12 @@ impl Appraiser {
         let mut texts: Vec<&str> = Vec::new();
         for inp in inputs {
             texts.push(inp.reply);
-            texts.extend(inp.user_messages.last().copied());
+            texts.extend(
+                inp.user_messages
+                    .last()
+                    .map(|m| sentences(m))
+                    .unwrap_or_default(),
+            );
             texts.extend(inp.previous_replies.iter().copied());
             texts.extend(inp.profile.scenario.helps.iter().map(String::as_str));
             texts.extend(inp.profile.scenario.hurts.iter().map(String::as_str));
