@@ -5,5 +5,6 @@
 //! See docs/DESIGN.md for the architecture and the file formats.
 
 pub mod error;
+pub mod model;
 
 pub use error::{Error, Result};

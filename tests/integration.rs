@@ -1,0 +1,4 @@
+//! The one integration test target: each helper's tests live in tests/integration/<name>.rs.
+
+#[path = "integration/lora.rs"]
+mod lora;
