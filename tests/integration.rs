@@ -2,3 +2,5 @@
 
 #[path = "integration/lora.rs"]
 mod lora;
+#[path = "integration/model.rs"]
+mod model;
