@@ -8,6 +8,7 @@ pub mod episode;
 pub mod error;
 pub mod eval;
 pub mod grpo;
+pub mod model;
 pub mod profile;
 pub mod replay;
 pub mod report;

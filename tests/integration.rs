@@ -1,5 +1,3 @@
-//! The one integration test target: each module below is one area of the crate.
-
 #[path = "integration/cli.rs"]
 mod cli;
 #[path = "integration/common.rs"]
@@ -10,5 +8,9 @@ mod conformance;
 mod factual;
 #[path = "integration/grpo.rs"]
 mod grpo;
+#[path = "integration/lora.rs"]
+mod lora;
+#[path = "integration/model.rs"]
+mod model;
 #[path = "integration/sanity.rs"]
 mod sanity;

@@ -1,0 +1,386 @@
+//! Model hyper-parameters in two stages (candle's `LlamaConfig` -> `Config` pattern): `HfConfig`
+//! mirrors an HF `config.json` as written, `ModelConfig` is the validated runtime form that the
+//! network, the GGUF loader and the exporter share.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// Which member of the Llama family; decides bias terms and export names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Arch {
+    /// Llama 2/3, SmolLM, SmolLM2 (`LlamaForCausalLM`).
+    Llama,
+    /// Qwen2 / Qwen2.5 (`Qwen2ForCausalLM`): bias on q, k and v.
+    Qwen2,
+}
+
+/// How q/k weights pair the dimensions that one rotary frequency rotates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RopeLayout {
+    /// Pairs (i, i + d/2): HF safetensors (candle `rope`).
+    Half,
+    /// Pairs (2i, 2i + 1): GGUF llama weights, stored permuted by llama.cpp (candle `rope_i`).
+    Interleaved,
+}
+
+/// Llama 3.1 "llama3" rotary frequency scaling (Meta's reference `apply_scaling`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Llama3RopeScaling {
+    /// Divisor for the low frequencies (8 in Llama 3.1).
+    pub factor: f64,
+    /// Wavelengths longer than original_max / low_freq_factor are fully scaled (1).
+    pub low_freq_factor: f64,
+    /// Wavelengths shorter than original_max / high_freq_factor are kept (4).
+    pub high_freq_factor: f64,
+    /// Context length the model was pre-trained with (8192).
+    pub original_max_position_embeddings: usize,
+}
+
+/// Validated runtime configuration of a decoder.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelConfig {
+    /// Family member.
+    pub arch: Arch,
+    /// Residual width (576 for SmolLM2-135M).
+    pub hidden_size: usize,
+    /// MLP inner width (1536 for SmolLM2-135M).
+    pub intermediate_size: usize,
+    /// Number of decoder blocks.
+    pub num_layers: usize,
+    /// Query heads.
+    pub num_heads: usize,
+    /// Key/value heads (grouped-query attention when smaller than `num_heads`).
+    pub num_kv_heads: usize,
+    /// Width of one head.
+    pub head_dim: usize,
+    /// Rows of the embedding table (and of the output projection).
+    pub vocab_size: usize,
+    /// RMSNorm epsilon.
+    pub rms_norm_eps: f64,
+    /// Rotary base (theta).
+    pub rope_theta: f64,
+    /// Optional Llama 3.1 frequency scaling.
+    pub rope_scaling: Option<Llama3RopeScaling>,
+    /// Longest sequence the rotary table covers.
+    pub max_position_embeddings: usize,
+    /// Output projection shares the embedding table.
+    pub tie_word_embeddings: bool,
+    /// q, k, v projections carry a bias (Qwen2, or Llama with `attention_bias`).
+    pub qkv_bias: bool,
+    /// Pairing of rotary dimensions in the loaded q/k weights.
+    pub rope_layout: RopeLayout,
+    /// Beginning-of-sequence id, if the model has one.
+    pub bos_token_id: Option<u32>,
+    /// End-of-sequence ids (generation stops on any of them).
+    pub eos_token_ids: Vec<u32>,
+}
+
+/// Either one id or a list, as `eos_token_id` appears in HF configs.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum OneOrMany {
+    /// `"eos_token_id": 2`
+    One(u32),
+    /// `"eos_token_id": [128001, 128009]`
+    Many(Vec<u32>),
+}
+
+impl OneOrMany {
+    /// The ids as a list.
+    pub fn to_vec(&self) -> Vec<u32> {
+        match self {
+            OneOrMany::One(x) => vec![*x],
+            OneOrMany::Many(v) => v.clone(),
+        }
+    }
+}
+
+/// `rope_scaling` as written in config.json (only the "llama3" type is supported).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+pub struct HfRopeScaling {
+    /// "llama3"; other types are rejected by `validate`.
+    #[serde(alias = "type")]
+    pub rope_type: String,
+    /// See `Llama3RopeScaling`.
+    pub factor: Option<f64>,
+    /// See `Llama3RopeScaling`.
+    pub low_freq_factor: Option<f64>,
+    /// See `Llama3RopeScaling`.
+    pub high_freq_factor: Option<f64>,
+    /// See `Llama3RopeScaling`.
+    pub original_max_position_embeddings: Option<usize>,
+}
+
+/// Serde mirror of an HF `config.json` (fields we read; the rest of the file is ignored because
+/// HF configs carry many keys that do not concern inference).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+pub struct HfConfig {
+    /// e.g. ["LlamaForCausalLM"].
+    #[serde(default)]
+    pub architectures: Vec<String>,
+    /// e.g. "llama", "qwen2".
+    #[serde(default)]
+    pub model_type: Option<String>,
+    /// See `ModelConfig`.
+    pub hidden_size: usize,
+    /// See `ModelConfig`.
+    pub intermediate_size: usize,
+    /// See `ModelConfig::num_layers`.
+    pub num_hidden_layers: usize,
+    /// See `ModelConfig::num_heads`.
+    pub num_attention_heads: usize,
+    /// Defaults to `num_attention_heads`.
+    #[serde(default)]
+    pub num_key_value_heads: Option<usize>,
+    /// Defaults to hidden_size / num_attention_heads.
+    #[serde(default)]
+    pub head_dim: Option<usize>,
+    /// See `ModelConfig`.
+    pub vocab_size: usize,
+    /// Default 1e-6 (HF LlamaConfig default).
+    #[serde(default = "default_eps")]
+    pub rms_norm_eps: f64,
+    /// Default 10000.
+    #[serde(default = "default_theta")]
+    pub rope_theta: f64,
+    /// Optional frequency scaling.
+    #[serde(default)]
+    pub rope_scaling: Option<HfRopeScaling>,
+    /// Default 2048.
+    #[serde(default = "default_max_pos")]
+    pub max_position_embeddings: usize,
+    /// Default false for Llama.
+    #[serde(default)]
+    pub tie_word_embeddings: Option<bool>,
+    /// Llama's optional q/k/v/o bias flag.
+    #[serde(default)]
+    pub attention_bias: Option<bool>,
+    /// Llama's optional MLP bias flag (unsupported when true).
+    #[serde(default)]
+    pub mlp_bias: Option<bool>,
+    /// Default "silu".
+    #[serde(default)]
+    pub hidden_act: Option<String>,
+    /// BOS id.
+    #[serde(default)]
+    pub bos_token_id: Option<u32>,
+    /// EOS id or ids.
+    #[serde(default)]
+    pub eos_token_id: Option<OneOrMany>,
+}
+
+fn default_eps() -> f64 {
+    1e-6
+}
+fn default_theta() -> f64 {
+    10_000.0
+}
+fn default_max_pos() -> usize {
+    2048
+}
+
+impl HfConfig {
+    /// Reads and parses `config.json`.
+    pub fn read(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        serde_json::from_str(&text).map_err(|e| {
+            Error::input(
+                path,
+                format!("line {}", e.line()),
+                format!("not a valid HF config.json: {e}"),
+            )
+        })
+    }
+
+    /// Checks the fields and resolves defaults into a runtime `ModelConfig`; `file` names the
+    /// config in errors.
+    pub fn validate(&self, file: &Path) -> Result<ModelConfig> {
+        let arch = self.arch(file)?;
+        let bad = |field: &str, msg: String| Error::input(file, field, msg);
+        if let Some(act) = &self.hidden_act {
+            if act != "silu" {
+                return Err(bad("hidden_act", format!("unsupported activation {act:?}; only \"silu\" (SwiGLU) is implemented")));
+            }
+        }
+        if self.mlp_bias == Some(true) {
+            return Err(bad("mlp_bias", "MLP bias is not supported".into()));
+        }
+        let heads = self.num_attention_heads;
+        let kv = self.num_key_value_heads.unwrap_or(heads);
+        if heads == 0 || kv == 0 || heads % kv != 0 {
+            return Err(bad("num_key_value_heads", format!("{kv} KV heads must divide {heads} query heads")));
+        }
+        let head_dim = match self.head_dim {
+            Some(d) => d,
+            None if self.hidden_size % heads == 0 => self.hidden_size / heads,
+            None => return Err(bad("num_attention_heads", format!("{heads} heads do not divide hidden_size {}", self.hidden_size))),
+        };
+        if head_dim % 2 != 0 || self.hidden_size == 0 || self.vocab_size == 0 || self.num_hidden_layers == 0 {
+            return Err(bad("hidden_size", "sizes must be positive and the head width even".into()));
+        }
+        let rope_scaling = match &self.rope_scaling {
+            None => None,
+            Some(s) => Some(llama3_scaling(s).map_err(|m| bad("rope_scaling", m))?),
+        };
+        Ok(ModelConfig {
+            arch,
+            hidden_size: self.hidden_size,
+            intermediate_size: self.intermediate_size,
+            num_layers: self.num_hidden_layers,
+            num_heads: heads,
+            num_kv_heads: kv,
+            head_dim,
+            vocab_size: self.vocab_size,
+            rms_norm_eps: self.rms_norm_eps,
+            rope_theta: self.rope_theta,
+            rope_scaling,
+            max_position_embeddings: self.max_position_embeddings,
+            tie_word_embeddings: self.tie_word_embeddings.unwrap_or(false),
+            qkv_bias: arch == Arch::Qwen2 || self.attention_bias == Some(true),
+            rope_layout: RopeLayout::Half,
+            bos_token_id: self.bos_token_id,
+            eos_token_ids: self.eos_token_id.as_ref().map(OneOrMany::to_vec).unwrap_or_default(),
+        })
+    }
+
+    fn arch(&self, file: &Path) -> Result<Arch> {
+        let name = self.architectures.first().map(String::as_str);
+        match (name, self.model_type.as_deref()) {
+            (Some("LlamaForCausalLM"), _) | (None, Some("llama")) => Ok(Arch::Llama),
+            (Some("Qwen2ForCausalLM"), _) | (None, Some("qwen2")) => Ok(Arch::Qwen2),
+            (other, mt) => Err(Error::input(
+                file,
+                "architectures",
+                format!(
+                    "unsupported architecture {:?} (model_type {:?}); supported: LlamaForCausalLM \
+                     (Llama 2/3, SmolLM2) and Qwen2ForCausalLM (Qwen2/2.5)",
+                    other.unwrap_or("<none>"),
+                    mt.unwrap_or("<none>")
+                ),
+            )),
+        }
+    }
+}
+
+fn llama3_scaling(s: &HfRopeScaling) -> std::result::Result<Llama3RopeScaling, String> {
+    if s.rope_type != "llama3" {
+        return Err(format!("rope_scaling type {:?} is not supported (only \"llama3\")", s.rope_type));
+    }
+    match (s.factor, s.low_freq_factor, s.high_freq_factor, s.original_max_position_embeddings) {
+        (Some(factor), Some(low), Some(high), Some(orig)) if high > low && factor > 0.0 => {
+            Ok(Llama3RopeScaling { factor, low_freq_factor: low, high_freq_factor: high, original_max_position_embeddings: orig })
+        }
+        _ => Err("llama3 rope_scaling needs factor, low_freq_factor < high_freq_factor and original_max_position_embeddings".into()),
+    }
+}
+
+impl ModelConfig {
+    /// Query heads served by one key/value head.
+    pub fn kv_groups(&self) -> usize {
+        self.num_heads / self.num_kv_heads
+    }
+
+    /// The HF `config.json` that describes this model after export (rope layout: half).
+    pub fn to_hf(&self) -> serde_json::Value {
+        let (archs, model_type) = match self.arch {
+            Arch::Llama => ("LlamaForCausalLM", "llama"),
+            Arch::Qwen2 => ("Qwen2ForCausalLM", "qwen2"),
+        };
+        let mut v = serde_json::json!({
+            "architectures": [archs],
+            "model_type": model_type,
+            "hidden_size": self.hidden_size,
+            "intermediate_size": self.intermediate_size,
+            "num_hidden_layers": self.num_layers,
+            "num_attention_heads": self.num_heads,
+            "num_key_value_heads": self.num_kv_heads,
+            "head_dim": self.head_dim,
+            "vocab_size": self.vocab_size,
+            "rms_norm_eps": self.rms_norm_eps,
+            "rope_theta": self.rope_theta,
+            "max_position_embeddings": self.max_position_embeddings,
+            "tie_word_embeddings": self.tie_word_embeddings,
+            "hidden_act": "silu",
+            "torch_dtype": "float32",
+            "bos_token_id": self.bos_token_id,
+            "eos_token_id": self.eos_token_ids,
+        });
+        if self.arch == Arch::Llama {
+            v["attention_bias"] = serde_json::Value::Bool(self.qkv_bias);
+            v["mlp_bias"] = serde_json::Value::Bool(false);
+        }
+        if let Some(s) = &self.rope_scaling {
+            v["rope_scaling"] = serde_json::json!({
+                "rope_type": "llama3", "factor": s.factor, "low_freq_factor": s.low_freq_factor,
+                "high_freq_factor": s.high_freq_factor,
+                "original_max_position_embeddings": s.original_max_position_embeddings,
+            });
+        }
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(json: &str) -> Result<ModelConfig> {
+        let cfg: HfConfig = serde_json::from_str(json).map_err(|e| Error::Other(e.to_string()))?;
+        cfg.validate(Path::new("config.json"))
+    }
+
+    #[test]
+    fn smollm2_config_resolves_defaults() {
+        let cfg = parse(
+            r#"{"architectures":["LlamaForCausalLM"],"hidden_size":576,"intermediate_size":1536,
+            "num_hidden_layers":30,"num_attention_heads":9,"num_key_value_heads":3,"vocab_size":49152,
+            "rms_norm_eps":1e-5,"rope_theta":100000,"tie_word_embeddings":true,"eos_token_id":2,
+            "torch_dtype":"bfloat16"}"#,
+        )
+        .unwrap();
+        assert_eq!(cfg.head_dim, 64); // 576 / 9
+        assert_eq!(cfg.kv_groups(), 3); // 9 / 3
+        assert!(cfg.tie_word_embeddings && !cfg.qkv_bias);
+        assert_eq!(cfg.eos_token_ids, vec![2]);
+    }
+
+    #[test]
+    fn qwen2_has_qkv_bias_and_eos_list() {
+        let cfg = parse(
+            r#"{"architectures":["Qwen2ForCausalLM"],"hidden_size":64,"intermediate_size":128,
+            "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"vocab_size":300,
+            "eos_token_id":[5,6]}"#,
+        )
+        .unwrap();
+        assert_eq!(cfg.arch, Arch::Qwen2);
+        assert!(cfg.qkv_bias);
+        assert_eq!(cfg.eos_token_ids, vec![5, 6]);
+    }
+
+    #[test]
+    fn unsupported_architecture_names_field() {
+        let err = parse(
+            r#"{"architectures":["MistralForCausalLM"],"hidden_size":64,"intermediate_size":128,
+            "num_hidden_layers":2,"num_attention_heads":4,"vocab_size":300}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("config.json") && err.contains("architectures") && err.contains("MistralForCausalLM"), "{err}");
+    }
+
+    #[test]
+    fn bad_gqa_is_rejected() {
+        let err = parse(
+            r#"{"architectures":["LlamaForCausalLM"],"hidden_size":64,"intermediate_size":128,
+            "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":3,"vocab_size":300}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("num_key_value_heads"), "{err}");
+    }
+}

@@ -1,0 +1,216 @@
+//! The Llama-family decoder (SmolLM2, Llama 2/3, Qwen2/2.5): embedding, blocks, final norm and
+//! output projection, with one `forward` serving both cached inference and differentiable
+//! training (see `block` for the per-pass numerics).
+
+use candle_core::{DType, Device, Tensor, Var};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use super::block::{causal_mask, Block, BlockDims, RopeSlice, Step};
+use super::config::ModelConfig;
+use super::kv_cache::KvCache;
+use super::lora::{AdapterMode, LoraConfig, LoraLinear, LoraTarget, Pass};
+use super::ops;
+use super::rope::RopeTables;
+use super::weights::{Proj, Weights};
+use crate::error::{Error, Result};
+
+/// A decoder with frozen base weights and optional LoRA adapters.
+pub struct Llama {
+    /// Runtime configuration.
+    pub cfg: ModelConfig,
+    embed: Tensor,
+    blocks: Vec<Block>,
+    norm: Tensor,
+    lm_head: Option<Tensor>,
+    rope: RopeTables,
+}
+
+fn linear(p: Proj) -> LoraLinear {
+    LoraLinear::new(p.weight, p.bias)
+}
+
+impl Llama {
+    /// Builds the network from checked weights (see `Weights::check`).
+    pub fn new(cfg: ModelConfig, w: Weights, device: &Device) -> Result<Self> {
+        let rope = RopeTables::new(&cfg, device)?;
+        let blocks = w
+            .layers
+            .into_iter()
+            .map(|l| Block {
+                attn_norm: l.attn_norm,
+                q: linear(l.q),
+                k: linear(l.k),
+                v: linear(l.v),
+                o: linear(l.o),
+                mlp_norm: l.mlp_norm,
+                gate: linear(l.gate),
+                up: linear(l.up),
+                down: linear(l.down),
+            })
+            .collect();
+        Ok(Llama { cfg, embed: w.embed, blocks, norm: w.norm, lm_head: w.lm_head, rope })
+    }
+
+    /// Attaches LoRA adapters to the configured projections; A is drawn from a ChaCha8 stream
+    /// seeded with `seed`, B starts at zero so the model starts equal to the base.
+    pub fn attach_lora(&mut self, lora: &LoraConfig, seed: u64) -> Result<()> {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        for b in self.blocks.iter_mut() {
+            let targets = [
+                (LoraTarget::Q, &mut b.q),
+                (LoraTarget::K, &mut b.k),
+                (LoraTarget::V, &mut b.v),
+                (LoraTarget::O, &mut b.o),
+                (LoraTarget::Gate, &mut b.gate),
+                (LoraTarget::Up, &mut b.up),
+                (LoraTarget::Down, &mut b.down),
+            ];
+            for (t, p) in targets {
+                if lora.targets.contains(&t) {
+                    p.attach_adapter(lora, &mut rng)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Full fine-tuning: every projection's base weight becomes trainable (embeddings and norms
+    /// stay frozen).
+    pub fn make_projections_trainable(&mut self) -> Result<()> {
+        for b in self.blocks.iter_mut() {
+            for p in [&mut b.q, &mut b.k, &mut b.v, &mut b.o, &mut b.gate, &mut b.up, &mut b.down] {
+                p.make_base_trainable()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Trainable tensors with full names, e.g. "layers.3.attn.q_proj.lora_a".
+    pub fn trainable(&self) -> Vec<(String, Var)> {
+        let mut out = Vec::new();
+        for (i, b) in self.blocks.iter().enumerate() {
+            for (name, p) in b.projections() {
+                for (leaf, var) in p.trainable() {
+                    out.push((format!("layers.{i}.{name}.{leaf}"), var));
+                }
+            }
+        }
+        out
+    }
+
+    /// Blocks, for export and tests.
+    pub fn blocks(&self) -> &[Block] {
+        &self.blocks
+    }
+
+    /// Embedding table [vocab, hidden].
+    pub fn embedding(&self) -> &Tensor {
+        &self.embed
+    }
+
+    /// Final norm weight.
+    pub fn final_norm(&self) -> &Tensor {
+        &self.norm
+    }
+
+    /// Untied output projection, if any.
+    pub fn lm_head(&self) -> Option<&Tensor> {
+        self.lm_head.as_ref()
+    }
+
+    /// Device of the weights.
+    pub fn device(&self) -> &Device {
+        self.embed.device()
+    }
+
+    /// Dtype of the weights.
+    pub fn dtype(&self) -> DType {
+        self.embed.dtype()
+    }
+
+    /// A fresh cache for `batch` rows and `cap` columns.
+    pub fn new_cache(&self, batch: usize, cap: usize) -> Result<KvCache> {
+        KvCache::new(self.cfg.num_layers, batch, self.cfg.num_kv_heads, self.cfg.head_dim, cap, self.dtype(), self.device())
+    }
+
+    fn dims(&self) -> BlockDims {
+        BlockDims { heads: self.cfg.num_heads, kv_heads: self.cfg.num_kv_heads, head_dim: self.cfg.head_dim, eps: self.cfg.rms_norm_eps, rope: self.cfg.rope_layout }
+    }
+
+    /// Hidden states after the final norm, [batch, t, hidden], for token ids [batch, t] (u32).
+    /// With a cache (inference only) the tokens continue the cached rows and are appended to it;
+    /// without one they start at position 0 with a causal mask (right padding is harmless: no
+    /// real token attends to a later pad).
+    pub fn forward(&self, ids: &Tensor, mut cache: Option<&mut KvCache>, mode: AdapterMode, pass: Pass) -> Result<Tensor> {
+        let (b, t) = ids.dims2()?;
+        if pass == Pass::Train && cache.is_some() {
+            return Err(Error::Other("the training forward does not use a KV cache".into()));
+        }
+        let (rope, mask) = match cache.as_deref() {
+            Some(c) => (self.rope_for_cache(c, t)?, c.mask(t, self.device())?),
+            None => (self.rope_range(0, t)?, causal_mask(t, self.device())?),
+        };
+        let mut x = match pass {
+            Pass::Infer => self.embed.index_select(&ids.flatten_all()?, 0)?.reshape((b, t, self.cfg.hidden_size))?,
+            Pass::Train => ops::frozen_embedding(ids, &self.embed)?,
+        };
+        let step = Step { rope: &rope, mask: &mask, mode, pass };
+        let dims = self.dims();
+        for (i, block) in self.blocks.iter().enumerate() {
+            x = block.forward(&x, &dims, i, cache.as_deref_mut(), &step)?;
+        }
+        if let Some(c) = cache {
+            c.advance(t);
+        }
+        super::block::rms_norm(&x, &self.norm, self.cfg.rms_norm_eps, pass)
+    }
+
+    /// Logits [.., vocab] from hidden states [.., hidden].
+    pub fn logits(&self, hidden: &Tensor, pass: Pass) -> Result<Tensor> {
+        let w = self.lm_head.as_ref().unwrap_or(&self.embed);
+        let dims = hidden.dims().to_vec();
+        let h = *dims.last().unwrap_or(&0);
+        let x = hidden.reshape(((), h))?;
+        let y = match pass {
+            Pass::Infer => x.matmul(&w.t()?)?,
+            Pass::Train => ops::frozen_matmul(&x, w)?,
+        };
+        let mut out = dims;
+        if let Some(last) = out.last_mut() {
+            *last = self.cfg.vocab_size;
+        }
+        Ok(y.reshape(out)?)
+    }
+
+    fn rope_range(&self, start: usize, t: usize) -> Result<RopeSlice> {
+        self.check_positions(start + t)?;
+        Ok(RopeSlice { cos: self.rope.cos.narrow(0, start, t)?, sin: self.rope.sin.narrow(0, start, t)? })
+    }
+
+    fn rope_for_cache(&self, c: &KvCache, t: usize) -> Result<RopeSlice> {
+        let starts = c.starts();
+        if let Some(&s0) = starts.first() {
+            if starts.iter().all(|&s| s == s0) {
+                return self.rope_range(c.len() - s0, t);
+            }
+        }
+        let pos = c.positions(t);
+        self.check_positions(pos.iter().copied().max().map_or(0, |p| p as usize + 1))?;
+        let idx = Tensor::new(pos, self.device())?;
+        let half = self.cfg.head_dim / 2;
+        let cos = self.rope.cos.index_select(&idx, 0)?.reshape((c.batch(), t, half))?;
+        let sin = self.rope.sin.index_select(&idx, 0)?.reshape((c.batch(), t, half))?;
+        Ok(RopeSlice { cos, sin })
+    }
+
+    fn check_positions(&self, n: usize) -> Result<()> {
+        if n > self.rope.len() {
+            return Err(Error::Other(format!(
+                "sequence of {n} tokens is longer than the model's {} positions",
+                self.rope.len()
+            )));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,340 @@
+//! Linear projections with a frozen base weight and optional LoRA adapters (Hu et al. 2021,
+//! "LoRA: Low-Rank Adaptation of Large Language Models").
+//!
+//! y = x W^T + b + (alpha / r) * dropout(x) A^T B^T, with A [r, in] and B [out, r] trainable and W
+//! frozen. B starts at zero (Hu et al. sec. 4.1), so a fresh adapter leaves the model equal to its
+//! base; the reference policy of GRPO is the same layer with the adapter switched off
+//! (`AdapterMode::Off`), so no second copy of the weights is kept.
+//!
+//! Two numerics: `Pass::Infer` is the generation path (no graph, fused matmuls); `Pass::Train`
+//! routes the base through `ops::frozen_matmul`, whose backward never builds a weight gradient.
+//! Adapters are kept in f32 whatever the base dtype; the adapter branch casts x to f32 and its
+//! result back, so a bf16 base on GPU trains f32 adapters.
+
+use std::sync::Mutex;
+
+use candle_core::{DType, Result, Tensor, Var};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::ops::frozen_matmul;
+
+/// Which projections get adapters. Default: all seven.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoraTarget {
+    /// Attention query projection.
+    Q,
+    /// Attention key projection.
+    K,
+    /// Attention value projection.
+    V,
+    /// Attention output projection.
+    O,
+    /// MLP gate projection.
+    Gate,
+    /// MLP up projection.
+    Up,
+    /// MLP down projection.
+    Down,
+}
+
+impl LoraTarget {
+    /// All seven projections of a Llama block, attention first.
+    pub const ALL: [LoraTarget; 7] = [
+        LoraTarget::Q,
+        LoraTarget::K,
+        LoraTarget::V,
+        LoraTarget::O,
+        LoraTarget::Gate,
+        LoraTarget::Up,
+        LoraTarget::Down,
+    ];
+}
+
+/// LoRA hyper-parameters (Hu et al. 2021): delta W = (alpha / rank) * B A.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoraConfig {
+    /// Rank r of the update (default 16).
+    #[serde(default = "default_rank")]
+    pub rank: usize,
+    /// Scale numerator: the update is multiplied by alpha / rank (default 32, i.e. scale 2).
+    #[serde(default = "default_alpha")]
+    pub alpha: f64,
+    /// Probability of zeroing an input feature of the adapter branch while training (default 0).
+    #[serde(default)]
+    pub dropout: f64,
+    /// Projections that get adapters (default: all seven).
+    #[serde(default = "default_targets")]
+    pub targets: Vec<LoraTarget>,
+}
+
+fn default_rank() -> usize {
+    16
+}
+
+fn default_alpha() -> f64 {
+    32.0
+}
+
+fn default_targets() -> Vec<LoraTarget> {
+    LoraTarget::ALL.to_vec()
+}
+
+impl Default for LoraConfig {
+    fn default() -> Self {
+        LoraConfig {
+            rank: default_rank(),
+            alpha: default_alpha(),
+            dropout: 0.0,
+            targets: default_targets(),
+        }
+    }
+}
+
+impl LoraConfig {
+    /// The factor alpha / rank that multiplies B A (Hu et al. 2021, sec. 4.1).
+    pub fn scale(&self) -> f64 {
+        self.alpha / self.rank as f64
+    }
+
+    /// Checks the ranges: rank >= 1, alpha finite, 0 <= dropout < 1. The message says what to use.
+    pub fn check(&self) -> std::result::Result<(), String> {
+        if self.rank == 0 {
+            return Err("lora rank must be at least 1 (default 16)".into());
+        }
+        if !self.alpha.is_finite() {
+            return Err(format!(
+                "lora alpha must be a finite number, got {}",
+                self.alpha
+            ));
+        }
+        if !(0.0..1.0).contains(&self.dropout) {
+            return Err(format!(
+                "lora dropout must be in [0, 1), got {}",
+                self.dropout
+            ));
+        }
+        Ok(())
+    }
+
+    /// True if `target` gets an adapter.
+    pub fn targets_contain(&self, target: LoraTarget) -> bool {
+        self.targets.contains(&target)
+    }
+}
+
+/// How a forward pass treats adapters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AdapterMode {
+    /// Base plus adapter: the policy being trained.
+    On,
+    /// Base only: the frozen reference policy.
+    Off,
+}
+
+/// Training or inference numerics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pass {
+    /// Generation: no autograd graph, fused kernels.
+    Infer,
+    /// Training forward: differentiable ops, frozen weights give no gradient.
+    Train,
+}
+
+/// The adapter of one layer: A [rank, in], B [out, rank], both f32 Vars.
+struct Adapter {
+    a: Var,
+    b: Var,
+    scale: f64,
+    dropout: f64,
+    /// Source of dropout masks; seeded, since candle's own RNG is not reproducible.
+    dropout_rng: Mutex<ChaCha8Rng>,
+}
+
+/// A linear projection y = x W^T (+ b) with a frozen base weight and an optional adapter.
+pub struct LoraLinear {
+    weight: Tensor,
+    bias: Option<Tensor>,
+    adapter: Option<Adapter>,
+    full: Option<Var>,
+}
+
+/// x [..., in] as a 2-D [m, in] tensor plus the output dims [..., out].
+fn flatten_rows(x: &Tensor, out: usize) -> Result<(Tensor, Vec<usize>)> {
+    let in_dim = x.dim(candle_core::D::Minus1)?;
+    let mut out_dims = x.dims().to_vec();
+    let last = out_dims.len() - 1;
+    out_dims[last] = out;
+    let m = x.elem_count() / in_dim.max(1);
+    Ok((x.contiguous()?.reshape((m, in_dim))?, out_dims))
+}
+
+impl LoraLinear {
+    /// A layer with base weight [out, in] and optional bias [out]; no adapter, nothing trainable.
+    pub fn new(weight: Tensor, bias: Option<Tensor>) -> Self {
+        LoraLinear {
+            weight,
+            bias,
+            adapter: None,
+            full: None,
+        }
+    }
+
+    /// Adds an adapter: A [rank, in] ~ seeded init from `rng`, B [out, rank] = 0 (so the model starts equal to base).
+    ///
+    /// A is drawn uniformly from [-1/sqrt(in), 1/sqrt(in)], which is what PEFT's
+    /// `kaiming_uniform_(a = sqrt(5))` gives: bound = sqrt(6 / ((1 + 5) * in)) = 1 / sqrt(in).
+    /// The dropout stream is seeded from `rng` too; `set_dropout_seed` re-seeds it.
+    pub fn attach_adapter(&mut self, cfg: &LoraConfig, rng: &mut ChaCha8Rng) -> Result<()> {
+        cfg.check().map_err(candle_core::Error::Msg)?;
+        let (out_dim, in_dim) = self.weight.dims2()?;
+        let device = self.weight.device();
+        let bound = 1.0 / (in_dim as f32).sqrt();
+        let a: Vec<f32> = (0..cfg.rank * in_dim)
+            .map(|_| rng.random_range(-bound..=bound))
+            .collect();
+        let a = Var::from_tensor(&Tensor::from_vec(a, (cfg.rank, in_dim), device)?)?;
+        let b = Var::zeros((out_dim, cfg.rank), DType::F32, device)?;
+        self.adapter = Some(Adapter {
+            a,
+            b,
+            scale: cfg.scale(),
+            dropout: cfg.dropout,
+            dropout_rng: Mutex::new(ChaCha8Rng::seed_from_u64(rng.random())),
+        });
+        Ok(())
+    }
+
+    /// Full fine-tuning: the base weight becomes a Var (trained with plain matmul backward).
+    pub fn make_base_trainable(&mut self) -> Result<()> {
+        if self.full.is_none() {
+            let var = Var::from_tensor(&self.weight)?;
+            // Share the Var's storage so the original copy can be freed.
+            self.weight = var.as_tensor().clone();
+            self.full = Some(var);
+        }
+        Ok(())
+    }
+
+    /// Re-seeds the dropout mask stream of the adapter (no effect without one or at dropout 0).
+    pub fn set_dropout_seed(&self, seed: u64) -> Result<()> {
+        if let Some(ad) = &self.adapter {
+            let mut rng = ad
+                .dropout_rng
+                .lock()
+                .map_err(|_| candle_core::Error::Msg("lora dropout rng lock poisoned".into()))?;
+            *rng = ChaCha8Rng::seed_from_u64(seed);
+        }
+        Ok(())
+    }
+
+    /// The current base weight [out, in] (the Var's value under full fine-tuning).
+    pub fn weight(&self) -> &Tensor {
+        match &self.full {
+            Some(v) => v.as_tensor(),
+            None => &self.weight,
+        }
+    }
+
+    /// The bias [out], if the layer has one (Qwen2 q/k/v).
+    pub fn bias(&self) -> Option<&Tensor> {
+        self.bias.as_ref()
+    }
+
+    /// True if an adapter is attached.
+    pub fn has_adapter(&self) -> bool {
+        self.adapter.is_some()
+    }
+
+    /// The adapter factors (A [rank, in], B [out, rank]) and scale alpha / rank, if attached.
+    pub fn adapter_parts(&self) -> Option<(&Var, &Var, f64)> {
+        self.adapter.as_ref().map(|ad| (&ad.a, &ad.b, ad.scale))
+    }
+
+    /// Infer: fused fast path (adapter added when On). Train: frozen_matmul for the base (or plain matmul when
+    /// the base is trainable) + differentiable adapter path (dropout mask from `dropout_rng` when dropout > 0).
+    pub fn forward(&self, x: &Tensor, mode: AdapterMode, pass: Pass) -> Result<Tensor> {
+        let (out_dim, _) = self.weight.dims2()?;
+        let (x2, out_dims) = flatten_rows(x, out_dim)?;
+        let mut y = match (pass, &self.full) {
+            (Pass::Infer, _) => x2.detach().matmul(&self.weight().detach().t()?)?,
+            (Pass::Train, Some(w)) => x2.matmul(&w.as_tensor().t()?)?,
+            (Pass::Train, None) => frozen_matmul(&x2, &self.weight)?,
+        };
+        if let Some(b) = &self.bias {
+            y = y.broadcast_add(&b.to_dtype(y.dtype())?)?;
+        }
+        if let (AdapterMode::On, Some(ad)) = (mode, &self.adapter) {
+            let delta = match pass {
+                Pass::Infer => adapter_infer(ad, &x2)?,
+                Pass::Train => adapter_train(ad, &x2)?,
+            };
+            y = (y + delta.to_dtype(x.dtype())?)?;
+        }
+        y.reshape(out_dims)
+    }
+
+    /// Named trainable tensors of this layer, names relative to the layer: "lora_a", "lora_b" or "weight".
+    pub fn trainable(&self) -> Vec<(String, Var)> {
+        let mut out = Vec::new();
+        if let Some(w) = &self.full {
+            out.push(("weight".to_string(), w.clone()));
+        }
+        if let Some(ad) = &self.adapter {
+            out.push(("lora_a".to_string(), ad.a.clone()));
+            out.push(("lora_b".to_string(), ad.b.clone()));
+        }
+        out
+    }
+
+    /// W + (alpha/rank) B A, for export.
+    pub fn merged_weight(&self) -> Result<Tensor> {
+        let w = self.weight().detach();
+        match &self.adapter {
+            None => Ok(w),
+            Some(ad) => {
+                let delta = (ad.b.as_tensor().matmul(ad.a.as_tensor())? * ad.scale)?;
+                w.to_dtype(DType::F32)?.add(&delta)?.to_dtype(w.dtype())
+            }
+        }
+    }
+}
+
+/// scale * (x A^T) B^T without a graph, in f32.
+fn adapter_infer(ad: &Adapter, x2: &Tensor) -> Result<Tensor> {
+    let xf = x2.detach().to_dtype(DType::F32)?;
+    let h = xf.matmul(&ad.a.as_tensor().detach().t()?)?;
+    h.matmul(&ad.b.as_tensor().detach().t()?)? * ad.scale
+}
+
+/// scale * (dropout(x) A^T) B^T with gradients for A and B (and x), in f32.
+fn adapter_train(ad: &Adapter, x2: &Tensor) -> Result<Tensor> {
+    let mut xf = x2.to_dtype(DType::F32)?;
+    if ad.dropout > 0.0 {
+        xf = xf.mul(&dropout_mask(ad, xf.dims2()?, xf.device())?)?;
+    }
+    let h = xf.matmul(&ad.a.as_tensor().t()?)?;
+    h.matmul(&ad.b.as_tensor().t()?)? * ad.scale
+}
+
+/// Inverted-dropout mask [m, in]: 0 with probability p, else 1 / (1 - p) (Srivastava et al. 2014),
+/// drawn from the adapter's seeded stream.
+fn dropout_mask(ad: &Adapter, (m, n): (usize, usize), dev: &candle_core::Device) -> Result<Tensor> {
+    let keep = (1.0 / (1.0 - ad.dropout)) as f32;
+    let mut rng = ad
+        .dropout_rng
+        .lock()
+        .map_err(|_| candle_core::Error::Msg("lora dropout rng lock poisoned".into()))?;
+    let mask: Vec<f32> = (0..m * n)
+        .map(|_| {
+            if rng.random::<f64>() < ad.dropout {
+                0.0
+            } else {
+                keep
+            }
+        })
+        .collect();
+    Tensor::from_vec(mask, (m, n), dev)
+}

@@ -1,0 +1,31 @@
+//! The candle model layer (DESIGN.md sec. 4): Llama-family decoders loaded from HF folders or
+//! GGUF files, chat templates, batched KV-cached generation, LoRA and the differentiable
+//! training forward, adapters and merged export.
+
+pub mod adapters;
+pub mod block;
+pub mod chat_model;
+pub mod chat_template;
+pub mod config;
+pub mod export;
+pub mod generate;
+pub mod gguf;
+pub mod hf;
+pub mod kv_cache;
+pub mod llama;
+pub mod load;
+pub mod logprobs;
+pub mod lora;
+pub mod ops;
+pub mod rope;
+pub mod sampler;
+pub mod tokenizer;
+pub mod weights;
+
+pub use chat_model::{ChatModel, Generation, ModelSource};
+pub use chat_template::{ChatMessage, ChatTemplate, Role};
+pub use config::{Arch, ModelConfig, RopeLayout};
+pub use llama::Llama;
+pub use load::{default_policy_path, load_model, models_dir, LoadOptions};
+pub use lora::{AdapterMode, LoraConfig, LoraTarget, Pass};
+pub use sampler::SamplingParams;
