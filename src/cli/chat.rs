@@ -37,7 +37,12 @@ pub struct ChatArgs {
 pub fn run(catalog_root: &Path, args: ChatArgs) -> anyhow::Result<()> {
     let path = args.model.clone().unwrap_or_else(default_policy_path);
     let model = load_model(&path, &candle_core::Device::Cpu, &LoadOptions::default())?;
-    let params = SamplingParams { temperature: args.temperature, top_p: args.top_p, max_new_tokens: args.max_new_tokens, greedy: args.temperature <= 0.0 };
+    let params = SamplingParams {
+        temperature: args.temperature,
+        top_p: args.top_p,
+        max_new_tokens: args.max_new_tokens,
+        greedy: args.temperature <= 0.0,
+    };
     let mut policy = empathy_gym::episode::ModelPolicy::new(&model, params, args.seed);
     match &args.profile {
         Some(id) => watch(catalog_root, &args, id, &mut policy),
@@ -45,9 +50,15 @@ pub fn run(catalog_root: &Path, args: ChatArgs) -> anyhow::Result<()> {
     }
 }
 
-fn interactive(model: &ChatModel, policy: &mut empathy_gym::episode::ModelPolicy<'_>) -> anyhow::Result<()> {
+fn interactive(
+    model: &ChatModel,
+    policy: &mut empathy_gym::episode::ModelPolicy<'_>,
+) -> anyhow::Result<()> {
     println!("Talking with {} (end with /quit or Ctrl-D).", model.name);
-    let id = ProfileId { scenario: "you".into(), persona: "you".into() };
+    let id = ProfileId {
+        scenario: "you".into(),
+        persona: "you".into(),
+    };
     let mut turns: Vec<Turn> = Vec::new();
     let stdin = std::io::stdin();
     for (n, line) in stdin.lock().lines().enumerate() {
@@ -55,19 +66,40 @@ fn interactive(model: &ChatModel, policy: &mut empathy_gym::episode::ModelPolicy
         if line.trim() == "/quit" {
             break;
         }
-        turns.push(Turn::User { text: line, emotion: 0, delta: None, appraisal: None });
-        let req = PolicyRequest { episode: 0, profile: &id, turns: &turns, turn: n as u32 + 1 };
+        turns.push(Turn::User {
+            text: line,
+            emotion: 0,
+            delta: None,
+            appraisal: None,
+        });
+        let req = PolicyRequest {
+            episode: 0,
+            profile: &id,
+            turns: &turns,
+            turn: n as u32 + 1,
+        };
         let reply = policy.reply_batch(&[req])?.remove(0);
         println!("model: {}", reply.text);
         std::io::stdout().flush()?;
-        turns.push(Turn::Assistant { text: reply.text, think: reply.think });
+        turns.push(Turn::Assistant {
+            text: reply.text,
+            think: reply.think,
+        });
     }
     Ok(())
 }
 
-fn watch(catalog_root: &Path, args: &ChatArgs, id: &ProfileId, policy: &mut dyn Policy) -> anyhow::Result<()> {
+fn watch(
+    catalog_root: &Path,
+    args: &ChatArgs,
+    id: &ProfileId,
+    policy: &mut dyn Policy,
+) -> anyhow::Result<()> {
     let catalog = Catalog::load(catalog_root)?;
-    let overrides = KnobOverrides { max_turns: args.max_turns, ..Default::default() };
+    let overrides = KnobOverrides {
+        max_turns: args.max_turns,
+        ..Default::default()
+    };
     let profile = catalog.profile(id, args.difficulty, &overrides)?;
     let sim = load_simulator(catalog_root)?;
     let mut env = DialogueEnv::new(profile, RewardMode::Behavior, Aggregate::Final);
@@ -77,15 +109,28 @@ fn watch(catalog_root: &Path, args: &ChatArgs, id: &ProfileId, policy: &mut dyn 
     while !env.is_done() {
         turn += 1;
         let reply = {
-            let req = PolicyRequest { episode: 0, profile: id, turns: env.turns(), turn };
+            let req = PolicyRequest {
+                episode: 0,
+                profile: id,
+                turns: env.turns(),
+                turn,
+            };
             policy.reply_batch(&[req])?.remove(0)
         };
         println!("model: {}", reply.text);
         let out = env.step(&sim, &reply.text)?;
         let why = out.appraisal.reasons.join("; ");
-        println!("user [{:>3} {:+}] ({why}): {}", out.obs.emotion, out.delta, out.obs.text);
+        println!(
+            "user [{:>3} {:+}] ({why}): {}",
+            out.obs.emotion, out.delta, out.obs.text
+        );
     }
     let rec = env.record(&sim, policy.describe());
-    println!("end: {:?}, final emotion {}, reward {:.2}", rec.end, rec.final_emotion(), rec.reward.unwrap_or(0.0));
+    println!(
+        "end: {:?}, final emotion {}, reward {:.2}",
+        rec.end,
+        rec.final_emotion(),
+        rec.reward.unwrap_or(0.0)
+    );
     Ok(())
 }

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+mod chat;
 mod common;
 mod replay;
 mod rollout;
@@ -29,6 +30,8 @@ pub enum Command {
     Validate,
     /// Play a scripted policy against the simulated user and log the dialogues as JSONL.
     Rollout(rollout::RolloutArgs),
+    /// Talk to a model, or watch it talk with a simulated user (--profile).
+    Chat(chat::ChatArgs),
     /// Show, verify or re-score logged dialogues.
     #[command(subcommand)]
     Replay(replay::ReplayCommand),
@@ -40,5 +43,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Validate => validate::run(&cli.catalog),
         Command::Rollout(args) => rollout::run(&cli.catalog, args),
         Command::Replay(cmd) => replay::run(&cli.catalog, cmd),
+        Command::Chat(args) => chat::run(&cli.catalog, args),
     }
 }

@@ -26,7 +26,14 @@ pub struct ModelPolicy<'m> {
 impl<'m> ModelPolicy<'m> {
     /// A policy with the default system prompt and sampling.
     pub fn new(model: &'m ChatModel, params: SamplingParams, seed: u64) -> Self {
-        ModelPolicy { model, params, system: DEFAULT_SYSTEM.to_string(), seed, checkpoint: None, think: false }
+        ModelPolicy {
+            model,
+            params,
+            system: DEFAULT_SYSTEM.to_string(),
+            seed,
+            checkpoint: None,
+            think: false,
+        }
     }
 
     /// The chat messages the model sees for a dialogue so far.
@@ -51,7 +58,9 @@ pub fn split_think(text: &str) -> (String, Option<String>) {
     if let (Some(a), Some(b)) = (text.find("<think>"), text.find("</think>")) {
         if a < b {
             let thought = text[a + 7..b].trim().to_string();
-            let reply = format!("{}{}", &text[..a], &text[b + 8..]).trim().to_string();
+            let reply = format!("{}{}", &text[..a], &text[b + 8..])
+                .trim()
+                .to_string();
             return (reply, Some(thought));
         }
     }
@@ -60,7 +69,10 @@ pub fn split_think(text: &str) -> (String, Option<String>) {
 
 impl Policy for ModelPolicy<'_> {
     fn describe(&self) -> PolicyRef {
-        PolicyRef { model: self.model.name.clone(), checkpoint: self.checkpoint.clone() }
+        PolicyRef {
+            model: self.model.name.clone(),
+            checkpoint: self.checkpoint.clone(),
+        }
     }
 
     fn reply_batch(&mut self, requests: &[PolicyRequest<'_>]) -> Result<Vec<PolicyReply>> {
@@ -76,7 +88,11 @@ impl Policy for ModelPolicy<'_> {
         Ok(gens
             .into_iter()
             .map(|g| {
-                let (text, think) = if self.think { split_think(&g.text) } else { (g.text.trim().to_string(), None) };
+                let (text, think) = if self.think {
+                    split_think(&g.text)
+                } else {
+                    (g.text.trim().to_string(), None)
+                };
                 PolicyReply { text, think }
             })
             .collect())
@@ -92,6 +108,9 @@ mod tests {
         let (r, t) = split_think("<think>She is scared.</think> That sounds frightening.");
         assert_eq!(r, "That sounds frightening.");
         assert_eq!(t.as_deref(), Some("She is scared."));
-        assert_eq!(split_think("Just a reply."), ("Just a reply.".to_string(), None));
+        assert_eq!(
+            split_think("Just a reply."),
+            ("Just a reply.".to_string(), None)
+        );
     }
 }
