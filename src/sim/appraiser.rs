@@ -76,6 +76,16 @@ fn sentences(text: &str) -> Vec<&str> {
     }
 }
 
+/// True when a reply loops: at least four sentences, fewer than half of them distinct.
+fn looping(reply: &str) -> bool {
+    let all: Vec<String> = sentences(reply)
+        .iter()
+        .map(|s| super::text::normalize(s))
+        .collect();
+    let distinct: std::collections::BTreeSet<&String> = all.iter().collect();
+    all.len() >= 4 && distinct.len() * 2 < all.len()
+}
+
 fn r3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
@@ -340,11 +350,12 @@ impl Appraiser {
             out.reasons
                 .push("told me what to do before I was ready".into());
         }
-        let repeated = inp.previous_replies.iter().any(|p| {
-            self.embedder
-                .embed(&[p])
-                .is_ok_and(|e| f64::from(cosine(reply, &e[0])) >= cfg.repetition.threshold)
-        });
+        let repeated = looping(inp.reply)
+            || inp.previous_replies.iter().any(|p| {
+                self.embedder
+                    .embed(&[p])
+                    .is_ok_and(|e| f64::from(cosine(reply, &e[0])) >= cfg.repetition.threshold)
+            });
         if repeated {
             c.insert("repetition", scale.loss * cfg.repetition.points);
             out.reasons.push("said the same thing again".into());
@@ -415,5 +426,19 @@ impl Appraiser {
                 reasons.push(reason.into());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn looping_replies_are_caught() {
+        assert!(super::looping(
+            "You're not stuck. You're not stuck. You're not stuck. You're not stuck. You"
+        ));
+        assert!(!super::looping(
+            "That sounds hard. What happened? How are you now? I'm here."
+        ));
+        assert!(!super::looping("Okay. Okay."));
     }
 }
