@@ -108,7 +108,9 @@ fn print_summary(rows: &[StepMetrics]) {
         ("failure rate (emotion < 10)", |m| m.failure_rate),
         ("groups with zero reward spread", |m| m.frac_reward_zero_std),
         ("mean reply length (tokens)", |m| m.reply_len_mean),
-        ("seconds per step", |m| m.t_rollout_s + m.t_simulate_s + m.t_train_s),
+        ("seconds per step", |m| {
+            m.t_rollout_s + m.t_simulate_s + m.t_train_s
+        }),
     ];
     let mut t = Table::new([
         "metric".to_string(),
@@ -133,9 +135,21 @@ fn print_where(dir: &Path, steps: u64) {
     let show = |f: &str| dir.join(f).display().to_string();
     println!("after {steps} steps, results are in {}:", dir.display());
     println!("  {}  the resolved configuration", show(CONFIG_FILE));
-    println!("  {}  one row per step (reward, emotion, KL, clipping, timings)", show(METRICS_FILE));
-    println!("  {}  every dialogue; read them with `empathy-gym replay show`", show(EPISODES_FILE));
+    println!(
+        "  {}  one row per step (reward, emotion, KL, clipping, timings)",
+        show(METRICS_FILE)
+    );
+    println!(
+        "  {}  every dialogue; read them with `empathy-gym replay show`",
+        show(EPISODES_FILE)
+    );
     println!("  {}  reward and final emotion per step", show(CURVES_FILE));
-    println!("  {}  adapters, optimizer and RNG state", show("checkpoints/"));
-    println!("export the policy with `empathy-gym export {} --out DIR`", dir.display());
+    println!(
+        "  {}  adapters, optimizer and RNG state",
+        show("checkpoints/")
+    );
+    println!(
+        "export the policy with `empathy-gym export {} --out DIR`",
+        dir.display()
+    );
 }
