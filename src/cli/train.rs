@@ -96,12 +96,15 @@ pub fn run(catalog_root: &Path, args: TrainArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A summary row: its name and how to read it off a metrics row.
+type Column = (&'static str, fn(&StepMetrics) -> f64);
+
 /// First step, last step and the change, for the columns that say whether training helped.
 fn print_summary(rows: &[StepMetrics]) {
     let (Some(first), Some(last)) = (rows.first(), rows.last()) else {
         return;
     };
-    let cols: [(&str, fn(&StepMetrics) -> f64); 7] = [
+    let cols: [Column; 7] = [
         ("mean reward", |m| m.reward_mean),
         ("mean final emotion", |m| m.final_emotion_mean),
         ("success rate (emotion 100)", |m| m.success_rate),

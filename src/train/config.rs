@@ -117,7 +117,7 @@ fn check_file(f: &TrainConfigFile, path: &Path) -> Result<()> {
         return bad("lora", msg);
     }
     let s = &f.sampling;
-    if !(s.temperature > 0.0 && s.temperature.is_finite()) {
+    if !positive(s.temperature) {
         return bad(
             "sampling.temperature",
             format!(
@@ -171,10 +171,10 @@ fn check_grpo(f: &TrainConfigFile, path: &Path) -> Result<()> {
     if !(0.0..1.0).contains(&l.eps_low) {
         return bad("grpo.loss.eps_low", "must be in [0, 1) (default 0.2)");
     }
-    if !(l.eps_high >= 0.0 && l.eps_high.is_finite()) {
+    if !non_negative(l.eps_high) {
         return bad("grpo.loss.eps_high", "must be >= 0 (default 0.28)");
     }
-    if !(l.beta >= 0.0 && l.beta.is_finite()) {
+    if !non_negative(l.beta) {
         return bad(
             "grpo.loss.beta",
             "must be >= 0 (default 0: no KL, no reference pass)",
@@ -186,7 +186,7 @@ fn check_grpo(f: &TrainConfigFile, path: &Path) -> Result<()> {
 fn check_optim(f: &TrainConfigFile, path: &Path) -> Result<()> {
     let bad = |field: &str, msg: &str| Err(Error::input(path, field, msg.to_string()));
     let o = &f.optim;
-    if !(o.lr > 0.0 && o.lr.is_finite()) {
+    if !positive(o.lr) {
         return bad("optim.lr", "must be a positive number (default 1e-5)");
     }
     if !(0.0..1.0).contains(&o.beta1) || !(0.0..1.0).contains(&o.beta2) {
@@ -195,19 +195,29 @@ fn check_optim(f: &TrainConfigFile, path: &Path) -> Result<()> {
             "beta1 and beta2 must be in [0, 1) (defaults 0.9, 0.999)",
         );
     }
-    if !(o.eps > 0.0) || !(o.weight_decay >= 0.0) {
+    if !positive(o.eps) || !non_negative(o.weight_decay) {
         return bad(
             "optim.eps",
             "eps must be > 0 and weight_decay >= 0 (defaults 1e-8, 0.01)",
         );
     }
-    if o.max_grad_norm.is_some_and(|m| !(m > 0.0)) {
+    if o.max_grad_norm.is_some_and(|m| !positive(m)) {
         return bad(
             "optim.max_grad_norm",
             "must be > 0, or null to turn clipping off (default 1.0)",
         );
     }
     Ok(())
+}
+
+/// A finite number above 0.
+fn positive(x: f64) -> bool {
+    x.is_finite() && x > 0.0
+}
+
+/// A finite number at least 0.
+fn non_negative(x: f64) -> bool {
+    x.is_finite() && x >= 0.0
 }
 
 #[cfg(test)]

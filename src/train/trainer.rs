@@ -180,7 +180,7 @@ impl<'a> Trainer<'a> {
         while self.step < end {
             let m = self.step()?;
             rows.push(m);
-            if self.step % self.cfg.file.checkpoint.every == 0 || self.step == end {
+            if self.step.is_multiple_of(self.cfg.file.checkpoint.every) || self.step == end {
                 self.save()?;
             }
         }
