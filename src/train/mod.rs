@@ -8,6 +8,7 @@ pub mod export;
 pub mod load;
 pub mod overrides;
 pub mod policy;
+mod progress;
 pub mod reward;
 pub mod run_files;
 pub mod sequence;

@@ -10,12 +10,12 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::config::TrainConfig;
 use super::policy::TrainPolicy;
+use super::progress::Bars;
 use super::reward::RewardSource;
 use super::run_files::RunFiles;
 use super::sequence::TokenSequence;
@@ -365,55 +365,4 @@ fn restore_adapters(model: &ChatModel, ckpt: &Checkpoint, dir: &std::path::Path)
         var.set(&t.to_dtype(var.dtype())?)?;
     }
     Ok(())
-}
-
-/// The step and rollout progress bars (hidden when progress is off).
-struct Bars {
-    multi: MultiProgress,
-    steps: ProgressBar,
-}
-
-impl Bars {
-    fn new(show: bool, total: u64, done: u64) -> Self {
-        let multi = MultiProgress::with_draw_target(if show {
-            ProgressDrawTarget::stderr()
-        } else {
-            ProgressDrawTarget::hidden()
-        });
-        let steps = multi.add(ProgressBar::new(total));
-        if let Ok(s) = ProgressStyle::with_template(
-            "step  [{bar:30}] {pos}/{len} {elapsed_precise} eta {eta} {msg}",
-        ) {
-            steps.set_style(s.progress_chars("=> "));
-        }
-        steps.set_position(done);
-        Bars { multi, steps }
-    }
-
-    fn rollout(&self, n: usize) -> ProgressBar {
-        self.steps.set_message("rolling out");
-        let bar = self.multi.add(ProgressBar::new(n as u64));
-        if let Ok(s) = ProgressStyle::with_template(
-            "  rollout [{bar:26}] {pos}/{len} dialogues {elapsed_precise}",
-        ) {
-            bar.set_style(s.progress_chars("=> "));
-        }
-        bar
-    }
-
-    fn training(&self) {
-        self.steps.set_message("updating");
-    }
-
-    fn step_done(&self, m: &StepMetrics) {
-        self.steps.inc(1);
-        self.steps.set_message(format!(
-            "reward {:.3}  final emotion {:.1}",
-            m.reward_mean, m.final_emotion_mean
-        ));
-    }
-
-    fn finish(&self) {
-        self.steps.finish();
-    }
 }
