@@ -25,6 +25,6 @@ What this means:
   adapters). A handful of steps on a 135M model shows the machinery working; expect noisy curves,
   not a trained listener: a real run is 100+ steps (configs/quickstart.yaml, --set grpo.steps=N).
 - Read the dialogues with:  $BIN replay show $RUN_DIR/episodes.jsonl
-- Plot: $RUN_DIR/curves.svg   Per-step numbers: $RUN_DIR/metrics.csv
+- Plots: $RUN_DIR/reward.svg, $RUN_DIR/emotion.svg   Per-step numbers: $RUN_DIR/metrics.csv
 - Export the trained policy: $BIN export $RUN_DIR --out results/quickstart-model
 MSG

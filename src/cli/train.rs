@@ -7,7 +7,9 @@ use clap::Args;
 use empathy_gym::grpo::{read_metrics, StepMetrics};
 use empathy_gym::profile::Catalog;
 use empathy_gym::report::Table;
-use empathy_gym::train::run_files::{CONFIG_FILE, CURVES_FILE, EPISODES_FILE, METRICS_FILE};
+use empathy_gym::train::run_files::{
+    CONFIG_FILE, EMOTION_SVG, EPISODES_FILE, METRICS_FILE, REWARD_SVG,
+};
 use empathy_gym::train::{
     device, load_policy, profiles, EnvReward, Override, TrainConfig, Trainer, TrainerParts,
 };
@@ -146,7 +148,11 @@ fn print_where(dir: &Path, steps: u64) {
         "  {}  every dialogue; read them with `empathy-gym replay show`",
         show(EPISODES_FILE)
     );
-    println!("  {}  reward and final emotion per step", show(CURVES_FILE));
+    println!(
+        "  {}, {}  reward and final emotion per step",
+        show(REWARD_SVG),
+        show(EMOTION_SVG)
+    );
     println!(
         "  {}  adapters, optimizer and RNG state",
         show("checkpoints/")

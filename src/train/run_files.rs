@@ -1,6 +1,7 @@
 //! The run directory `results/<run>/`: `config.yaml` (the resolved config, written before step
 //! 1), `metrics.csv` (one row per step), `episodes.jsonl` (every dialogue, flushed per line),
-//! `checkpoints/` and, at the end, `curves.svg` (reward and final emotion per step).
+//! `checkpoints/` and, at the end, `reward.svg` (mean reward, success and failure rates per step) and
+//! `emotion.svg` (mean final emotion per step).
 //!
 //! On resume from the checkpoint of step N, rows and dialogues of later steps (written by the run
 //! that was interrupted) are dropped, so the files continue exactly as an uninterrupted run's.
@@ -19,8 +20,10 @@ pub const CONFIG_FILE: &str = "config.yaml";
 pub const METRICS_FILE: &str = "metrics.csv";
 /// Every dialogue.
 pub const EPISODES_FILE: &str = "episodes.jsonl";
-/// Reward and final-emotion curves.
-pub const CURVES_FILE: &str = "curves.svg";
+/// Reward curves (mean reward, success and failure rates).
+pub const REWARD_SVG: &str = "reward.svg";
+/// Final-emotion curve.
+pub const EMOTION_SVG: &str = "emotion.svg";
 
 /// The open output files of a run.
 pub struct RunFiles {
@@ -66,12 +69,13 @@ impl RunFiles {
         })
     }
 
-    /// Writes `curves.svg` from every row of metrics.csv; returns its path.
-    pub fn write_curves(&self) -> Result<PathBuf> {
+    /// Writes `reward.svg` and `emotion.svg` from every row of metrics.csv; returns their paths.
+    pub fn write_curves(&self) -> Result<[PathBuf; 2]> {
         let rows = read_metrics(self.metrics.path())?;
-        let path = self.dir.join(CURVES_FILE);
-        fs::write(&path, curves_svg(&rows)).map_err(|e| Error::io(&path, e))?;
-        Ok(path)
+        let (reward, emotion) = (self.dir.join(REWARD_SVG), self.dir.join(EMOTION_SVG));
+        fs::write(&reward, reward_svg(&rows)).map_err(|e| Error::io(&reward, e))?;
+        fs::write(&emotion, emotion_svg(&rows)).map_err(|e| Error::io(&emotion, e))?;
+        Ok([reward, emotion])
     }
 }
 
@@ -101,23 +105,38 @@ pub fn truncate_episodes(path: &Path, last_step: u64) -> Result<()> {
     fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
 }
 
-/// Mean reward and mean final emotion / 100 per step, on one 0-1 scale.
-pub fn curves_svg(rows: &[StepMetrics]) -> String {
-    let pts = |f: &dyn Fn(&StepMetrics) -> f64| -> Vec<(f64, f64)> {
-        rows.iter().map(|m| (m.step as f64, f(m))).collect()
-    };
+fn points(rows: &[StepMetrics], f: fn(&StepMetrics) -> f64) -> Vec<(f64, f64)> {
+    rows.iter().map(|m| (m.step as f64, f(m))).collect()
+}
+
+/// Mean reward, success rate and failure rate per step, on a 0-1 axis.
+pub fn reward_svg(rows: &[StepMetrics]) -> String {
     LineChart {
-        title: "GRPO training".into(),
+        title: "GRPO training: reward".into(),
         x_label: "step".into(),
-        y_label: "reward  |  final emotion / 100".into(),
+        y_label: "mean reward / share of dialogues".into(),
         series: vec![
-            Series::new("mean reward", pts(&|m| m.reward_mean)),
-            Series::new(
-                "mean final emotion / 100",
-                pts(&|m| m.final_emotion_mean / 100.0),
-            ),
+            Series::new("mean reward", points(rows, |m| m.reward_mean)),
+            Series::new("resolved (emotion 100)", points(rows, |m| m.success_rate)),
+            Series::new("left (emotion < 10)", points(rows, |m| m.failure_rate)),
         ],
         y_range: Some((0.0, 1.0)),
+        ..LineChart::default()
+    }
+    .to_svg()
+}
+
+/// Mean final emotion of the simulated users per step, on a 0-100 axis.
+pub fn emotion_svg(rows: &[StepMetrics]) -> String {
+    LineChart {
+        title: "GRPO training: the simulated user's final emotion".into(),
+        x_label: "step".into(),
+        y_label: "mean final emotion (0-100)".into(),
+        series: vec![Series::new(
+            "mean final emotion",
+            points(rows, |m| m.final_emotion_mean),
+        )],
+        y_range: Some((0.0, 100.0)),
         ..LineChart::default()
     }
     .to_svg()

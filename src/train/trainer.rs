@@ -171,7 +171,7 @@ impl<'a> Trainer<'a> {
     }
 
     /// Trains until the configured number of steps, or until step `stop_after` if given;
-    /// checkpoints every `checkpoint.every` steps and where it stops; writes `curves.svg` when
+    /// checkpoints every `checkpoint.every` steps and where it stops; writes `reward.svg` and `emotion.svg` when
     /// training is complete. Returns this session's metrics rows.
     pub fn run(&mut self, stop_after: Option<u64>) -> Result<Vec<StepMetrics>> {
         let total = self.cfg.file.grpo.steps;

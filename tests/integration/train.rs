@@ -181,7 +181,7 @@ fn uninterrupted(model: &Path, results: &Path) -> Result<Outcome> {
     let mut t = Trainer::start(parts(config(model, results, FULL)?, &reward, 2)?)?;
     t.run(None)?;
     assert_eq!(t.steps_done(), 4);
-    assert!(results.join("t/curves.svg").is_file());
+    assert!(results.join("t/reward.svg").is_file() && results.join("t/emotion.svg").is_file());
     outcome(&t)
 }
 
@@ -487,7 +487,7 @@ sampling:\n  max_new_tokens: 4\ngrpo:\n  steps: 2\n  profiles_per_step: 1\n  gro
         resolved.contains("eps_high: 0.28"),
         "defaults are written out: {resolved}"
     );
-    assert!(run.join("curves.svg").is_file());
+    assert!(run.join("reward.svg").is_file() && run.join("emotion.svg").is_file());
     // Episodes carry the appraiser's verdicts and replay verifies them.
     let o = eg(&[
         "replay",
