@@ -18,3 +18,5 @@ mod model_fixtures;
 mod sanity;
 #[path = "integration/train.rs"]
 mod train;
+#[path = "integration/train_cli.rs"]
+mod train_cli;
