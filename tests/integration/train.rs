@@ -345,7 +345,13 @@ fn non_finite_loss_skips_the_step_and_leaves_the_adapters() -> Result<()> {
     let results = tempfile::tempdir()?;
     // Rewards of +-3e38 with advantage_scale none: advantages of +-3e38, whose per-token sum
     // overflows f32, so the loss is not finite and AdamW must skip the step.
-    let huge = |rec: &EpisodeRecord| if rec.sample % 2 == 0 { 3e38 } else { -3e38 };
+    let huge = |rec: &EpisodeRecord| {
+        if rec.sample.is_multiple_of(2) {
+            3e38
+        } else {
+            -3e38
+        }
+    };
     let extra = "sampling:\n  max_new_tokens: 4\nlora:\n  rank: 2\n\
 grpo:\n  steps: 1\n  profiles_per_step: 1\n  group_size: 4\n  advantage_scale: none\n";
     let mut t = Trainer::start(parts(
