@@ -78,23 +78,46 @@ pub fn rms_norm(x: &Tensor, w: &Tensor, eps: f64, pass: Pass) -> Result<Tensor> 
 
 impl Block {
     /// x + attn(norm(x)), then + mlp(norm(.)). `cache` (inference only) holds earlier keys.
-    pub fn forward(&self, x: &Tensor, dims: &BlockDims, layer: usize, cache: Option<&mut KvCache>, step: &Step) -> Result<Tensor> {
+    pub fn forward(
+        &self,
+        x: &Tensor,
+        dims: &BlockDims,
+        layer: usize,
+        cache: Option<&mut KvCache>,
+        step: &Step,
+    ) -> Result<Tensor> {
         let h = rms_norm(x, &self.attn_norm, dims.eps, step.pass)?;
         let x = (x + self.attention(&h, dims, layer, cache, step)?)?;
         let h = rms_norm(&x, &self.mlp_norm, dims.eps, step.pass)?;
         let gate = self.gate.forward(&h, step.mode, step.pass)?;
         let up = self.up.forward(&h, step.mode, step.pass)?;
-        let mlp = self.down.forward(&(gate.silu()? * up)?, step.mode, step.pass)?;
+        let mlp = self
+            .down
+            .forward(&(gate.silu()? * up)?, step.mode, step.pass)?;
         Ok((x + mlp)?)
     }
 
-    fn attention(&self, x: &Tensor, dims: &BlockDims, layer: usize, cache: Option<&mut KvCache>, step: &Step) -> Result<Tensor> {
+    fn attention(
+        &self,
+        x: &Tensor,
+        dims: &BlockDims,
+        layer: usize,
+        cache: Option<&mut KvCache>,
+        step: &Step,
+    ) -> Result<Tensor> {
         let (b, t, _) = x.dims3()?;
         let (hd, kvh) = (dims.head_dim, dims.kv_heads);
         let heads = |p: &LoraLinear, n: usize| -> Result<Tensor> {
-            Ok(p.forward(x, step.mode, step.pass)?.reshape((b, t, n, hd))?.transpose(1, 2)?)
+            Ok(p.forward(x, step.mode, step.pass)?
+                .reshape((b, t, n, hd))?
+                .transpose(1, 2)?)
         };
-        let q = rope(&heads(&self.q, dims.heads)?, step.rope, dims.rope, step.pass)?;
+        let q = rope(
+            &heads(&self.q, dims.heads)?,
+            step.rope,
+            dims.rope,
+            step.pass,
+        )?;
         let k = rope(&heads(&self.k, kvh)?, step.rope, dims.rope, step.pass)?;
         let v = heads(&self.v, kvh)?.contiguous()?;
         let (k, v) = match cache {
@@ -105,15 +128,22 @@ impl Block {
         let rep = dims.heads / kvh;
         // Grouped-query attention without copying K/V: query head j uses KV head j / rep, so the
         // rep query heads of one group stack along the query axis (Ainslie et al. 2023).
-        let q = q.reshape((b, kvh, rep * t, hd))?;
-        let scores = (q.matmul(&k.t()?)? * (1.0 / (hd as f64).sqrt()))?;
-        let scores = scores.reshape((b, kvh, rep, t, keys))?.broadcast_add(&step.mask.to_dtype(scores.dtype())?)?;
+        // Scaling q (t x d) rather than the scores (t x keys) keeps one fewer score-sized tensor
+        // alive for backward.
+        let q = (q.reshape((b, kvh, rep * t, hd))? * (1.0 / (hd as f64).sqrt()))?;
+        let scores = q.matmul(&k.t()?)?;
+        let scores = scores
+            .reshape((b, kvh, rep, t, keys))?
+            .broadcast_add(&step.mask.to_dtype(scores.dtype())?)?;
         let probs = match step.pass {
             Pass::Infer => candle_nn::ops::softmax_last_dim(&scores)?,
             Pass::Train => ops::softmax_train(&scores)?,
         };
         let y = probs.reshape((b, kvh, rep * t, keys))?.matmul(&v)?;
-        let y = y.reshape((b, dims.heads, t, hd))?.transpose(1, 2)?.reshape((b, t, dims.heads * hd))?;
+        let y = y
+            .reshape((b, dims.heads, t, hd))?
+            .transpose(1, 2)?
+            .reshape((b, t, dims.heads * hd))?;
         Ok(self.o.forward(&y, step.mode, step.pass)?)
     }
 
@@ -143,6 +173,14 @@ fn rope(x: &Tensor, r: &RopeSlice, layout: RopeLayout, pass: Pass) -> Result<Ten
 
 /// Causal additive mask [1, 1, 1, t, t] for a cache-less forward (0 on and below the diagonal).
 pub fn causal_mask(t: usize, device: &candle_core::Device) -> Result<Tensor> {
-    let m: Vec<f32> = (0..t * t).map(|i| if i % t <= i / t { 0.0 } else { f32::NEG_INFINITY }).collect();
+    let m: Vec<f32> = (0..t * t)
+        .map(|i| {
+            if i % t <= i / t {
+                0.0
+            } else {
+                f32::NEG_INFINITY
+            }
+        })
+        .collect();
     Ok(Tensor::from_vec(m, (1, 1, 1, t, t), device)?)
 }

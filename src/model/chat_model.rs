@@ -65,13 +65,22 @@ fn tok_err(e: impl std::fmt::Display) -> Error {
 impl ChatModel {
     /// Token ids of a conversation rendered with the model's template (special tokens in the
     /// text are matched as such, as HF tokenizers do).
-    pub fn encode_chat(&self, messages: &[ChatMessage], add_generation_prompt: bool) -> Result<Vec<u32>> {
+    pub fn encode_chat(
+        &self,
+        messages: &[ChatMessage],
+        add_generation_prompt: bool,
+    ) -> Result<Vec<u32>> {
         self.encode(&self.template.render(messages, add_generation_prompt))
     }
 
     /// Token ids of plain text (no BOS added).
     pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
-        Ok(self.tokenizer.encode(text, false).map_err(tok_err)?.get_ids().to_vec())
+        Ok(self
+            .tokenizer
+            .encode(text, false)
+            .map_err(tok_err)?
+            .get_ids()
+            .to_vec())
     }
 
     /// Text of token ids, special tokens included.
@@ -81,27 +90,58 @@ impl ChatModel {
 
     /// Batched sampling with a KV cache over all live sequences (adapters on); sequence i draws
     /// from ChaCha8Rng::seed_from_u64(seeds[i]); identical prompts share one prefill.
-    pub fn generate(&self, prompts: &[Vec<u32>], seeds: &[u64], params: &SamplingParams) -> Result<Vec<Generation>> {
-        let raw = generate_tokens(&self.model, prompts, seeds, params, &self.stop_tokens, AdapterMode::On)?;
+    pub fn generate(
+        &self,
+        prompts: &[Vec<u32>],
+        seeds: &[u64],
+        params: &SamplingParams,
+    ) -> Result<Vec<Generation>> {
+        let raw = generate_tokens(
+            &self.model,
+            prompts,
+            seeds,
+            params,
+            &self.stop_tokens,
+            AdapterMode::On,
+        )?;
         raw.into_iter()
             .map(|g| {
-                let body = if g.stopped { &g.tokens[..g.tokens.len() - 1] } else { &g.tokens[..] };
+                let body = if g.stopped {
+                    &g.tokens[..g.tokens.len() - 1]
+                } else {
+                    &g.tokens[..]
+                };
                 let text = self.tokenizer.decode(body, true).map_err(tok_err)?;
-                Ok(Generation { tokens: g.tokens, text, stopped: g.stopped })
+                Ok(Generation {
+                    tokens: g.tokens,
+                    text,
+                    stopped: g.stopped,
+                })
             })
             .collect()
     }
 
     /// One assistant reply to `messages` (convenience for the CLI's `chat`).
-    pub fn reply(&self, messages: &[ChatMessage], params: &SamplingParams, seed: u64) -> Result<Generation> {
+    pub fn reply(
+        &self,
+        messages: &[ChatMessage],
+        params: &SamplingParams,
+        seed: u64,
+    ) -> Result<Generation> {
         let prompt = self.encode_chat(messages, true)?;
         let mut out = self.generate(&[prompt], &[seed], params)?;
-        out.pop().ok_or_else(|| Error::Other("generation returned nothing".into()))
+        out.pop()
+            .ok_or_else(|| Error::Other("generation returned nothing".into()))
     }
 
     /// log p(ids[t+1] | ids[..=t]), [B, T-1], right-padded rows give 0 at pad positions;
     /// differentiable w.r.t. `trainable()` when `pass = Train`; `mode = Off` is the reference.
-    pub fn token_logprobs(&self, batch: &[Vec<u32>], mode: AdapterMode, pass: Pass) -> Result<Tensor> {
+    pub fn token_logprobs(
+        &self,
+        batch: &[Vec<u32>],
+        mode: AdapterMode,
+        pass: Pass,
+    ) -> Result<Tensor> {
         logprobs::token_logprobs(&self.model, batch, mode, pass)
     }
 
@@ -119,7 +159,11 @@ impl ChatModel {
     pub fn load_adapters(&mut self, path: &Path) -> Result<()> {
         let vars = self.trainable();
         if vars.is_empty() {
-            return Err(Error::Model { path: path.to_path_buf(), message: "the model has no adapters to load into; load it with a LoRA config".into() });
+            return Err(Error::Model {
+                path: path.to_path_buf(),
+                message: "the model has no adapters to load into; load it with a LoRA config"
+                    .into(),
+            });
         }
         load_vars(&vars, path)
     }

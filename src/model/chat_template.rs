@@ -39,7 +39,10 @@ pub struct ChatMessage {
 impl ChatMessage {
     /// A message from `role`.
     pub fn new(role: Role, content: impl Into<String>) -> Self {
-        ChatMessage { role, content: content.into() }
+        ChatMessage {
+            role,
+            content: content.into(),
+        }
     }
 }
 
@@ -67,7 +70,9 @@ impl ChatTemplate {
         if src.contains("<|start_header_id|>") {
             Some(ChatTemplate::Llama3)
         } else if src.contains(IM_START) {
-            Some(ChatTemplate::ChatMl { default_system: default_system(src) })
+            Some(ChatTemplate::ChatMl {
+                default_system: default_system(src),
+            })
         } else {
             None
         }
@@ -78,7 +83,9 @@ impl ChatTemplate {
         if has("<|start_header_id|>") && has("<|eot_id|>") {
             Some(ChatTemplate::Llama3)
         } else if has(IM_START) && has(IM_END) {
-            Some(ChatTemplate::ChatMl { default_system: None })
+            Some(ChatTemplate::ChatMl {
+                default_system: None,
+            })
         } else {
             None
         }
@@ -95,7 +102,11 @@ impl ChatTemplate {
                     }
                 }
                 for m in messages {
-                    out.push_str(&format!("{IM_START}{}\n{}{IM_END}\n", m.role.as_str(), m.content));
+                    out.push_str(&format!(
+                        "{IM_START}{}\n{}{IM_END}\n",
+                        m.role.as_str(),
+                        m.content
+                    ));
                 }
                 if add_generation_prompt {
                     out.push_str(&format!("{IM_START}assistant\n"));
@@ -104,7 +115,11 @@ impl ChatTemplate {
             ChatTemplate::Llama3 => {
                 out.push_str("<|begin_of_text|>");
                 for m in messages {
-                    out.push_str(&format!("<|start_header_id|>{}<|end_header_id|>\n\n{}<|eot_id|>", m.role.as_str(), m.content.trim()));
+                    out.push_str(&format!(
+                        "<|start_header_id|>{}<|end_header_id|>\n\n{}<|eot_id|>",
+                        m.role.as_str(),
+                        m.content.trim()
+                    ));
                 }
                 if add_generation_prompt {
                     out.push_str("<|start_header_id|>assistant<|end_header_id|>\n\n");
@@ -171,11 +186,25 @@ mod tests {
     fn smollm2_default_system_is_found_and_inserted() {
         let t = ChatTemplate::from_jinja(SMOL).unwrap();
         let sys = "You are a helpful AI assistant named SmolLM, trained by Hugging Face";
-        assert_eq!(t, ChatTemplate::ChatMl { default_system: Some(sys.into()) });
+        assert_eq!(
+            t,
+            ChatTemplate::ChatMl {
+                default_system: Some(sys.into())
+            }
+        );
         let text = t.render(&[ChatMessage::new(Role::User, "Hi")], true);
         assert_eq!(text, format!("<|im_start|>system\n{sys}<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"));
-        let own = t.render(&[ChatMessage::new(Role::System, "Be kind."), ChatMessage::new(Role::User, "Hi")], false);
-        assert_eq!(own, "<|im_start|>system\nBe kind.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n");
+        let own = t.render(
+            &[
+                ChatMessage::new(Role::System, "Be kind."),
+                ChatMessage::new(Role::User, "Hi"),
+            ],
+            false,
+        );
+        assert_eq!(
+            own,
+            "<|im_start|>system\nBe kind.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+        );
     }
 
     #[test]
@@ -183,16 +212,25 @@ mod tests {
         let src = "{{ '<|im_start|>system\\n' + message['content'] + '<|im_end|>' }}";
         assert_eq!(default_system(src), None);
         let qwen = "{{- '<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n' }}";
-        assert_eq!(default_system(qwen).as_deref(), Some("You are a helpful assistant."));
+        assert_eq!(
+            default_system(qwen).as_deref(),
+            Some("You are a helpful assistant.")
+        );
     }
 
     #[test]
     fn jinja_round_trips_family_and_default_system() {
         let t = ChatTemplate::from_jinja(SMOL).unwrap();
         let src = t.to_jinja();
-        assert!(src.contains("<|im_start|>system\\nYou are a helpful AI assistant named SmolLM"), "{src}");
+        assert!(
+            src.contains("<|im_start|>system\\nYou are a helpful AI assistant named SmolLM"),
+            "{src}"
+        );
         assert_eq!(ChatTemplate::from_jinja(&src), Some(t));
-        assert_eq!(ChatTemplate::from_jinja(&ChatTemplate::Llama3.to_jinja()), Some(ChatTemplate::Llama3));
+        assert_eq!(
+            ChatTemplate::from_jinja(&ChatTemplate::Llama3.to_jinja()),
+            Some(ChatTemplate::Llama3)
+        );
     }
 
     #[test]

@@ -204,7 +204,12 @@ impl HfConfig {
         let bad = |field: &str, msg: String| Error::input(file, field, msg);
         if let Some(act) = &self.hidden_act {
             if act != "silu" {
-                return Err(bad("hidden_act", format!("unsupported activation {act:?}; only \"silu\" (SwiGLU) is implemented")));
+                return Err(bad(
+                    "hidden_act",
+                    format!(
+                        "unsupported activation {act:?}; only \"silu\" (SwiGLU) is implemented"
+                    ),
+                ));
             }
         }
         if self.mlp_bias == Some(true) {
@@ -212,16 +217,34 @@ impl HfConfig {
         }
         let heads = self.num_attention_heads;
         let kv = self.num_key_value_heads.unwrap_or(heads);
-        if heads == 0 || kv == 0 || heads % kv != 0 {
-            return Err(bad("num_key_value_heads", format!("{kv} KV heads must divide {heads} query heads")));
+        if heads == 0 || kv == 0 || !heads.is_multiple_of(kv) {
+            return Err(bad(
+                "num_key_value_heads",
+                format!("{kv} KV heads must divide {heads} query heads"),
+            ));
         }
         let head_dim = match self.head_dim {
             Some(d) => d,
-            None if self.hidden_size % heads == 0 => self.hidden_size / heads,
-            None => return Err(bad("num_attention_heads", format!("{heads} heads do not divide hidden_size {}", self.hidden_size))),
+            None if self.hidden_size.is_multiple_of(heads) => self.hidden_size / heads,
+            None => {
+                return Err(bad(
+                    "num_attention_heads",
+                    format!(
+                        "{heads} heads do not divide hidden_size {}",
+                        self.hidden_size
+                    ),
+                ))
+            }
         };
-        if head_dim % 2 != 0 || self.hidden_size == 0 || self.vocab_size == 0 || self.num_hidden_layers == 0 {
-            return Err(bad("hidden_size", "sizes must be positive and the head width even".into()));
+        if head_dim % 2 != 0
+            || self.hidden_size == 0
+            || self.vocab_size == 0
+            || self.num_hidden_layers == 0
+        {
+            return Err(bad(
+                "hidden_size",
+                "sizes must be positive and the head width even".into(),
+            ));
         }
         let rope_scaling = match &self.rope_scaling {
             None => None,
@@ -244,7 +267,11 @@ impl HfConfig {
             qkv_bias: arch == Arch::Qwen2 || self.attention_bias == Some(true),
             rope_layout: RopeLayout::Half,
             bos_token_id: self.bos_token_id,
-            eos_token_ids: self.eos_token_id.as_ref().map(OneOrMany::to_vec).unwrap_or_default(),
+            eos_token_ids: self
+                .eos_token_id
+                .as_ref()
+                .map(OneOrMany::to_vec)
+                .unwrap_or_default(),
         })
     }
 
@@ -269,7 +296,10 @@ impl HfConfig {
 
 fn llama3_scaling(s: &HfRopeScaling) -> std::result::Result<Llama3RopeScaling, String> {
     if s.rope_type != "llama3" {
-        return Err(format!("rope_scaling type {:?} is not supported (only \"llama3\")", s.rope_type));
+        return Err(format!(
+            "rope_scaling type {:?} is not supported (only \"llama3\")",
+            s.rope_type
+        ));
     }
     match (s.factor, s.low_freq_factor, s.high_freq_factor, s.original_max_position_embeddings) {
         (Some(factor), Some(low), Some(high), Some(orig)) if high > low && factor > 0.0 => {
@@ -370,7 +400,12 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(err.contains("config.json") && err.contains("architectures") && err.contains("MistralForCausalLM"), "{err}");
+        assert!(
+            err.contains("config.json")
+                && err.contains("architectures")
+                && err.contains("MistralForCausalLM"),
+            "{err}"
+        );
     }
 
     #[test]

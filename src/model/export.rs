@@ -18,7 +18,10 @@ use super::weights::{model_err, LayerWeights, Proj, Weights};
 use crate::error::{Error, Result};
 
 fn merged(p: &LoraLinear) -> Result<Proj> {
-    Ok(Proj { weight: p.merged_weight()?, bias: p.bias().cloned() })
+    Ok(Proj {
+        weight: p.merged_weight()?,
+        bias: p.bias().cloned(),
+    })
 }
 
 /// q/k projection in HF layout: rows un-permuted when the weights came from a GGUF.
@@ -49,7 +52,12 @@ pub fn merged_weights(model: &Llama) -> Result<Weights> {
             down: merged(&b.down)?,
         });
     }
-    Ok(Weights { embed: model.embedding().clone(), norm: model.final_norm().clone(), lm_head: model.lm_head().cloned(), layers })
+    Ok(Weights {
+        embed: model.embedding().clone(),
+        norm: model.final_norm().clone(),
+        lm_head: model.lm_head().cloned(),
+        layers,
+    })
 }
 
 fn write_json(path: &Path, v: &serde_json::Value) -> Result<()> {
@@ -58,7 +66,12 @@ fn write_json(path: &Path, v: &serde_json::Value) -> Result<()> {
 }
 
 /// Writes the HF folder `dir` (created if needed).
-pub fn export_merged(model: &Llama, tokenizer: &Tokenizer, template: &ChatTemplate, dir: &Path) -> Result<()> {
+pub fn export_merged(
+    model: &Llama,
+    tokenizer: &Tokenizer,
+    template: &ChatTemplate,
+    dir: &Path,
+) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let mut hf_cfg = model.cfg.clone();
     hf_cfg.rope_layout = RopeLayout::Half;
@@ -69,10 +82,16 @@ pub fn export_merged(model: &Llama, tokenizer: &Tokenizer, template: &ChatTempla
         .map(|(n, t)| Ok((n, t.to_dtype(DType::F32)?.contiguous()?)))
         .collect::<Result<_>>()?;
     let st = dir.join("model.safetensors");
-    candle_core::safetensors::save(&tensors, &st).map_err(|e| model_err(&st, format!("cannot write: {e}")))?;
+    candle_core::safetensors::save(&tensors, &st)
+        .map_err(|e| model_err(&st, format!("cannot write: {e}")))?;
     let tok = dir.join("tokenizer.json");
-    tokenizer.save(&tok, false).map_err(|e| model_err(&tok, format!("cannot write: {e}")))?;
-    let eos = template.stop_strings().iter().find(|s| tokenizer.token_to_id(s).is_some());
+    tokenizer
+        .save(&tok, false)
+        .map_err(|e| model_err(&tok, format!("cannot write: {e}")))?;
+    let eos = template
+        .stop_strings()
+        .iter()
+        .find(|s| tokenizer.token_to_id(s).is_some());
     let tc = serde_json::json!({
         "tokenizer_class": "PreTrainedTokenizerFast",
         "chat_template": template.to_jinja(),

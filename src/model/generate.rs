@@ -27,7 +27,11 @@ pub struct RawGeneration {
 /// Checks prompts against the vocabulary and the seeds against the prompts.
 fn check_inputs(model: &Llama, prompts: &[Vec<u32>], seeds: &[u64]) -> Result<()> {
     if prompts.len() != seeds.len() {
-        return Err(Error::Other(format!("generate: {} prompts but {} seeds", prompts.len(), seeds.len())));
+        return Err(Error::Other(format!(
+            "generate: {} prompts but {} seeds",
+            prompts.len(),
+            seeds.len()
+        )));
     }
     let vocab = model.cfg.vocab_size as u32;
     for (i, p) in prompts.iter().enumerate() {
@@ -35,7 +39,9 @@ fn check_inputs(model: &Llama, prompts: &[Vec<u32>], seeds: &[u64]) -> Result<()
             return Err(Error::Other(format!("generate: prompt {i} is empty")));
         }
         if let Some(bad) = p.iter().find(|&&t| t >= vocab) {
-            return Err(Error::Other(format!("generate: prompt {i} has token id {bad} outside the vocabulary of {vocab}")));
+            return Err(Error::Other(format!(
+                "generate: prompt {i} has token id {bad} outside the vocabulary of {vocab}"
+            )));
         }
     }
     Ok(())
@@ -47,14 +53,31 @@ fn prefill(model: &Llama, prompt: &[u32], mode: AdapterMode) -> Result<(KvCache,
     let ids = Tensor::new(prompt, model.device())?.unsqueeze(0)?;
     let hidden = model.forward(&ids, Some(&mut cache), mode, Pass::Infer)?;
     let last = hidden.narrow(1, prompt.len() - 1, 1)?;
-    let logits = model.logits(&last, Pass::Infer)?.flatten_all()?.to_dtype(candle_core::DType::F32)?.to_vec1()?;
+    let logits = model
+        .logits(&last, Pass::Infer)?
+        .flatten_all()?
+        .to_dtype(candle_core::DType::F32)?
+        .to_vec1()?;
     Ok((cache, logits))
 }
 
 /// Generates continuations of `prompts`; sequence i samples with `ChaCha8Rng::seed_from_u64(seeds[i])`.
-pub fn generate_tokens(model: &Llama, prompts: &[Vec<u32>], seeds: &[u64], params: &SamplingParams, stop: &[u32], mode: AdapterMode) -> Result<Vec<RawGeneration>> {
+pub fn generate_tokens(
+    model: &Llama,
+    prompts: &[Vec<u32>],
+    seeds: &[u64],
+    params: &SamplingParams,
+    stop: &[u32],
+    mode: AdapterMode,
+) -> Result<Vec<RawGeneration>> {
     check_inputs(model, prompts, seeds)?;
-    let mut out: Vec<RawGeneration> = prompts.iter().map(|_| RawGeneration { tokens: Vec::new(), stopped: false }).collect();
+    let mut out: Vec<RawGeneration> = prompts
+        .iter()
+        .map(|_| RawGeneration {
+            tokens: Vec::new(),
+            stopped: false,
+        })
+        .collect();
     if params.max_new_tokens == 0 || prompts.is_empty() {
         return Ok(out);
     }
@@ -63,10 +86,12 @@ pub fn generate_tokens(model: &Llama, prompts: &[Vec<u32>], seeds: &[u64], param
     let mut order: Vec<&[u32]> = Vec::new();
     let src: Vec<usize> = prompts
         .iter()
-        .map(|p| *unique.entry(p.as_slice()).or_insert_with(|| {
-            order.push(p.as_slice());
-            order.len() - 1
-        }))
+        .map(|p| {
+            *unique.entry(p.as_slice()).or_insert_with(|| {
+                order.push(p.as_slice());
+                order.len() - 1
+            })
+        })
         .collect();
     let mut prefixes = Vec::with_capacity(order.len());
     let mut first_logits = Vec::with_capacity(order.len());
@@ -75,7 +100,10 @@ pub fn generate_tokens(model: &Llama, prompts: &[Vec<u32>], seeds: &[u64], param
         prefixes.push(c);
         first_logits.push(l);
     }
-    let mut rngs: Vec<ChaCha8Rng> = seeds.iter().map(|&s| ChaCha8Rng::seed_from_u64(s)).collect();
+    let mut rngs: Vec<ChaCha8Rng> = seeds
+        .iter()
+        .map(|&s| ChaCha8Rng::seed_from_u64(s))
+        .collect();
     let mut live = Vec::new();
     for i in 0..prompts.len() {
         let tok = sample_token(&first_logits[src[i]], params, &mut rngs[i]);
@@ -90,10 +118,17 @@ pub fn generate_tokens(model: &Llama, prompts: &[Vec<u32>], seeds: &[u64], param
     let mut cache = KvCache::from_prefixes(&prefixes, &rows, params.max_new_tokens)?;
     drop(prefixes);
     while !live.is_empty() {
-        let last: Vec<u32> = live.iter().map(|&i| *out[i].tokens.last().unwrap_or(&0)).collect();
+        let last: Vec<u32> = live
+            .iter()
+            .map(|&i| *out[i].tokens.last().unwrap_or(&0))
+            .collect();
         let ids = Tensor::new(last, model.device())?.unsqueeze(D::Minus1)?;
         let hidden = model.forward(&ids, Some(&mut cache), mode, Pass::Infer)?;
-        let logits: Vec<Vec<f32>> = model.logits(&hidden, Pass::Infer)?.squeeze(1)?.to_dtype(candle_core::DType::F32)?.to_vec2()?;
+        let logits: Vec<Vec<f32>> = model
+            .logits(&hidden, Pass::Infer)?
+            .squeeze(1)?
+            .to_dtype(candle_core::DType::F32)?
+            .to_vec2()?;
         let mut keep = Vec::with_capacity(live.len());
         for (row, &i) in live.iter().enumerate() {
             let tok = sample_token(&logits[row], params, &mut rngs[i]);

@@ -26,25 +26,38 @@ impl GgufFile {
     pub fn open(path: &Path) -> Result<Self> {
         let file = File::open(path).map_err(|e| Error::io(path, e))?;
         let mut reader = BufReader::new(file);
-        let content = Content::read(&mut reader).map_err(|e| model_err(path, format!("not a readable GGUF file: {e}")))?;
-        Ok(GgufFile { content, reader, path: path.to_path_buf() })
+        let content = Content::read(&mut reader)
+            .map_err(|e| model_err(path, format!("not a readable GGUF file: {e}")))?;
+        Ok(GgufFile {
+            content,
+            reader,
+            path: path.to_path_buf(),
+        })
     }
 
     /// A metadata value, or an error naming the key.
     pub fn meta(&self, key: &str) -> Result<&Value> {
-        self.content.metadata.get(key).ok_or_else(|| model_err(&self.path, format!("metadata key {key} is missing")))
+        self.content
+            .metadata
+            .get(key)
+            .ok_or_else(|| model_err(&self.path, format!("metadata key {key} is missing")))
     }
 
     /// An integer metadata value of any width.
     pub fn meta_usize(&self, key: &str) -> Result<usize> {
-        as_u64(self.meta(key)?).map(|v| v as usize).ok_or_else(|| model_err(&self.path, format!("metadata key {key} is not an integer")))
+        as_u64(self.meta(key)?)
+            .map(|v| v as usize)
+            .ok_or_else(|| model_err(&self.path, format!("metadata key {key} is not an integer")))
     }
 
     fn meta_f64(&self, key: &str) -> Result<f64> {
         match self.meta(key)? {
             Value::F32(x) => Ok(*x as f64),
             Value::F64(x) => Ok(*x),
-            _ => Err(model_err(&self.path, format!("metadata key {key} is not a float"))),
+            _ => Err(model_err(
+                &self.path,
+                format!("metadata key {key} is not a float"),
+            )),
         }
     }
 
@@ -52,13 +65,19 @@ impl GgufFile {
     pub fn meta_str(&self, key: &str) -> Result<&str> {
         match self.meta(key)? {
             Value::String(s) => Ok(s),
-            _ => Err(model_err(&self.path, format!("metadata key {key} is not a string"))),
+            _ => Err(model_err(
+                &self.path,
+                format!("metadata key {key} is not a string"),
+            )),
         }
     }
 
     /// Reads tensor `name` dequantized to `dtype`.
     pub fn tensor(&mut self, name: &str, dtype: DType, device: &Device) -> Result<Tensor> {
-        let q = self.content.tensor(&mut self.reader, name, device).map_err(|e| model_err(&self.path, format!("tensor {name}: {e}")))?;
+        let q = self
+            .content
+            .tensor(&mut self.reader, name, device)
+            .map_err(|e| model_err(&self.path, format!("tensor {name}: {e}")))?;
         Ok(q.dequantize(device)?.to_dtype(dtype)?)
     }
 
@@ -95,7 +114,12 @@ pub fn gguf_config(g: &GgufFile) -> Result<ModelConfig> {
         "llama" => (Arch::Llama, RopeLayout::Interleaved),
         // ... but not qwen2's, which keeps HF's half-split (NEOX) layout.
         "qwen2" => (Arch::Qwen2, RopeLayout::Half),
-        other => return Err(model_err(g.path(), format!("unsupported GGUF architecture {other:?}; supported: llama, qwen2"))),
+        other => {
+            return Err(model_err(
+                g.path(),
+                format!("unsupported GGUF architecture {other:?}; supported: llama, qwen2"),
+            ))
+        }
     };
     if g.has_tensor("rope_freqs.weight") {
         return Err(model_err(g.path(), "GGUF rope frequency factors (Llama 3.1 scaling) are not supported; load the HF folder instead"));
@@ -105,12 +129,24 @@ pub fn gguf_config(g: &GgufFile) -> Result<ModelConfig> {
     let heads = g.meta_usize(&k("attention.head_count"))?;
     let kv_heads = g.meta_usize(&k("attention.head_count_kv")).unwrap_or(heads);
     if heads == 0 || kv_heads == 0 || heads % kv_heads != 0 || hidden % heads != 0 {
-        return Err(model_err(g.path(), format!("inconsistent head counts: {heads} heads, {kv_heads} KV heads, width {hidden}")));
+        return Err(model_err(
+            g.path(),
+            format!("inconsistent head counts: {heads} heads, {kv_heads} KV heads, width {hidden}"),
+        ));
     }
-    let vocab = g.content.tensor_infos.get("token_embd.weight").map(|t| t.shape.dims().to_vec());
+    let vocab = g
+        .content
+        .tensor_infos
+        .get("token_embd.weight")
+        .map(|t| t.shape.dims().to_vec());
     let vocab_size = match vocab.as_deref() {
         Some([v, h]) if *h == hidden => *v,
-        other => return Err(model_err(g.path(), format!("token_embd.weight has shape {other:?}, expected [vocab, {hidden}]"))),
+        other => {
+            return Err(model_err(
+                g.path(),
+                format!("token_embd.weight has shape {other:?}, expected [vocab, {hidden}]"),
+            ))
+        }
     };
     Ok(ModelConfig {
         arch,
@@ -128,21 +164,42 @@ pub fn gguf_config(g: &GgufFile) -> Result<ModelConfig> {
         tie_word_embeddings: !g.has_tensor("output.weight"),
         qkv_bias: g.has_tensor("blk.0.attn_q.bias"),
         rope_layout: layout,
-        bos_token_id: g.meta_usize("tokenizer.ggml.bos_token_id").ok().map(|x| x as u32),
-        eos_token_ids: g.meta_usize("tokenizer.ggml.eos_token_id").ok().map(|x| x as u32).into_iter().collect(),
+        bos_token_id: g
+            .meta_usize("tokenizer.ggml.bos_token_id")
+            .ok()
+            .map(|x| x as u32),
+        eos_token_ids: g
+            .meta_usize("tokenizer.ggml.eos_token_id")
+            .ok()
+            .map(|x| x as u32)
+            .into_iter()
+            .collect(),
     })
 }
 
 /// Reads every weight of the decoder, dequantized to `dtype`.
-pub fn gguf_weights(g: &mut GgufFile, cfg: &ModelConfig, dtype: DType, device: &Device) -> Result<Weights> {
+pub fn gguf_weights(
+    g: &mut GgufFile,
+    cfg: &ModelConfig,
+    dtype: DType,
+    device: &Device,
+) -> Result<Weights> {
     let embed = g.tensor("token_embd.weight", dtype, device)?;
     let norm = g.tensor("output_norm.weight", dtype, device)?;
-    let lm_head = if cfg.tie_word_embeddings { None } else { Some(g.tensor("output.weight", dtype, device)?) };
+    let lm_head = if cfg.tie_word_embeddings {
+        None
+    } else {
+        Some(g.tensor("output.weight", dtype, device)?)
+    };
     let mut layers = Vec::with_capacity(cfg.num_layers);
     for i in 0..cfg.num_layers {
         let mut proj = |name: &str, bias: bool| -> Result<Proj> {
             let weight = g.tensor(&format!("blk.{i}.{name}.weight"), dtype, device)?;
-            let bias = if bias { Some(g.tensor(&format!("blk.{i}.{name}.bias"), dtype, device)?) } else { None };
+            let bias = if bias {
+                Some(g.tensor(&format!("blk.{i}.{name}.bias"), dtype, device)?)
+            } else {
+                None
+            };
             Ok(Proj { weight, bias })
         };
         let q = proj("attn_q", cfg.qkv_bias)?;
@@ -154,9 +211,24 @@ pub fn gguf_weights(g: &mut GgufFile, cfg: &ModelConfig, dtype: DType, device: &
         let down = proj("ffn_down", false)?;
         let attn_norm = g.tensor(&format!("blk.{i}.attn_norm.weight"), dtype, device)?;
         let mlp_norm = g.tensor(&format!("blk.{i}.ffn_norm.weight"), dtype, device)?;
-        layers.push(LayerWeights { attn_norm, q, k, v, o, mlp_norm, gate, up, down });
+        layers.push(LayerWeights {
+            attn_norm,
+            q,
+            k,
+            v,
+            o,
+            mlp_norm,
+            gate,
+            up,
+            down,
+        });
     }
-    let w = Weights { embed, norm, lm_head, layers };
+    let w = Weights {
+        embed,
+        norm,
+        lm_head,
+        layers,
+    };
     w.check(cfg, g.path())?;
     Ok(w)
 }
@@ -169,7 +241,10 @@ pub fn unpermute_rows(x: &Tensor, heads: usize) -> Result<Tensor> {
     let rows = dims[0];
     let d = rows / heads;
     let rest: usize = dims[1..].iter().product();
-    let y = x.reshape((heads, d / 2, 2, rest))?.transpose(1, 2)?.contiguous()?;
+    let y = x
+        .reshape((heads, d / 2, 2, rest))?
+        .transpose(1, 2)?
+        .contiguous()?;
     Ok(y.reshape(dims)?)
 }
 
@@ -178,7 +253,10 @@ pub fn permute_rows(x: &Tensor, heads: usize) -> Result<Tensor> {
     let dims = x.dims().to_vec();
     let d = dims[0] / heads;
     let rest: usize = dims[1..].iter().product();
-    let y = x.reshape((heads, 2, d / 2, rest))?.transpose(1, 2)?.contiguous()?;
+    let y = x
+        .reshape((heads, 2, d / 2, rest))?
+        .transpose(1, 2)?
+        .contiguous()?;
     Ok(y.reshape(dims)?)
 }
 

@@ -18,11 +18,19 @@ pub fn weight_files(dir: &Path) -> Result<Vec<PathBuf>> {
     }
     let index = dir.join("model.safetensors.index.json");
     if !index.is_file() {
-        return Err(model_err(dir, "no model.safetensors or model.safetensors.index.json in this folder"));
+        return Err(model_err(
+            dir,
+            "no model.safetensors or model.safetensors.index.json in this folder",
+        ));
     }
     let text = std::fs::read_to_string(&index).map_err(|e| Error::io(&index, e))?;
-    let v: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| Error::input(&index, format!("line {}", e.line()), format!("not valid JSON: {e}")))?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        Error::input(
+            &index,
+            format!("line {}", e.line()),
+            format!("not valid JSON: {e}"),
+        )
+    })?;
     let map = v
         .get("weight_map")
         .and_then(|m| m.as_object())
@@ -32,7 +40,11 @@ pub fn weight_files(dir: &Path) -> Result<Vec<PathBuf>> {
 }
 
 /// Reads every tensor of `files` into one map, converted to `dtype`.
-pub fn read_tensors(files: &[PathBuf], dtype: DType, device: &Device) -> Result<HashMap<String, Tensor>> {
+pub fn read_tensors(
+    files: &[PathBuf],
+    dtype: DType,
+    device: &Device,
+) -> Result<HashMap<String, Tensor>> {
     let mut all = HashMap::new();
     for f in files {
         if !f.is_file() {
@@ -51,7 +63,10 @@ pub fn read_tensors(files: &[PathBuf], dtype: DType, device: &Device) -> Result<
 pub fn load_hf(dir: &Path, dtype: DType, device: &Device) -> Result<(ModelConfig, Weights)> {
     let cfg_path = dir.join("config.json");
     if !cfg_path.is_file() {
-        return Err(model_err(&cfg_path, "config.json not found in the model folder"));
+        return Err(model_err(
+            &cfg_path,
+            "config.json not found in the model folder",
+        ));
     }
     let cfg = HfConfig::read(&cfg_path)?.validate(&cfg_path)?;
     let files = weight_files(dir)?;
@@ -62,8 +77,15 @@ pub fn load_hf(dir: &Path, dtype: DType, device: &Device) -> Result<(ModelConfig
     Ok((cfg, weights))
 }
 
-fn take_weights(t: &mut HashMap<String, Tensor>, cfg: &ModelConfig, file: &Path) -> Result<Weights> {
-    let mut take = |name: &str| t.remove(name).ok_or_else(|| model_err(file, format!("tensor {name} is missing")));
+fn take_weights(
+    t: &mut HashMap<String, Tensor>,
+    cfg: &ModelConfig,
+    file: &Path,
+) -> Result<Weights> {
+    let mut take = |name: &str| {
+        t.remove(name)
+            .ok_or_else(|| model_err(file, format!("tensor {name} is missing")))
+    };
     let embed = take("model.embed_tokens.weight")?;
     let norm = take("model.norm.weight")?;
     let mut layers = Vec::with_capacity(cfg.num_layers);
@@ -71,7 +93,11 @@ fn take_weights(t: &mut HashMap<String, Tensor>, cfg: &ModelConfig, file: &Path)
         let p = format!("model.layers.{i}");
         let mut proj = |name: &str, bias: bool| -> Result<Proj> {
             let weight = take(&format!("{p}.{name}.weight"))?;
-            let bias = if bias { Some(take(&format!("{p}.{name}.bias"))?) } else { None };
+            let bias = if bias {
+                Some(take(&format!("{p}.{name}.bias"))?)
+            } else {
+                None
+            };
             Ok(Proj { weight, bias })
         };
         let q = proj("self_attn.q_proj", cfg.qkv_bias)?;
@@ -83,14 +109,29 @@ fn take_weights(t: &mut HashMap<String, Tensor>, cfg: &ModelConfig, file: &Path)
         let down = proj("mlp.down_proj", false)?;
         let attn_norm = take(&format!("{p}.input_layernorm.weight"))?;
         let mlp_norm = take(&format!("{p}.post_attention_layernorm.weight"))?;
-        layers.push(LayerWeights { attn_norm, q, k, v, o, mlp_norm, gate, up, down });
+        layers.push(LayerWeights {
+            attn_norm,
+            q,
+            k,
+            v,
+            o,
+            mlp_norm,
+            gate,
+            up,
+            down,
+        });
     }
     let lm_head = if cfg.tie_word_embeddings {
         None
     } else {
         Some(take("lm_head.weight")?)
     };
-    Ok(Weights { embed, norm, lm_head, layers })
+    Ok(Weights {
+        embed,
+        norm,
+        lm_head,
+        layers,
+    })
 }
 
 /// HF tensor names for the weights, in the layout `export` writes (inverse of `take_weights`).
@@ -105,7 +146,10 @@ pub fn hf_names(w: &Weights) -> Vec<(String, Tensor)> {
     for (i, l) in w.layers.iter().enumerate() {
         let p = format!("model.layers.{i}");
         out.push((format!("{p}.input_layernorm.weight"), l.attn_norm.clone()));
-        out.push((format!("{p}.post_attention_layernorm.weight"), l.mlp_norm.clone()));
+        out.push((
+            format!("{p}.post_attention_layernorm.weight"),
+            l.mlp_norm.clone(),
+        ));
         let projs = [
             ("self_attn.q_proj", &l.q),
             ("self_attn.k_proj", &l.k),

@@ -18,7 +18,15 @@ pub struct KvCache {
 
 impl KvCache {
     /// An empty cache for `batch` rows with room for `cap` columns (it grows when needed).
-    pub fn new(num_layers: usize, batch: usize, kv_heads: usize, head_dim: usize, cap: usize, dtype: DType, device: &Device) -> Result<Self> {
+    pub fn new(
+        num_layers: usize,
+        batch: usize,
+        kv_heads: usize,
+        head_dim: usize,
+        cap: usize,
+        dtype: DType,
+        device: &Device,
+    ) -> Result<Self> {
         let cap = cap.max(1);
         let mut layers = Vec::with_capacity(num_layers);
         for _ in 0..num_layers {
@@ -26,7 +34,12 @@ impl KvCache {
             let v = Tensor::zeros((batch, kv_heads, cap, head_dim), dtype, device)?;
             layers.push((k, v));
         }
-        Ok(KvCache { layers, len: 0, cap, start: vec![0; batch] })
+        Ok(KvCache {
+            layers,
+            len: 0,
+            cap,
+            start: vec![0; batch],
+        })
     }
 
     /// Live rows.
@@ -66,10 +79,16 @@ impl KvCache {
         if self.len + t > self.cap {
             self.grow(self.len + t)?;
         }
-        let (kc, vc) = self.layers.get(layer).ok_or_else(|| Error::Other(format!("kv cache has no layer {layer}")))?;
+        let (kc, vc) = self
+            .layers
+            .get(layer)
+            .ok_or_else(|| Error::Other(format!("kv cache has no layer {layer}")))?;
         kc.slice_set(&k.contiguous()?, 2, self.len)?;
         vc.slice_set(&v.contiguous()?, 2, self.len)?;
-        Ok((kc.narrow(2, 0, self.len + t)?, vc.narrow(2, 0, self.len + t)?))
+        Ok((
+            kc.narrow(2, 0, self.len + t)?,
+            vc.narrow(2, 0, self.len + t)?,
+        ))
     }
 
     /// Marks `t` columns as written (after every layer appended them).
@@ -97,7 +116,13 @@ impl KvCache {
         for &s in &self.start {
             for j in 0..t {
                 let last = self.len + j;
-                m.extend((0..kv).map(|c| if c >= s && c <= last { 0f32 } else { f32::NEG_INFINITY }));
+                m.extend((0..kv).map(|c| {
+                    if c >= s && c <= last {
+                        0f32
+                    } else {
+                        f32::NEG_INFINITY
+                    }
+                }));
             }
         }
         Ok(Tensor::from_vec(m, (self.batch(), 1, 1, t, kv), device)?)
@@ -108,8 +133,13 @@ impl KvCache {
         if rows.len() == self.batch() && rows.iter().enumerate().all(|(i, &r)| i == r) {
             return Ok(());
         }
-        let Some((k0, _)) = self.layers.first() else { return Ok(()) };
-        let idx = Tensor::new(rows.iter().map(|&r| r as u32).collect::<Vec<_>>(), k0.device())?;
+        let Some((k0, _)) = self.layers.first() else {
+            return Ok(());
+        };
+        let idx = Tensor::new(
+            rows.iter().map(|&r| r as u32).collect::<Vec<_>>(),
+            k0.device(),
+        )?;
         for (k, v) in self.layers.iter_mut() {
             *k = k.index_select(&idx, 0)?;
             *v = v.index_select(&idx, 0)?;
@@ -122,12 +152,17 @@ impl KvCache {
     /// at column max_len, with `extra` free columns after it. Identical prompts thus share one
     /// prefill.
     pub fn from_prefixes(prefixes: &[KvCache], src: &[usize], extra: usize) -> Result<Self> {
-        let first = prefixes.first().ok_or_else(|| Error::Other("no prefix caches".into()))?;
+        let first = prefixes
+            .first()
+            .ok_or_else(|| Error::Other("no prefix caches".into()))?;
         let max_len = src.iter().map(|&u| prefixes[u].len).max().unwrap_or(0);
         let cap = max_len + extra.max(1);
         let n_layers = first.layers.len();
         let mut layers = Vec::with_capacity(n_layers);
-        let idx = Tensor::new(src.iter().map(|&u| u as u32).collect::<Vec<_>>(), &first.device()?)?;
+        let idx = Tensor::new(
+            src.iter().map(|&u| u as u32).collect::<Vec<_>>(),
+            &first.device()?,
+        )?;
         for l in 0..n_layers {
             let mut ks = Vec::with_capacity(prefixes.len());
             let mut vs = Vec::with_capacity(prefixes.len());
@@ -141,7 +176,12 @@ impl KvCache {
             layers.push((k, v));
         }
         let start = src.iter().map(|&u| max_len - prefixes[u].len).collect();
-        Ok(KvCache { layers, len: max_len, cap, start })
+        Ok(KvCache {
+            layers,
+            len: max_len,
+            cap,
+            start,
+        })
     }
 
     fn device(&self) -> Result<Device> {
@@ -158,10 +198,18 @@ fn pad_row(x: &Tensor, len: usize, max_len: usize, cap: usize) -> Result<Tensor>
     let body = x.narrow(2, 0, len)?;
     let mut parts = Vec::with_capacity(3);
     if max_len > len {
-        parts.push(Tensor::zeros((b, h, max_len - len, d), x.dtype(), x.device())?);
+        parts.push(Tensor::zeros(
+            (b, h, max_len - len, d),
+            x.dtype(),
+            x.device(),
+        )?);
     }
     parts.push(body);
-    parts.push(Tensor::zeros((b, h, cap - max_len, d), x.dtype(), x.device())?);
+    parts.push(Tensor::zeros(
+        (b, h, cap - max_len, d),
+        x.dtype(),
+        x.device(),
+    )?);
     Ok(Tensor::cat(&parts, 2)?)
 }
 
@@ -224,7 +272,10 @@ mod tests {
             assert_eq!(k.dim(2)?, i + 1);
         }
         let (k, _) = &c.layers[0];
-        assert_eq!(k.narrow(2, 0, 3)?.flatten_all()?.to_vec1::<f32>()?, vec![0., 1., 2.]);
+        assert_eq!(
+            k.narrow(2, 0, 3)?.flatten_all()?.to_vec1::<f32>()?,
+            vec![0., 1., 2.]
+        );
         Ok(())
     }
 }

@@ -49,7 +49,14 @@ impl Llama {
                 down: linear(l.down),
             })
             .collect();
-        Ok(Llama { cfg, embed: w.embed, blocks, norm: w.norm, lm_head: w.lm_head, rope })
+        Ok(Llama {
+            cfg,
+            embed: w.embed,
+            blocks,
+            norm: w.norm,
+            lm_head: w.lm_head,
+            rope,
+        })
     }
 
     /// Attaches LoRA adapters to the configured projections; A is drawn from a ChaCha8 stream
@@ -79,7 +86,15 @@ impl Llama {
     /// stay frozen).
     pub fn make_projections_trainable(&mut self) -> Result<()> {
         for b in self.blocks.iter_mut() {
-            for p in [&mut b.q, &mut b.k, &mut b.v, &mut b.o, &mut b.gate, &mut b.up, &mut b.down] {
+            for p in [
+                &mut b.q,
+                &mut b.k,
+                &mut b.v,
+                &mut b.o,
+                &mut b.gate,
+                &mut b.up,
+                &mut b.down,
+            ] {
                 p.make_base_trainable()?;
             }
         }
@@ -131,31 +146,62 @@ impl Llama {
 
     /// A fresh cache for `batch` rows and `cap` columns.
     pub fn new_cache(&self, batch: usize, cap: usize) -> Result<KvCache> {
-        KvCache::new(self.cfg.num_layers, batch, self.cfg.num_kv_heads, self.cfg.head_dim, cap, self.dtype(), self.device())
+        KvCache::new(
+            self.cfg.num_layers,
+            batch,
+            self.cfg.num_kv_heads,
+            self.cfg.head_dim,
+            cap,
+            self.dtype(),
+            self.device(),
+        )
     }
 
     fn dims(&self) -> BlockDims {
-        BlockDims { heads: self.cfg.num_heads, kv_heads: self.cfg.num_kv_heads, head_dim: self.cfg.head_dim, eps: self.cfg.rms_norm_eps, rope: self.cfg.rope_layout }
+        BlockDims {
+            heads: self.cfg.num_heads,
+            kv_heads: self.cfg.num_kv_heads,
+            head_dim: self.cfg.head_dim,
+            eps: self.cfg.rms_norm_eps,
+            rope: self.cfg.rope_layout,
+        }
     }
 
     /// Hidden states after the final norm, [batch, t, hidden], for token ids [batch, t] (u32).
     /// With a cache (inference only) the tokens continue the cached rows and are appended to it;
     /// without one they start at position 0 with a causal mask (right padding is harmless: no
     /// real token attends to a later pad).
-    pub fn forward(&self, ids: &Tensor, mut cache: Option<&mut KvCache>, mode: AdapterMode, pass: Pass) -> Result<Tensor> {
+    pub fn forward(
+        &self,
+        ids: &Tensor,
+        mut cache: Option<&mut KvCache>,
+        mode: AdapterMode,
+        pass: Pass,
+    ) -> Result<Tensor> {
         let (b, t) = ids.dims2()?;
         if pass == Pass::Train && cache.is_some() {
-            return Err(Error::Other("the training forward does not use a KV cache".into()));
+            return Err(Error::Other(
+                "the training forward does not use a KV cache".into(),
+            ));
         }
         let (rope, mask) = match cache.as_deref() {
             Some(c) => (self.rope_for_cache(c, t)?, c.mask(t, self.device())?),
             None => (self.rope_range(0, t)?, causal_mask(t, self.device())?),
         };
         let mut x = match pass {
-            Pass::Infer => self.embed.index_select(&ids.flatten_all()?, 0)?.reshape((b, t, self.cfg.hidden_size))?,
+            Pass::Infer => self.embed.index_select(&ids.flatten_all()?, 0)?.reshape((
+                b,
+                t,
+                self.cfg.hidden_size,
+            ))?,
             Pass::Train => ops::frozen_embedding(ids, &self.embed)?,
         };
-        let step = Step { rope: &rope, mask: &mask, mode, pass };
+        let step = Step {
+            rope: &rope,
+            mask: &mask,
+            mode,
+            pass,
+        };
         let dims = self.dims();
         for (i, block) in self.blocks.iter().enumerate() {
             x = block.forward(&x, &dims, i, cache.as_deref_mut(), &step)?;
@@ -185,7 +231,10 @@ impl Llama {
 
     fn rope_range(&self, start: usize, t: usize) -> Result<RopeSlice> {
         self.check_positions(start + t)?;
-        Ok(RopeSlice { cos: self.rope.cos.narrow(0, start, t)?, sin: self.rope.sin.narrow(0, start, t)? })
+        Ok(RopeSlice {
+            cos: self.rope.cos.narrow(0, start, t)?,
+            sin: self.rope.sin.narrow(0, start, t)?,
+        })
     }
 
     fn rope_for_cache(&self, c: &KvCache, t: usize) -> Result<RopeSlice> {
@@ -199,8 +248,16 @@ impl Llama {
         self.check_positions(pos.iter().copied().max().map_or(0, |p| p as usize + 1))?;
         let idx = Tensor::new(pos, self.device())?;
         let half = self.cfg.head_dim / 2;
-        let cos = self.rope.cos.index_select(&idx, 0)?.reshape((c.batch(), t, half))?;
-        let sin = self.rope.sin.index_select(&idx, 0)?.reshape((c.batch(), t, half))?;
+        let cos = self
+            .rope
+            .cos
+            .index_select(&idx, 0)?
+            .reshape((c.batch(), t, half))?;
+        let sin = self
+            .rope
+            .sin
+            .index_select(&idx, 0)?
+            .reshape((c.batch(), t, half))?;
         Ok(RopeSlice { cos, sin })
     }
 

@@ -49,7 +49,12 @@ pub struct LoadOptions {
 
 impl Default for LoadOptions {
     fn default() -> Self {
-        LoadOptions { lora: None, full_finetune: false, seed: 0, dtype: DType::F32 }
+        LoadOptions {
+            lora: None,
+            full_finetune: false,
+            seed: 0,
+            dtype: DType::F32,
+        }
     }
 }
 
@@ -60,10 +65,16 @@ pub fn load_model(path: &Path, device: &Device, opts: &LoadOptions) -> Result<Ch
     }
     let (mut model, tokenizer, template, source, name) = if path.is_dir() {
         load_hf_parts(path, device, opts.dtype)?
-    } else if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("gguf")) {
+    } else if path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("gguf"))
+    {
         load_gguf_parts(path, device, opts.dtype)?
     } else {
-        return Err(model_err(path, "expected an HF model folder or a .gguf file"));
+        return Err(model_err(
+            path,
+            "expected an HF model folder or a .gguf file",
+        ));
     };
     if let Some(lora) = &opts.lora {
         model.attach_lora(lora, opts.seed)?;
@@ -73,7 +84,17 @@ pub fn load_model(path: &Path, device: &Device, opts: &LoadOptions) -> Result<Ch
     }
     let stop_tokens = stop_tokens(&model.cfg, &tokenizer, &template);
     let config = model.cfg.clone();
-    Ok(ChatModel { model, tokenizer, template, config, device: device.clone(), name, stop_tokens, source, lora: opts.lora.clone() })
+    Ok(ChatModel {
+        model,
+        tokenizer,
+        template,
+        config,
+        device: device.clone(),
+        name,
+        stop_tokens,
+        source,
+        lora: opts.lora.clone(),
+    })
 }
 
 type Parts = (Llama, Tokenizer, ChatTemplate, ModelSource, String);
@@ -82,14 +103,27 @@ fn load_hf_parts(dir: &Path, device: &Device, dtype: DType) -> Result<Parts> {
     let (cfg, weights) = load_hf(dir, dtype, device)?;
     let tok_path = dir.join("tokenizer.json");
     if !tok_path.is_file() {
-        return Err(model_err(&tok_path, "tokenizer.json not found in the model folder"));
+        return Err(model_err(
+            &tok_path,
+            "tokenizer.json not found in the model folder",
+        ));
     }
-    let tokenizer = Tokenizer::from_file(&tok_path).map_err(|e| model_err(&tok_path, format!("cannot read tokenizer: {e}")))?;
+    let tokenizer = Tokenizer::from_file(&tok_path)
+        .map_err(|e| model_err(&tok_path, format!("cannot read tokenizer: {e}")))?;
     check_vocab_fits(&tokenizer, &cfg, &tok_path)?;
     let template = hf_template(dir, &tokenizer)?;
-    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let model = Llama::new(cfg, weights, device)?;
-    Ok((model, tokenizer, template, ModelSource::HfFolder(dir.to_path_buf()), name))
+    Ok((
+        model,
+        tokenizer,
+        template,
+        ModelSource::HfFolder(dir.to_path_buf()),
+        name,
+    ))
 }
 
 fn load_gguf_parts(path: &Path, device: &Device, dtype: DType) -> Result<Parts> {
@@ -97,19 +131,41 @@ fn load_gguf_parts(path: &Path, device: &Device, dtype: DType) -> Result<Parts> 
     let cfg = gguf_config(&g)?;
     let tokenizer = tokenizer_from_gguf(&g)?;
     check_vocab_fits(&tokenizer, &cfg, path)?;
-    let template = match g.meta_str("tokenizer.chat_template").ok().and_then(ChatTemplate::from_jinja) {
+    let template = match g
+        .meta_str("tokenizer.chat_template")
+        .ok()
+        .and_then(ChatTemplate::from_jinja)
+    {
         Some(t) => t,
         None => template_from_vocab(&tokenizer, path)?,
     };
-    let name = g.meta_str("general.name").map(str::to_string).unwrap_or_else(|_| path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default());
+    let name = g
+        .meta_str("general.name")
+        .map(str::to_string)
+        .unwrap_or_else(|_| {
+            path.file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        });
     let weights = gguf_weights(&mut g, &cfg, dtype, device)?;
     let model = Llama::new(cfg, weights, device)?;
-    Ok((model, tokenizer, template, ModelSource::Gguf(path.to_path_buf()), name))
+    Ok((
+        model,
+        tokenizer,
+        template,
+        ModelSource::Gguf(path.to_path_buf()),
+        name,
+    ))
 }
 
 /// Every token id must index a row of the embedding table.
 fn check_vocab_fits(tok: &Tokenizer, cfg: &ModelConfig, file: &Path) -> Result<()> {
-    let n = tok.get_vocab(true).values().copied().max().map_or(0, |m| m as usize + 1);
+    let n = tok
+        .get_vocab(true)
+        .values()
+        .copied()
+        .max()
+        .map_or(0, |m| m as usize + 1);
     if n > cfg.vocab_size {
         return Err(model_err(file, format!("the tokenizer has ids up to {} but the model's embedding has only {} rows; this tokenizer does not belong to this model", n - 1, cfg.vocab_size)));
     }
@@ -124,9 +180,18 @@ fn template_from_vocab(tok: &Tokenizer, file: &Path) -> Result<ChatTemplate> {
 fn hf_template(dir: &Path, tok: &Tokenizer) -> Result<ChatTemplate> {
     let tc = dir.join("tokenizer_config.json");
     if let Ok(text) = std::fs::read_to_string(&tc) {
-        let v: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| crate::error::Error::input(&tc, format!("line {}", e.line()), format!("not valid JSON: {e}")))?;
-        if let Some(t) = v.get("chat_template").and_then(|t| t.as_str()).and_then(ChatTemplate::from_jinja) {
+        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+            crate::error::Error::input(
+                &tc,
+                format!("line {}", e.line()),
+                format!("not valid JSON: {e}"),
+            )
+        })?;
+        if let Some(t) = v
+            .get("chat_template")
+            .and_then(|t| t.as_str())
+            .and_then(ChatTemplate::from_jinja)
+        {
             return Ok(t);
         }
     }
@@ -135,7 +200,11 @@ fn hf_template(dir: &Path, tok: &Tokenizer) -> Result<ChatTemplate> {
 
 /// The template's end-of-turn tokens that exist in the vocabulary, plus the config's EOS ids.
 fn stop_tokens(cfg: &ModelConfig, tok: &Tokenizer, template: &ChatTemplate) -> Vec<u32> {
-    let mut out: Vec<u32> = template.stop_strings().iter().filter_map(|s| tok.token_to_id(s)).collect();
+    let mut out: Vec<u32> = template
+        .stop_strings()
+        .iter()
+        .filter_map(|s| tok.token_to_id(s))
+        .collect();
     for &e in &cfg.eos_token_ids {
         if !out.contains(&e) {
             out.push(e);

@@ -12,33 +12,58 @@ use crate::error::{Error, Result};
 fn pad_batch(model: &Llama, batch: &[Vec<u32>]) -> Result<(Tensor, Tensor, usize)> {
     let t = batch.iter().map(Vec::len).max().unwrap_or(0);
     if batch.is_empty() || t < 2 {
-        return Err(Error::Other("token_logprobs needs at least one sequence of two or more tokens".into()));
+        return Err(Error::Other(
+            "token_logprobs needs at least one sequence of two or more tokens".into(),
+        ));
     }
     let vocab = model.cfg.vocab_size as u32;
     let mut ids = Vec::with_capacity(batch.len() * t);
     let mut mask = Vec::with_capacity(batch.len() * (t - 1));
     for (i, row) in batch.iter().enumerate() {
         if let Some(bad) = row.iter().find(|&&x| x >= vocab) {
-            return Err(Error::Other(format!("token_logprobs: row {i} has token id {bad} outside the vocabulary of {vocab}")));
+            return Err(Error::Other(format!(
+                "token_logprobs: row {i} has token id {bad} outside the vocabulary of {vocab}"
+            )));
         }
-        ids.extend(row.iter().copied().chain(std::iter::repeat(0).take(t - row.len())));
+        ids.extend(
+            row.iter()
+                .copied()
+                .chain(std::iter::repeat_n(0, t - row.len())),
+        );
         mask.extend((1..t).map(|j| if j < row.len() { 1f32 } else { 0f32 }));
     }
     let dev = model.device();
-    Ok((Tensor::from_vec(ids, (batch.len(), t), dev)?, Tensor::from_vec(mask, (batch.len(), t - 1), dev)?, t))
+    Ok((
+        Tensor::from_vec(ids, (batch.len(), t), dev)?,
+        Tensor::from_vec(mask, (batch.len(), t - 1), dev)?,
+        t,
+    ))
 }
 
 /// log p(batch[b][t+1] | batch[b][..=t]) as [B, T-1] (f32), zero where t+1 is padding.
 /// `mode = Off` gives the reference policy (base weights only).
-pub fn token_logprobs(model: &Llama, batch: &[Vec<u32>], mode: AdapterMode, pass: Pass) -> Result<Tensor> {
+pub fn token_logprobs(
+    model: &Llama,
+    batch: &[Vec<u32>],
+    mode: AdapterMode,
+    pass: Pass,
+) -> Result<Tensor> {
     let (ids, mask, t) = pad_batch(model, batch)?;
     let hidden = model.forward(&ids, None, mode, pass)?.narrow(1, 0, t - 1)?;
     let logits = model.logits(&hidden, pass)?.to_dtype(DType::F32)?;
     // log softmax at the target = logit - logsumexp; the max is detached because logsumexp does
     // not depend on it, so its gradient through the max is exactly zero.
     let max = logits.max_keepdim(D::Minus1)?.detach();
-    let lse = (logits.broadcast_sub(&max)?.exp()?.sum_keepdim(D::Minus1)?.log()? + max)?;
-    let targets = ids.narrow(1, 1, t - 1)?.contiguous()?.unsqueeze(D::Minus1)?;
+    let lse = (logits
+        .broadcast_sub(&max)?
+        .exp()?
+        .sum_keepdim(D::Minus1)?
+        .log()?
+        + max)?;
+    let targets = ids
+        .narrow(1, 1, t - 1)?
+        .contiguous()?
+        .unsqueeze(D::Minus1)?;
     let picked = (logits.gather(&targets, D::Minus1)? - lse)?.squeeze(D::Minus1)?;
     let out = (picked * mask)?;
     Ok(match pass {

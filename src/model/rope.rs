@@ -45,7 +45,8 @@ pub fn llama3_scale(freq: f32, s: &Llama3RopeScaling) -> f32 {
     } else if wavelen > low_wavelen {
         freq64 / s.factor
     } else {
-        let smooth = (orig / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+        let smooth =
+            (orig / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
         (1.0 - smooth) * freq64 / s.factor + smooth * freq64
     };
     scaled as f32
@@ -92,12 +93,20 @@ mod tests {
         // d = 4, base 10000: theta_0 = 1, theta_1 = 10000^(-2/4) = 0.01.
         let f = inv_freqs(4, 10_000.0, None);
         assert_eq!(f.len(), 2);
-        assert!((f[0] - 1.0).abs() < 1e-7 && (f[1] - 0.01).abs() < 1e-7, "{f:?}");
+        assert!(
+            (f[0] - 1.0).abs() < 1e-7 && (f[1] - 0.01).abs() < 1e-7,
+            "{f:?}"
+        );
     }
 
     #[test]
     fn llama3_scaling_three_regimes() {
-        let s = Llama3RopeScaling { factor: 8.0, low_freq_factor: 1.0, high_freq_factor: 4.0, original_max_position_embeddings: 8192 };
+        let s = Llama3RopeScaling {
+            factor: 8.0,
+            low_freq_factor: 1.0,
+            high_freq_factor: 4.0,
+            original_max_position_embeddings: 8192,
+        };
         // High frequency (wavelength 2*pi < 8192/4 = 2048): unchanged.
         assert_eq!(llama3_scale(1.0, &s), 1.0);
         // Wavelength 2*pi/1e-4 = 62832 > 8192: divided by 8.
@@ -106,6 +115,10 @@ mod tests {
         // freq = (2/3) f/8 + (1/3) f = f * (1/12 + 1/3) = f * 5/12.
         let f = (2.0 * std::f64::consts::PI / 4096.0) as f32;
         let want = f * 5.0 / 12.0;
-        assert!((llama3_scale(f, &s) - want).abs() < 1e-9, "{} vs {want}", llama3_scale(f, &s));
+        assert!(
+            (llama3_scale(f, &s) - want).abs() < 1e-9,
+            "{} vs {want}",
+            llama3_scale(f, &s)
+        );
     }
 }

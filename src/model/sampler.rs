@@ -24,7 +24,12 @@ pub struct SamplingParams {
 
 impl Default for SamplingParams {
     fn default() -> Self {
-        SamplingParams { temperature: 1.0, top_p: 1.0, max_new_tokens: 256, greedy: false }
+        SamplingParams {
+            temperature: 1.0,
+            top_p: 1.0,
+            max_new_tokens: 256,
+            greedy: false,
+        }
     }
 }
 
@@ -53,12 +58,21 @@ pub fn sample_token(logits: &[f32], params: &SamplingParams, rng: &mut ChaCha8Rn
     let inv_t = (1.0 / params.temperature) as f32;
     let weights: Vec<f32> = logits
         .iter()
-        .map(|&l| if l.is_nan() { 0.0 } else { ((l - max) * inv_t).exp() })
+        .map(|&l| {
+            if l.is_nan() {
+                0.0
+            } else {
+                ((l - max) * inv_t).exp()
+            }
+        })
         .collect();
     let u: f64 = rng.random();
     if params.top_p >= 1.0 {
         let total: f64 = weights.iter().map(|&w| w as f64).sum();
-        return pick(weights.iter().enumerate().map(|(i, &w)| (i as u32, w)), u * total);
+        return pick(
+            weights.iter().enumerate().map(|(i, &w)| (i as u32, w)),
+            u * total,
+        );
     }
     let cands = nucleus(&weights, params.top_p);
     let mass: f64 = cands.iter().map(|&(_, w)| w as f64).sum();
@@ -84,7 +98,11 @@ fn pick(items: impl Iterator<Item = (u32, f32)>, target: f64) -> u32 {
 
 /// Descending weight, then ascending id: a total order so results never depend on the sort.
 fn by_weight(weights: &[f32]) -> impl Fn(&u32, &u32) -> Ordering + '_ {
-    move |&a, &b| weights[b as usize].total_cmp(&weights[a as usize]).then(a.cmp(&b))
+    move |&a, &b| {
+        weights[b as usize]
+            .total_cmp(&weights[a as usize])
+            .then(a.cmp(&b))
+    }
 }
 
 /// The smallest set of most likely tokens whose mass reaches `top_p` of the total, sorted by
@@ -105,7 +123,10 @@ pub fn nucleus(weights: &[f32], top_p: f64) -> Vec<(u32, f32)> {
         for (m, &i) in top.iter().enumerate() {
             acc += weights[i as usize] as f64;
             if acc >= target {
-                return top[..=m].iter().map(|&i| (i, weights[i as usize])).collect();
+                return top[..=m]
+                    .iter()
+                    .map(|&i| (i, weights[i as usize]))
+                    .collect();
             }
         }
         if k == n {
@@ -126,7 +147,12 @@ mod tests {
         // top_p 0.6: 0.5 < 0.6, 0.5 + 0.3 = 0.8 >= 0.6 -> {1, 2}. top_p 0.49: {1} (0.5 exactly
         // sits on the boundary, where f32 rounding of 0.2 and 0.3 decides).
         let w = [0.2f32, 0.5, 0.3];
-        let ids = |p| nucleus(&w, p).into_iter().map(|(i, _)| i).collect::<Vec<_>>();
+        let ids = |p| {
+            nucleus(&w, p)
+                .into_iter()
+                .map(|(i, _)| i)
+                .collect::<Vec<_>>()
+        };
         assert_eq!(ids(0.6), vec![1, 2]);
         assert_eq!(ids(0.49), vec![1]);
         assert_eq!(ids(1.0), vec![1, 2, 0]);
@@ -135,7 +161,9 @@ mod tests {
     #[test]
     fn nucleus_widens_beyond_first_k_and_matches_full_sort() {
         // A flat-ish distribution over 49152 tokens: the nucleus needs far more than 64 tokens.
-        let w: Vec<f32> = (0..49152u32).map(|i| 1.0 + ((i * 7919) % 1000) as f32 / 1000.0).collect();
+        let w: Vec<f32> = (0..49152u32)
+            .map(|i| 1.0 + ((i * 7919) % 1000) as f32 / 1000.0)
+            .collect();
         let got = nucleus(&w, 0.9);
         let mut all: Vec<u32> = (0..w.len() as u32).collect();
         all.sort_by(by_weight(&w));
@@ -156,15 +184,24 @@ mod tests {
     #[test]
     fn top_p_sampling_never_leaves_nucleus_and_is_seeded() {
         let logits: Vec<f32> = [0.2f32, 0.5, 0.3].iter().map(|p| p.ln()).collect();
-        let params = SamplingParams { temperature: 1.0, top_p: 0.6, max_new_tokens: 1, greedy: false };
+        let params = SamplingParams {
+            temperature: 1.0,
+            top_p: 0.6,
+            max_new_tokens: 1,
+            greedy: false,
+        };
         let mut rng = ChaCha8Rng::seed_from_u64(7);
-        let draws: Vec<u32> = (0..2000).map(|_| sample_token(&logits, &params, &mut rng)).collect();
+        let draws: Vec<u32> = (0..2000)
+            .map(|_| sample_token(&logits, &params, &mut rng))
+            .collect();
         assert!(!draws.contains(&0));
         // Within the nucleus, P(1) = 0.5 / 0.8 = 0.625.
         let ones = draws.iter().filter(|&&d| d == 1).count() as f64 / 2000.0;
         assert!((ones - 0.625).abs() < 0.04, "{ones}");
         let mut again = ChaCha8Rng::seed_from_u64(7);
-        let replay: Vec<u32> = (0..2000).map(|_| sample_token(&logits, &params, &mut again)).collect();
+        let replay: Vec<u32> = (0..2000)
+            .map(|_| sample_token(&logits, &params, &mut again))
+            .collect();
         assert_eq!(draws, replay);
     }
 
@@ -172,7 +209,10 @@ mod tests {
     fn greedy_and_zero_temperature_take_argmax() {
         let logits = [0.1f32, 2.0, 2.0, -1.0];
         let mut rng = ChaCha8Rng::seed_from_u64(0);
-        let p = SamplingParams { temperature: 0.0, ..SamplingParams::default() };
+        let p = SamplingParams {
+            temperature: 0.0,
+            ..SamplingParams::default()
+        };
         assert_eq!(sample_token(&logits, &p, &mut rng), 1);
         assert_eq!(argmax(&[f32::NAN, 1.0]), 1);
     }

@@ -56,8 +56,12 @@ impl PreKind {
     fn build(self) -> Result<PreTokenizerWrapper> {
         let byte_level = |regex| PreTokenizerWrapper::ByteLevel(ByteLevel::new(false, true, regex));
         let split = |re: &str| -> Result<PreTokenizerWrapper> {
-            let s = Split::new(SplitPattern::Regex(re.to_string()), SplitDelimiterBehavior::Isolated, false)
-                .map_err(|e| crate::error::Error::Other(format!("split regex: {e}")))?;
+            let s = Split::new(
+                SplitPattern::Regex(re.to_string()),
+                SplitDelimiterBehavior::Isolated,
+                false,
+            )
+            .map_err(|e| crate::error::Error::Other(format!("split regex: {e}")))?;
             Ok(PreTokenizerWrapper::Split(s))
         };
         Ok(match self {
@@ -66,8 +70,14 @@ impl PreKind {
                 byte_level(true),
             ])),
             PreKind::Gpt2 => byte_level(true),
-            PreKind::Llama3 => PreTokenizerWrapper::Sequence(Sequence::new(vec![split(LLAMA3_SPLIT)?, byte_level(false)])),
-            PreKind::Qwen2 => PreTokenizerWrapper::Sequence(Sequence::new(vec![split(QWEN2_SPLIT)?, byte_level(false)])),
+            PreKind::Llama3 => PreTokenizerWrapper::Sequence(Sequence::new(vec![
+                split(LLAMA3_SPLIT)?,
+                byte_level(false),
+            ])),
+            PreKind::Qwen2 => PreTokenizerWrapper::Sequence(Sequence::new(vec![
+                split(QWEN2_SPLIT)?,
+                byte_level(false),
+            ])),
         })
     }
 }
@@ -78,7 +88,10 @@ fn strings(g: &GgufFile, key: &str) -> Result<Vec<String>> {
             .iter()
             .map(|v| match v {
                 Value::String(s) => Ok(s.clone()),
-                _ => Err(model_err(g.path(), format!("{key} holds a non-string entry"))),
+                _ => Err(model_err(
+                    g.path(),
+                    format!("{key} holds a non-string entry"),
+                )),
             })
             .collect(),
         _ => Err(model_err(g.path(), format!("{key} is not an array"))),
@@ -89,7 +102,10 @@ fn token_types(g: &GgufFile, n: usize) -> Result<Vec<u64>> {
     match g.content.metadata.get("tokenizer.ggml.token_type") {
         None => Ok(vec![1; n]),
         Some(Value::Array(items)) => Ok(items.iter().map(|v| as_u64(v).unwrap_or(1)).collect()),
-        Some(_) => Err(model_err(g.path(), "tokenizer.ggml.token_type is not an array")),
+        Some(_) => Err(model_err(
+            g.path(),
+            "tokenizer.ggml.token_type is not an array",
+        )),
     }
 }
 
@@ -101,8 +117,15 @@ pub fn tokenizer_from_gguf(g: &GgufFile) -> Result<Tokenizer> {
         return Err(model_err(path, format!("GGUF tokenizer model {model:?} is not supported (only byte-level BPE, \"gpt2\"); load the HF folder with its tokenizer.json instead")));
     }
     let pre_name = g.meta_str("tokenizer.ggml.pre").ok();
-    let pre = PreKind::from_gguf(pre_name)
-        .ok_or_else(|| model_err(path, format!("GGUF pre-tokenizer {:?} is not supported (smollm, gpt2, llama-bpe, qwen2)", pre_name.unwrap_or(""))))?;
+    let pre = PreKind::from_gguf(pre_name).ok_or_else(|| {
+        model_err(
+            path,
+            format!(
+                "GGUF pre-tokenizer {:?} is not supported (smollm, gpt2, llama-bpe, qwen2)",
+                pre_name.unwrap_or("")
+            ),
+        )
+    })?;
     let tokens = strings(g, "tokenizer.ggml.tokens")?;
     let merges: Vec<(String, String)> = strings(g, "tokenizer.ggml.merges")?
         .into_iter()
@@ -111,11 +134,20 @@ pub fn tokenizer_from_gguf(g: &GgufFile) -> Result<Tokenizer> {
             None => Err(model_err(path, format!("merge {m:?} has no space"))),
         })
         .collect::<Result<_>>()?;
-    let vocab: Vocab = tokens.iter().enumerate().map(|(i, t)| (t.clone(), i as u32)).collect();
+    let vocab: Vocab = tokens
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.clone(), i as u32))
+        .collect();
     let bpe = BPE::builder()
         .vocab_and_merges(vocab, merges)
         .build()
-        .map_err(|e| model_err(path, format!("cannot build BPE from the GGUF vocabulary: {e}")))?;
+        .map_err(|e| {
+            model_err(
+                path,
+                format!("cannot build BPE from the GGUF vocabulary: {e}"),
+            )
+        })?;
     let mut tok = Tokenizer::new(bpe);
     tok.with_pre_tokenizer(Some(pre.build()?));
     tok.with_decoder(Some(ByteLevelDecoder::default()));
@@ -145,7 +177,12 @@ mod tests {
         assert_eq!(PreKind::from_gguf(None), Some(PreKind::Gpt2));
         assert_eq!(PreKind::from_gguf(Some("llama-bpe")), Some(PreKind::Llama3));
         assert_eq!(PreKind::from_gguf(Some("deepseek-coder")), None);
-        for k in [PreKind::SmolLm, PreKind::Gpt2, PreKind::Llama3, PreKind::Qwen2] {
+        for k in [
+            PreKind::SmolLm,
+            PreKind::Gpt2,
+            PreKind::Llama3,
+            PreKind::Qwen2,
+        ] {
             assert!(k.build().is_ok(), "{k:?}");
         }
     }

@@ -72,7 +72,14 @@ impl Weights {
             expect(file, "output projection", w, &[v, h])?;
         }
         if self.layers.len() != cfg.num_layers {
-            return Err(model_err(file, format!("has {} layers, config says {}", self.layers.len(), cfg.num_layers)));
+            return Err(model_err(
+                file,
+                format!(
+                    "has {} layers, config says {}",
+                    self.layers.len(),
+                    cfg.num_layers
+                ),
+            ));
         }
         for (n, l) in self.layers.iter().enumerate() {
             let name = |p: &str| format!("layer {n} {p}");
@@ -90,13 +97,26 @@ impl Weights {
     }
 }
 
-fn expect_proj(file: &Path, name: &str, p: &Proj, out: usize, inp: usize, bias: bool) -> Result<()> {
+fn expect_proj(
+    file: &Path,
+    name: &str,
+    p: &Proj,
+    out: usize,
+    inp: usize,
+    bias: bool,
+) -> Result<()> {
     expect(file, name, &p.weight, &[out, inp])?;
     match (&p.bias, bias) {
         (Some(b), true) => expect(file, &format!("{name} bias"), b, &[out]),
         (None, false) => Ok(()),
-        (None, true) => Err(model_err(file, format!("{name} bias is missing (the config asks for q/k/v bias)"))),
-        (Some(_), false) => Err(model_err(file, format!("{name} has a bias the config does not declare"))),
+        (None, true) => Err(model_err(
+            file,
+            format!("{name} bias is missing (the config asks for q/k/v bias)"),
+        )),
+        (Some(_), false) => Err(model_err(
+            file,
+            format!("{name} has a bias the config does not declare"),
+        )),
     }
 }
 
@@ -104,11 +124,20 @@ fn expect(file: &Path, name: &str, t: &Tensor, dims: &[usize]) -> Result<()> {
     if t.dims() == dims {
         Ok(())
     } else {
-        Err(model_err(file, format!("{name} has shape {:?}, expected {dims:?} from the config", t.dims())))
+        Err(model_err(
+            file,
+            format!(
+                "{name} has shape {:?}, expected {dims:?} from the config",
+                t.dims()
+            ),
+        ))
     }
 }
 
 /// An `Error::Model` for `file`.
 pub fn model_err(file: &Path, message: impl Into<String>) -> Error {
-    Error::Model { path: file.to_path_buf(), message: message.into() }
+    Error::Model {
+        path: file.to_path_buf(),
+        message: message.into(),
+    }
 }

@@ -10,7 +10,8 @@ mod real;
 use anyhow::Result;
 use candle_core::{Device, Tensor, D};
 use empathy_gym::model::{
-    load_model, AdapterMode, ChatMessage, ChatModel, LoadOptions, LoraConfig, Pass, Role, SamplingParams,
+    load_model, AdapterMode, ChatMessage, ChatModel, LoadOptions, LoraConfig, Pass, Role,
+    SamplingParams,
 };
 use empathy_gym::Error;
 use fixtures::{write_gguf, write_hf, TinySpec, SYSTEM};
@@ -24,7 +25,14 @@ fn tiny(spec: TinySpec, opts: &LoadOptions) -> Result<(tempfile::TempDir, ChatMo
 }
 
 fn lora_opts(rank: usize) -> LoadOptions {
-    LoadOptions { lora: Some(LoraConfig { rank, ..LoraConfig::default() }), seed: 3, ..LoadOptions::default() }
+    LoadOptions {
+        lora: Some(LoraConfig {
+            rank,
+            ..LoraConfig::default()
+        }),
+        seed: 3,
+        ..LoadOptions::default()
+    }
 }
 
 /// B = 0 at initialisation makes every gradient of A zero (dL/dA = scale * B^T dL/dy x^T), so
@@ -50,7 +58,11 @@ fn user(text: &str) -> Vec<ChatMessage> {
 }
 
 fn greedy(n: usize) -> SamplingParams {
-    SamplingParams { greedy: true, max_new_tokens: n, ..SamplingParams::default() }
+    SamplingParams {
+        greedy: true,
+        max_new_tokens: n,
+        ..SamplingParams::default()
+    }
 }
 
 #[test]
@@ -62,8 +74,19 @@ fn tiny_llama_and_qwen2_load_encode_and_generate() -> Result<()> {
         let ids = m.encode_chat(&user("hello 42"), true)?;
         let text = m.decode(&ids)?;
         assert_eq!(text, format!("<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\nhello 42<|im_end|>\n<|im_start|>assistant\n"));
-        assert_eq!(m.stop_tokens, vec![fixtures::id_of("<|im_end|>"), fixtures::id_of("<|endoftext|>")]);
-        let params = SamplingParams { temperature: 1.0, top_p: 0.9, max_new_tokens: 8, greedy: false };
+        assert_eq!(
+            m.stop_tokens,
+            vec![
+                fixtures::id_of("<|im_end|>"),
+                fixtures::id_of("<|endoftext|>")
+            ]
+        );
+        let params = SamplingParams {
+            temperature: 1.0,
+            top_p: 0.9,
+            max_new_tokens: 8,
+            greedy: false,
+        };
         let gens = m.generate(&[ids.clone(), ids[..5].to_vec()], &[1, 2], &params)?;
         for g in &gens {
             assert!(!g.tokens.is_empty() && g.tokens.len() <= 8);
@@ -80,12 +103,18 @@ fn kv_cache_greedy_equals_full_recompute() -> Result<()> {
         let (_d, mut m) = tiny(spec, &LoadOptions::default())?;
         m.stop_tokens.clear();
         let prompt = m.encode_chat(&user("the hello"), true)?;
-        let cached = m.generate(&[prompt.clone()], &[0], &greedy(16))?.remove(0).tokens;
+        let cached = m
+            .generate(std::slice::from_ref(&prompt), &[0], &greedy(16))?
+            .remove(0)
+            .tokens;
         let mut ids = prompt.clone();
         for _ in 0..16 {
             let x = Tensor::new(ids.as_slice(), &Device::Cpu)?.unsqueeze(0)?;
             let h = m.model.forward(&x, None, AdapterMode::On, Pass::Infer)?;
-            let logits = m.model.logits(&h.narrow(1, ids.len() - 1, 1)?, Pass::Infer)?.flatten_all()?;
+            let logits = m
+                .model
+                .logits(&h.narrow(1, ids.len() - 1, 1)?, Pass::Infer)?
+                .flatten_all()?;
             ids.push(logits.argmax(D::Minus1)?.to_scalar::<u32>()?);
         }
         assert_eq!(cached, ids[prompt.len()..].to_vec(), "qwen2={}", spec.qwen2);
@@ -102,23 +131,49 @@ fn batched_generation_equals_one_at_a_time() -> Result<()> {
     let c = a[..7].to_vec();
     // Duplicated prompts (a twice) share one prefill; different lengths exercise left padding.
     let prompts = vec![a.clone(), b, a, c];
-    let singles: Vec<Vec<u32>> = prompts.iter().map(|p| Ok(m.generate(&[p.clone()], &[0], &greedy(12))?.remove(0).tokens)).collect::<Result<_>>()?;
+    let singles: Vec<Vec<u32>> = prompts
+        .iter()
+        .map(|p| {
+            Ok(m.generate(std::slice::from_ref(p), &[0], &greedy(12))?
+                .remove(0)
+                .tokens)
+        })
+        .collect::<Result<_>>()?;
     // A stop token taken from the first sequence's output makes it leave the batch early.
     m.stop_tokens = vec![singles[0][2]];
-    let singles: Vec<_> = prompts.iter().map(|p| Ok(m.generate(&[p.clone()], &[0], &greedy(12))?.remove(0))).collect::<Result<Vec<_>>>()?;
+    let singles: Vec<_> = prompts
+        .iter()
+        .map(|p| {
+            Ok(m.generate(std::slice::from_ref(p), &[0], &greedy(12))?
+                .remove(0))
+        })
+        .collect::<Result<Vec<_>>>()?;
     assert!(singles[0].stopped && singles[0].tokens.len() <= 3);
     let seeds = vec![0; prompts.len()];
     let batched = m.generate(&prompts, &seeds, &greedy(12))?;
     assert_eq!(batched, singles);
     // Sampling: sequence i's draws depend on its own seed only, not on the batch around it.
     m.stop_tokens.clear();
-    let params = SamplingParams { temperature: 1.0, top_p: 0.95, max_new_tokens: 10, greedy: false };
+    let params = SamplingParams {
+        temperature: 1.0,
+        top_p: 0.95,
+        max_new_tokens: 10,
+        greedy: false,
+    };
     let seeds = [11, 12, 13, 14];
     let batched = m.generate(&prompts, &seeds, &params)?;
     for (i, p) in prompts.iter().enumerate() {
-        assert_eq!(batched[i], m.generate(&[p.clone()], &[seeds[i]], &params)?.remove(0), "sequence {i}");
+        assert_eq!(
+            batched[i],
+            m.generate(std::slice::from_ref(p), &[seeds[i]], &params)?
+                .remove(0),
+            "sequence {i}"
+        );
     }
-    assert_ne!(batched[0].tokens, batched[2].tokens, "same prompt, different seeds");
+    assert_ne!(
+        batched[0].tokens, batched[2].tokens,
+        "same prompt, different seeds"
+    );
     Ok(())
 }
 
@@ -127,15 +182,23 @@ fn every_lora_tensor_gets_a_gradient_and_no_base_weight_does() -> Result<()> {
     for spec in [TinySpec::llama(), TinySpec::qwen2()] {
         let (_d, m) = tiny(spec, &lora_opts(4))?;
         randomize_lora_b(&m, 5)?;
-        let batch = vec![m.encode_chat(&user("hello there"), true)?, m.encode_chat(&user("12"), false)?];
+        let batch = vec![
+            m.encode_chat(&user("hello there"), true)?,
+            m.encode_chat(&user("12"), false)?,
+        ];
         let lp = m.token_logprobs(&batch, AdapterMode::On, Pass::Train)?;
         let infer = m.token_logprobs(&batch, AdapterMode::On, Pass::Infer)?;
-        assert!(max_abs_diff(&lp, &infer)? < 1e-4, "train and infer numerics agree");
+        assert!(
+            max_abs_diff(&lp, &infer)? < 1e-4,
+            "train and infer numerics agree"
+        );
         let grads = lp.sum_all()?.backward()?;
         let vars = m.trainable();
         assert_eq!(vars.len(), fixtures::LAYERS * 7 * 2);
         for (name, var) in &vars {
-            let g = grads.get(var.as_tensor()).unwrap_or_else(|| panic!("{name} has no gradient"));
+            let g = grads
+                .get(var.as_tensor())
+                .unwrap_or_else(|| panic!("{name} has no gradient"));
             let norm = g.abs()?.sum_all()?.to_scalar::<f32>()?;
             assert!(norm > 0.0 && norm.is_finite(), "{name}: |grad| = {norm}");
         }
@@ -149,7 +212,10 @@ fn every_lora_tensor_gets_a_gradient_and_no_base_weight_does() -> Result<()> {
             }
         }
         base.extend(m.model.lm_head().cloned());
-        assert!(base.iter().all(|t| grads.get(t).is_none()), "a frozen base tensor got a gradient");
+        assert!(
+            base.iter().all(|t| grads.get(t).is_none()),
+            "a frozen base tensor got a gradient"
+        );
     }
     Ok(())
 }
@@ -159,14 +225,31 @@ fn logprob_gradient_matches_finite_difference() -> Result<()> {
     let (_d, m) = tiny(TinySpec::qwen2(), &lora_opts(4))?;
     randomize_lora_b(&m, 9)?;
     let batch = vec![m.encode_chat(&user("hello 7"), true)?];
-    let f = |pass| -> Result<f64> { Ok(m.token_logprobs(&batch, AdapterMode::On, pass)?.sum_all()?.to_scalar::<f32>()? as f64) };
+    let f = |pass| -> Result<f64> {
+        Ok(m.token_logprobs(&batch, AdapterMode::On, pass)?
+            .sum_all()?
+            .to_scalar::<f32>()? as f64)
+    };
     let lp = m.token_logprobs(&batch, AdapterMode::On, Pass::Train)?;
     let grads = lp.sum_all()?.backward()?;
-    for target in ["layers.0.attn.q_proj.lora_a", "layers.1.mlp.down_proj.lora_b"] {
-        let (_, var) = m.trainable().into_iter().find(|(n, _)| n == target).expect("var");
-        let g = grads.get(var.as_tensor()).expect("grad").flatten_all()?.to_vec1::<f32>()?;
+    for target in [
+        "layers.0.attn.q_proj.lora_a",
+        "layers.1.mlp.down_proj.lora_b",
+    ] {
+        let (_, var) = m
+            .trainable()
+            .into_iter()
+            .find(|(n, _)| n == target)
+            .expect("var");
+        let g = grads
+            .get(var.as_tensor())
+            .expect("grad")
+            .flatten_all()?
+            .to_vec1::<f32>()?;
         // Probe the element with the largest gradient so the difference stands above f32 noise.
-        let k = (0..g.len()).max_by(|&a, &b| g[a].abs().total_cmp(&g[b].abs())).unwrap_or(0);
+        let k = (0..g.len())
+            .max_by(|&a, &b| g[a].abs().total_cmp(&g[b].abs()))
+            .unwrap_or(0);
         let orig = var.as_tensor().flatten_all()?.to_vec1::<f32>()?;
         let h = 1e-2f32;
         let at = |delta: f32| -> Result<f64> {
@@ -178,7 +261,11 @@ fn logprob_gradient_matches_finite_difference() -> Result<()> {
         let fd = (at(h)? - at(-h)?) / (2.0 * h as f64);
         at(0.0)?;
         let rel = (fd - g[k] as f64).abs() / (g[k].abs() as f64).max(1e-3);
-        assert!(rel < 0.02, "{target}[{k}]: autograd {} vs finite difference {fd}", g[k]);
+        assert!(
+            rel < 0.02,
+            "{target}[{k}]: autograd {} vs finite difference {fd}",
+            g[k]
+        );
     }
     Ok(())
 }
@@ -188,7 +275,10 @@ fn adapters_off_give_base_logits_exactly_and_save_load_round_trips() -> Result<(
     let (dir, base) = tiny(TinySpec::llama(), &LoadOptions::default())?;
     let m = load_model(dir.path(), &Device::Cpu, &lora_opts(4))?;
     randomize_lora_b(&m, 1)?;
-    let batch = vec![m.encode_chat(&user("hello"), true)?, m.encode_chat(&user("the tell"), true)?];
+    let batch = vec![
+        m.encode_chat(&user("hello"), true)?,
+        m.encode_chat(&user("the tell"), true)?,
+    ];
     for pass in [Pass::Infer, Pass::Train] {
         let off = m.token_logprobs(&batch, AdapterMode::Off, pass)?;
         let plain = base.token_logprobs(&batch, AdapterMode::On, pass)?;
@@ -196,19 +286,33 @@ fn adapters_off_give_base_logits_exactly_and_save_load_round_trips() -> Result<(
     }
     let want = base.token_logprobs(&batch, AdapterMode::On, Pass::Infer)?;
     let on = m.token_logprobs(&batch, AdapterMode::On, Pass::Infer)?;
-    assert!(max_abs_diff(&on, &want)? > 1e-3, "adapters change the policy");
+    assert!(
+        max_abs_diff(&on, &want)? > 1e-3,
+        "adapters change the policy"
+    );
     // Right padding: the shorter row is zero past its end.
     let short = batch[0].len();
-    let pad = on.narrow(0, 0, 1)?.narrow(1, short - 1, on.dim(1)? - short + 1)?;
+    let pad = on
+        .narrow(0, 0, 1)?
+        .narrow(1, short - 1, on.dim(1)? - short + 1)?;
     assert_eq!(pad.abs()?.sum_all()?.to_scalar::<f32>()?, 0.0);
     let path = dir.path().join("adapters.safetensors");
     m.save_adapters(&path)?;
     let mut fresh = load_model(dir.path(), &Device::Cpu, &lora_opts(4))?;
     fresh.load_adapters(&path)?;
-    assert_eq!(max_abs_diff(&fresh.token_logprobs(&batch, AdapterMode::On, Pass::Infer)?, &on)?, 0.0);
+    assert_eq!(
+        max_abs_diff(
+            &fresh.token_logprobs(&batch, AdapterMode::On, Pass::Infer)?,
+            &on
+        )?,
+        0.0
+    );
     let mut wrong_rank = load_model(dir.path(), &Device::Cpu, &lora_opts(8))?;
     let err = wrong_rank.load_adapters(&path).unwrap_err().to_string();
-    assert!(err.contains("adapters.safetensors") && err.contains("shape"), "{err}");
+    assert!(
+        err.contains("adapters.safetensors") && err.contains("shape"),
+        "{err}"
+    );
     Ok(())
 }
 
@@ -237,9 +341,16 @@ fn gguf_weights_with_interleaved_rope_match_hf_and_export_unpermutes() -> Result
     write_hf(&dir.path().join("hf"), &spec)?;
     let gguf = dir.path().join("tiny.gguf");
     write_gguf(&gguf, &spec)?;
-    let hf = load_model(&dir.path().join("hf"), &Device::Cpu, &LoadOptions::default())?;
+    let hf = load_model(
+        &dir.path().join("hf"),
+        &Device::Cpu,
+        &LoadOptions::default(),
+    )?;
     let gg = load_model(&gguf, &Device::Cpu, &lora_opts(4))?;
-    assert_eq!(gg.config.rope_layout, empathy_gym::model::RopeLayout::Interleaved);
+    assert_eq!(
+        gg.config.rope_layout,
+        empathy_gym::model::RopeLayout::Interleaved
+    );
     let text = "hello 2024, the\ttell  hell";
     assert_eq!(gg.encode(text)?, hf.encode(text)?);
     assert_eq!(gg.template, hf.template);
@@ -252,9 +363,17 @@ fn gguf_weights_with_interleaved_rope_match_hf_and_export_unpermutes() -> Result
     let out = dir.path().join("export");
     gg.export_merged(&out)?;
     let back = load_model(&out, &Device::Cpu, &LoadOptions::default())?;
-    assert_eq!(back.config.rope_layout, empathy_gym::model::RopeLayout::Half);
+    assert_eq!(
+        back.config.rope_layout,
+        empathy_gym::model::RopeLayout::Half
+    );
     let a = gg.token_logprobs(&batch, AdapterMode::On, Pass::Infer)?;
-    assert!(max_abs_diff(&a, &back.token_logprobs(&batch, AdapterMode::On, Pass::Infer)?)? < 1e-5);
+    assert!(
+        max_abs_diff(
+            &a,
+            &back.token_logprobs(&batch, AdapterMode::On, Pass::Infer)?
+        )? < 1e-5
+    );
     Ok(())
 }
 
@@ -282,15 +401,28 @@ fn bad_inputs_give_clear_errors() -> Result<()> {
     cfg["architectures"] = serde_json::json!(["MistralForCausalLM"]);
     std::fs::write(arch.join("config.json"), cfg.to_string())?;
     let msg = expect_model_err(&arch, "config.json")?;
-    assert!(msg.contains("MistralForCausalLM") && matches!(load_model(&arch, &Device::Cpu, &LoadOptions::default()), Err(Error::Input { .. })), "{msg}");
+    assert!(
+        msg.contains("MistralForCausalLM")
+            && matches!(
+                load_model(&arch, &Device::Cpu, &LoadOptions::default()),
+                Err(Error::Input { .. })
+            ),
+        "{msg}"
+    );
 
     let corrupt = dir.path().join("corrupt");
     write_hf(&corrupt, &TinySpec::llama())?;
-    std::fs::write(corrupt.join("model.safetensors"), b"\x10\x00\x00\x00\x00\x00\x00\x00{not json at all")?;
+    std::fs::write(
+        corrupt.join("model.safetensors"),
+        b"\x10\x00\x00\x00\x00\x00\x00\x00{not json at all",
+    )?;
     expect_model_err(&corrupt, "model.safetensors")?;
 
     let small = dir.path().join("small-vocab");
-    let spec = TinySpec { vocab: 200, ..TinySpec::llama() };
+    let spec = TinySpec {
+        vocab: 200,
+        ..TinySpec::llama()
+    };
     write_hf(&small, &spec)?;
     let msg = expect_model_err(&small, "tokenizer.json")?;
     assert!(msg.contains("200 rows"), "{msg}");

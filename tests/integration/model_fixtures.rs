@@ -42,10 +42,18 @@ pub struct TinySpec {
 
 impl TinySpec {
     pub fn llama() -> Self {
-        TinySpec { qwen2: false, vocab: 280, seed: 1 }
+        TinySpec {
+            qwen2: false,
+            vocab: 280,
+            seed: 1,
+        }
     }
     pub fn qwen2() -> Self {
-        TinySpec { qwen2: true, vocab: 280, seed: 2 }
+        TinySpec {
+            qwen2: true,
+            vocab: 280,
+            seed: 2,
+        }
     }
 }
 
@@ -60,22 +68,39 @@ pub fn token_list() -> Vec<String> {
 }
 
 pub fn id_of(tok: &str) -> u32 {
-    token_list().iter().position(|t| t == tok).expect("token in list") as u32
+    token_list()
+        .iter()
+        .position(|t| t == tok)
+        .expect("token in list") as u32
 }
 
 /// The byte-level BPE tokenizer (digits split like SmolLM2's).
 pub fn tiny_tokenizer() -> Result<Tokenizer> {
-    let vocab: Vocab = token_list().into_iter().enumerate().map(|(i, t)| (t, i as u32)).collect();
-    let merges = MERGES.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
-    let bpe = BPE::builder().vocab_and_merges(vocab, merges).build().map_err(anyhow::Error::msg)?;
+    let vocab: Vocab = token_list()
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| (t, i as u32))
+        .collect();
+    let merges = MERGES
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    let bpe = BPE::builder()
+        .vocab_and_merges(vocab, merges)
+        .build()
+        .map_err(anyhow::Error::msg)?;
     let mut tok = Tokenizer::new(bpe);
     tok.with_pre_tokenizer(Some(PreTokenizerWrapper::Sequence(Sequence::new(vec![
         PreTokenizerWrapper::Digits(Digits::new(true)),
         PreTokenizerWrapper::ByteLevel(ByteLevel::new(false, true, true)),
     ]))));
     tok.with_decoder(Some(ByteLevelDecoder::default()));
-    tok.add_special_tokens(SPECIALS.iter().map(|s| AddedToken::from(s.to_string(), true).normalized(false)))
-        .map_err(anyhow::Error::msg)?;
+    tok.add_special_tokens(
+        SPECIALS
+            .iter()
+            .map(|s| AddedToken::from(s.to_string(), true).normalized(false)),
+    )
+    .map_err(anyhow::Error::msg)?;
     Ok(tok)
 }
 
@@ -85,7 +110,9 @@ pub fn chat_template() -> String {
 
 fn uniform(rng: &mut ChaCha8Rng, dims: &[usize], scale: f32, offset: f32) -> Result<Tensor> {
     let n: usize = dims.iter().product();
-    let v: Vec<f32> = (0..n).map(|_| offset + rng.random_range(-scale..scale)).collect();
+    let v: Vec<f32> = (0..n)
+        .map(|_| offset + rng.random_range(-scale..scale))
+        .collect();
     Ok(Tensor::from_vec(v, dims, &Device::Cpu)?)
 }
 
@@ -94,10 +121,19 @@ pub fn hf_weights(spec: &TinySpec) -> Result<HashMap<String, Tensor>> {
     let mut rng = ChaCha8Rng::seed_from_u64(spec.seed);
     let mut w = HashMap::new();
     let (q, kv) = (HEADS * HEAD_DIM, KV_HEADS * HEAD_DIM);
-    w.insert("model.embed_tokens.weight".into(), uniform(&mut rng, &[spec.vocab, HIDDEN], 0.5, 0.0)?);
-    w.insert("model.norm.weight".into(), uniform(&mut rng, &[HIDDEN], 0.1, 1.0)?);
+    w.insert(
+        "model.embed_tokens.weight".into(),
+        uniform(&mut rng, &[spec.vocab, HIDDEN], 0.5, 0.0)?,
+    );
+    w.insert(
+        "model.norm.weight".into(),
+        uniform(&mut rng, &[HIDDEN], 0.1, 1.0)?,
+    );
     if !spec.qwen2 {
-        w.insert("lm_head.weight".into(), uniform(&mut rng, &[spec.vocab, HIDDEN], 0.3, 0.0)?);
+        w.insert(
+            "lm_head.weight".into(),
+            uniform(&mut rng, &[spec.vocab, HIDDEN], 0.3, 0.0)?,
+        );
     }
     for i in 0..LAYERS {
         let p = format!("model.layers.{i}");
@@ -112,13 +148,25 @@ pub fn hf_weights(spec: &TinySpec) -> Result<HashMap<String, Tensor>> {
         ];
         for (name, out, inp) in shapes {
             let scale = 1.5 / (inp as f32).sqrt();
-            w.insert(format!("{p}.{name}.weight"), uniform(&mut rng, &[out, inp], scale, 0.0)?);
+            w.insert(
+                format!("{p}.{name}.weight"),
+                uniform(&mut rng, &[out, inp], scale, 0.0)?,
+            );
             if spec.qwen2 && name.starts_with("self_attn") && name != "self_attn.o_proj" {
-                w.insert(format!("{p}.{name}.bias"), uniform(&mut rng, &[out], 0.2, 0.0)?);
+                w.insert(
+                    format!("{p}.{name}.bias"),
+                    uniform(&mut rng, &[out], 0.2, 0.0)?,
+                );
             }
         }
-        w.insert(format!("{p}.input_layernorm.weight"), uniform(&mut rng, &[HIDDEN], 0.1, 1.0)?);
-        w.insert(format!("{p}.post_attention_layernorm.weight"), uniform(&mut rng, &[HIDDEN], 0.1, 1.0)?);
+        w.insert(
+            format!("{p}.input_layernorm.weight"),
+            uniform(&mut rng, &[HIDDEN], 0.1, 1.0)?,
+        );
+        w.insert(
+            format!("{p}.post_attention_layernorm.weight"),
+            uniform(&mut rng, &[HIDDEN], 0.1, 1.0)?,
+        );
     }
     Ok(w)
 }
@@ -138,11 +186,19 @@ pub fn config_json(spec: &TinySpec) -> serde_json::Value {
 /// Writes an HF folder for `spec` into `dir`.
 pub fn write_hf(dir: &Path, spec: &TinySpec) -> Result<()> {
     std::fs::create_dir_all(dir)?;
-    std::fs::write(dir.join("config.json"), serde_json::to_string_pretty(&config_json(spec))?)?;
+    std::fs::write(
+        dir.join("config.json"),
+        serde_json::to_string_pretty(&config_json(spec))?,
+    )?;
     candle_core::safetensors::save(&hf_weights(spec)?, dir.join("model.safetensors"))?;
-    tiny_tokenizer()?.save(dir.join("tokenizer.json"), false).map_err(anyhow::Error::msg)?;
+    tiny_tokenizer()?
+        .save(dir.join("tokenizer.json"), false)
+        .map_err(anyhow::Error::msg)?;
     let tc = serde_json::json!({ "chat_template": chat_template(), "eos_token": "<|im_end|>" });
-    std::fs::write(dir.join("tokenizer_config.json"), serde_json::to_string(&tc)?)?;
+    std::fs::write(
+        dir.join("tokenizer_config.json"),
+        serde_json::to_string(&tc)?,
+    )?;
     Ok(())
 }
 
@@ -153,7 +209,10 @@ pub fn write_gguf(path: &Path, spec: &TinySpec) -> Result<()> {
     let mut w = hf_weights(spec)?;
     let mut take = |n: &str| w.remove(n).expect("tensor");
     let mut tensors: Vec<(String, Tensor)> = vec![
-        ("token_embd.weight".into(), take("model.embed_tokens.weight")),
+        (
+            "token_embd.weight".into(),
+            take("model.embed_tokens.weight"),
+        ),
         ("output_norm.weight".into(), take("model.norm.weight")),
         ("output.weight".into(), take("lm_head.weight")),
     ];
@@ -185,7 +244,10 @@ pub fn write_gguf(path: &Path, spec: &TinySpec) -> Result<()> {
         .map(|(n, t)| Ok((n.clone(), QTensor::quantize(t, GgmlDType::F32)?)))
         .collect::<Result<_>>()?;
     let toks = token_list();
-    let types: Vec<Value> = toks.iter().map(|t| Value::I32(if SPECIALS.contains(&t.as_str()) { 3 } else { 1 })).collect();
+    let types: Vec<Value> = toks
+        .iter()
+        .map(|t| Value::I32(if SPECIALS.contains(&t.as_str()) { 3 } else { 1 }))
+        .collect();
     let strs = |v: Vec<String>| Value::Array(v.into_iter().map(Value::String).collect());
     let meta: Vec<(&str, Value)> = vec![
         ("general.architecture", Value::String("llama".into())),
@@ -202,9 +264,18 @@ pub fn write_gguf(path: &Path, spec: &TinySpec) -> Result<()> {
         ("tokenizer.ggml.pre", Value::String("smollm".into())),
         ("tokenizer.ggml.tokens", strs(toks.clone())),
         ("tokenizer.ggml.token_type", Value::Array(types)),
-        ("tokenizer.ggml.merges", strs(MERGES.iter().map(|(a, b)| format!("{a} {b}")).collect())),
-        ("tokenizer.ggml.bos_token_id", Value::U32(id_of("<|im_start|>"))),
-        ("tokenizer.ggml.eos_token_id", Value::U32(id_of("<|im_end|>"))),
+        (
+            "tokenizer.ggml.merges",
+            strs(MERGES.iter().map(|(a, b)| format!("{a} {b}")).collect()),
+        ),
+        (
+            "tokenizer.ggml.bos_token_id",
+            Value::U32(id_of("<|im_start|>")),
+        ),
+        (
+            "tokenizer.ggml.eos_token_id",
+            Value::U32(id_of("<|im_end|>")),
+        ),
         ("tokenizer.chat_template", Value::String(chat_template())),
     ];
     let meta_refs: Vec<(&str, &Value)> = meta.iter().map(|(k, v)| (*k, v)).collect();

@@ -5,14 +5,19 @@ use anyhow::Result;
 use candle_core::quantized::gguf_file;
 use candle_core::{Device, Tensor};
 use candle_transformers::models::quantized_llama::ModelWeights;
-use empathy_gym::model::{default_policy_path, load_model, AdapterMode, ChatMessage, LoadOptions, Pass, Role};
+use empathy_gym::model::{
+    default_policy_path, load_model, AdapterMode, ChatMessage, LoadOptions, Pass, Role,
+};
 
 fn gguf_path() -> Option<std::path::PathBuf> {
     let p = default_policy_path();
     if p.is_file() {
         Some(p)
     } else {
-        println!("skipped: {} is absent (run scripts/fetch-models.sh)", p.display());
+        println!(
+            "skipped: {} is absent (run scripts/fetch-models.sh)",
+            p.display()
+        );
         None
     }
 }
@@ -23,21 +28,59 @@ fn gguf_path() -> Option<std::path::PathBuf> {
 /// `llama_token_to_piece` to check the round trip (scripts/gguf-reference-tokens.py).
 const REFERENCE: &[(&str, &[u32])] = &[
     ("Hello, world!", &[19556, 28, 905, 17]),
-    ("I feel so alone since I lost my job.", &[57, 1407, 588, 4016, 1675, 339, 3590, 957, 2288, 30]),
-    ("naïve café — déjà vu", &[3546, 46494, 37366, 1841, 32564, 90, 16739, 386, 101]),
-    ("日本語のテキスト", &[23274, 115, 40993, 179, 120, 248, 26453, 11100, 224, 10391, 251, 10391, 134, 11100, 226]),
-    ("emoji 😀🎉 and 👩\u{200d}👩\u{200d}👧", &[391, 33777, 40303, 218, 10813, 232, 227, 284, 15107, 235, 119, 321, 231, 10813, 235, 119, 321, 231, 10813, 235, 117]),
-    ("digits 1234567 and 3.14159", &[37307, 216, 33, 34, 35, 36, 37, 38, 39, 284, 216, 35, 30, 33, 36, 33, 37, 41]),
-    ("runs   of    spaces\tand\ttabs\n\nnewlines", &[33096, 256, 282, 333, 5600, 197, 397, 197, 100, 7366, 198, 198, 2241, 5110]),
+    (
+        "I feel so alone since I lost my job.",
+        &[57, 1407, 588, 4016, 1675, 339, 3590, 957, 2288, 30],
+    ),
+    (
+        "naïve café — déjà vu",
+        &[3546, 46494, 37366, 1841, 32564, 90, 16739, 386, 101],
+    ),
+    (
+        "日本語のテキスト",
+        &[
+            23274, 115, 40993, 179, 120, 248, 26453, 11100, 224, 10391, 251, 10391, 134, 11100, 226,
+        ],
+    ),
+    (
+        "emoji 😀🎉 and 👩\u{200d}👩\u{200d}👧",
+        &[
+            391, 33777, 40303, 218, 10813, 232, 227, 284, 15107, 235, 119, 321, 231, 10813, 235,
+            119, 321, 231, 10813, 235, 117,
+        ],
+    ),
+    (
+        "digits 1234567 and 3.14159",
+        &[
+            37307, 216, 33, 34, 35, 36, 37, 38, 39, 284, 216, 35, 30, 33, 36, 33, 37, 41,
+        ],
+    ),
+    (
+        "runs   of    spaces\tand\ttabs\n\nnewlines",
+        &[
+            33096, 256, 282, 333, 5600, 197, 397, 197, 100, 7366, 198, 198, 2241, 5110,
+        ],
+    ),
     ("  leading and trailing  ", &[216, 2899, 284, 35079, 256]),
-    ("<|im_start|>user\nHi<|im_end|>\n", &[1, 4093, 198, 26843, 2, 198]),
+    (
+        "<|im_start|>user\nHi<|im_end|>\n",
+        &[1, 4093, 198, 26843, 2, 198],
+    ),
     ("don't I'll we're", &[12420, 982, 339, 3060, 392, 2316]),
-    ("Ünïcödé ñ ß Ωμέγα Привет", &[142, 246, 94, 25972, 83, 7466, 84, 2756, 5549, 126, 5549, 249, 5664, 119, 16674, 34075, 23098, 8998, 5470, 249, 46879, 16464, 32547]),
+    (
+        "Ünïcödé ñ ß Ωμέγα Привет",
+        &[
+            142, 246, 94, 25972, 83, 7466, 84, 2756, 5549, 126, 5549, 249, 5664, 119, 16674, 34075,
+            23098, 8998, 5470, 249, 46879, 16464, 32547,
+        ],
+    ),
 ];
 
 #[test]
 fn smollm2_gguf_tokenizer_matches_llama_cpp_and_round_trips() -> Result<()> {
-    let Some(path) = gguf_path() else { return Ok(()) };
+    let Some(path) = gguf_path() else {
+        return Ok(());
+    };
     let m = load_model(&path, &Device::Cpu, &LoadOptions::default())?;
     for (text, ids) in REFERENCE {
         assert_eq!(m.encode(text)?, ids.to_vec(), "{text:?}");
@@ -54,12 +97,20 @@ fn smollm2_gguf_tokenizer_matches_llama_cpp_and_round_trips() -> Result<()> {
 /// forward, both with and without our KV cache.
 #[test]
 fn smollm2_f32_forward_matches_candle_quantized_llama_dequantized() -> Result<()> {
-    let Some(path) = gguf_path() else { return Ok(()) };
+    let Some(path) = gguf_path() else {
+        return Ok(());
+    };
     // Read once per thread by candle's QMatMul; each test runs on its own thread.
     std::env::set_var("CANDLE_DEQUANTIZE_ALL", "1");
     let dev = Device::Cpu;
     let m = load_model(&path, &dev, &LoadOptions::default())?;
-    let ids = m.encode_chat(&[ChatMessage::new(Role::User, "I lost my job today and I feel awful.")], true)?;
+    let ids = m.encode_chat(
+        &[ChatMessage::new(
+            Role::User,
+            "I lost my job today and I feel awful.",
+        )],
+        true,
+    )?;
     let mut file = std::fs::File::open(&path)?;
     let ct = gguf_file::Content::read(&mut file)?;
     let mut reference = ModelWeights::from_gguf(ct, &mut file, &dev)?;
@@ -67,16 +118,31 @@ fn smollm2_f32_forward_matches_candle_quantized_llama_dequantized() -> Result<()
     let split = n - 4;
     // Ours without cache: all positions at once.
     let x = Tensor::new(ids.as_slice(), &dev)?.unsqueeze(0)?;
-    let full = m.model.logits(&m.model.forward(&x, None, AdapterMode::On, Pass::Infer)?, Pass::Infer)?.squeeze(0)?;
+    let full = m
+        .model
+        .logits(
+            &m.model.forward(&x, None, AdapterMode::On, Pass::Infer)?,
+            Pass::Infer,
+        )?
+        .squeeze(0)?;
     // Ours with cache: prefill then single steps, like the reference.
     let mut cache = m.model.new_cache(1, n)?;
     let mut worst = 0f32;
     for pos in split..=n {
-        let (start, len) = if pos == split { (0, split) } else { (pos - 1, 1) };
+        let (start, len) = if pos == split {
+            (0, split)
+        } else {
+            (pos - 1, 1)
+        };
         let step = Tensor::new(&ids[start..start + len], &dev)?.unsqueeze(0)?;
         let want = reference.forward(&step, start)?.squeeze(0)?;
-        let h = m.model.forward(&step, Some(&mut cache), AdapterMode::On, Pass::Infer)?;
-        let cached = m.model.logits(&h.narrow(1, len - 1, 1)?, Pass::Infer)?.flatten_all()?;
+        let h = m
+            .model
+            .forward(&step, Some(&mut cache), AdapterMode::On, Pass::Infer)?;
+        let cached = m
+            .model
+            .logits(&h.narrow(1, len - 1, 1)?, Pass::Infer)?
+            .flatten_all()?;
         let uncached = full.get(start + len - 1)?;
         for got in [cached, uncached] {
             let d = (got - &want)?.abs()?.max(0)?.to_scalar::<f32>()?;
