@@ -4,6 +4,8 @@
 
 #[path = "model_fixtures.rs"]
 mod fixtures;
+#[path = "model_formats.rs"]
+mod formats;
 #[path = "model_real.rs"]
 mod real;
 
