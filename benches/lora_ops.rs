@@ -1,6 +1,8 @@
-//! Forward + backward time of `frozen_matmul` against candle's plain matmul for one SmolLM2-135M
-//! MLP projection ([256, 576] x [1536, 576]^T) on CPU. Plain matmul's backward also computes the
-//! [1536, 576] weight gradient that LoRA throws away; `frozen_matmul` skips it.
+//! Forward + backward time of the training ops against candle's differentiable alternatives, at
+//! SmolLM2-135M sizes for 1 x 256 tokens on CPU: `frozen_matmul` vs plain matmul for one MLP
+//! projection ([256, 576] x [1536, 576]^T; plain matmul's backward also computes the [1536, 576]
+//! weight gradient that LoRA throws away), `softmax_train` vs `candle_nn::ops::softmax` on one
+//! layer's attention scores, `rms_norm_train` vs `rms_norm_slow`, `rope_train` vs `rope_i_slow`.
 
 use candle_core::{DType, Device, Tensor, Var};
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -76,6 +78,20 @@ fn bench_norm_rope(c: &mut Criterion) {
             let y = rms_norm_train(&h, &w, 1e-5).expect("rms_norm_train");
             let grads = y.sum_all().and_then(|s| s.backward()).expect("backward");
             grads.get(&h).expect("grad").dims().len()
+        })
+    });
+    group.bench_function("candle_nn::ops::rms_norm_slow [1,256,576]", |b| {
+        b.iter(|| {
+            let y = candle_nn::ops::rms_norm_slow(&h, &w, 1e-5).expect("rms_norm_slow");
+            let grads = y.sum_all().and_then(|s| s.backward()).expect("backward");
+            grads.get(&h).expect("grad").dims().len()
+        })
+    });
+    group.bench_function("candle_nn rope_i_slow [1,9,256,64]", |b| {
+        b.iter(|| {
+            let y = candle_nn::rotary_emb::rope_i_slow(&q, &cos, &sin).expect("rope_i_slow");
+            let grads = y.sum_all().and_then(|s| s.backward()).expect("backward");
+            grads.get(&q).expect("grad").dims().len()
         })
     });
     for interleaved in [true, false] {
