@@ -136,14 +136,19 @@ impl CustomOp2 for RmsNormCpu {
                 part: RmsPart::InputGrad,
             },
         )?;
-        let dw = grad.apply_op2_no_bwd(
-            x,
-            &RmsNormBwd {
-                op: *self,
-                part: RmsPart::WeightGrad,
-            },
-        )?;
-        Ok((Some(dx), Some(dw)))
+        // A frozen norm weight gets no gradient (candle would store whatever is returned).
+        let dw = if w.track_op() {
+            Some(grad.apply_op2_no_bwd(
+                x,
+                &RmsNormBwd {
+                    op: *self,
+                    part: RmsPart::WeightGrad,
+                },
+            )?)
+        } else {
+            None
+        };
+        Ok((Some(dx), dw))
     }
 }
 
