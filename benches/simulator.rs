@@ -54,7 +54,23 @@ fn main() -> anyhow::Result<()> {
             n * cores / cpu.max(1e-9)
         );
     }
-    println!("\nsimulator load (embedder + move prototypes): {load_s:.2} s; prepare (every user sentence of the train split): {prepare_s:.2} s");
+    let replies: Vec<String> = (0..64)
+        .map(|i| {
+            format!(
+                "{} ({i})",
+                REPLIES[i % REPLIES.len()].replace("{s}", "the move")
+            )
+        })
+        .collect();
+    let refs: Vec<&str> = replies.iter().map(String::as_str).collect();
+    let (cpu0, t2) = (cpu_seconds(), Instant::now());
+    sim.embedder().embed(&refs)?;
+    println!(
+        "\nembedding 64 fresh replies alone: {:.3} s wall, {:.2} s CPU",
+        t2.elapsed().as_secs_f64(),
+        cpu_seconds() - cpu0
+    );
+    println!("simulator load (embedder + move prototypes): {load_s:.2} s; prepare (every user sentence of the train split): {prepare_s:.2} s");
     Ok(())
 }
 
@@ -91,12 +107,6 @@ fn run(catalog: &Catalog, sim: &Appraiser, batch: usize) -> anyhow::Result<(usiz
             Ok(env)
         })
         .collect::<empathy_gym::Result<_>>()?;
-    // Warm the prototype cache of these scenarios so the timing covers steady-state turns.
-    let warm: Vec<(String, Option<String>)> = (0..batch)
-        .map(|i| (format!("warm up reply number {i} {batch}"), None))
-        .collect();
-    let mut probe: Vec<DialogueEnv> = envs.clone();
-    step_batch(sim, &mut probe.iter_mut().collect::<Vec<_>>(), &warm)?;
     let (mut turns, start) = (0usize, Instant::now());
     for t in 0..8 {
         let live: Vec<&mut DialogueEnv> = envs.iter_mut().filter(|e| !e.is_done()).collect();
