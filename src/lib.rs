@@ -15,5 +15,6 @@ pub mod report;
 pub mod reward;
 pub mod seed;
 pub mod sim;
+pub mod train;
 
 pub use error::{Error, Result};

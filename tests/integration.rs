@@ -12,5 +12,9 @@ mod grpo;
 mod lora;
 #[path = "integration/model.rs"]
 mod model;
+#[path = "integration/model_fixtures.rs"]
+mod model_fixtures;
 #[path = "integration/sanity.rs"]
 mod sanity;
+#[path = "integration/train.rs"]
+mod train;

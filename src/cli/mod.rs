@@ -7,9 +7,11 @@ use clap::{Parser, Subcommand};
 
 mod chat;
 mod common;
+mod export;
 mod replay;
 mod rollout;
 mod summary;
+mod train;
 mod validate;
 
 /// RLVER-style training and auditing of empathetic dialogue models.
@@ -35,6 +37,10 @@ pub enum Command {
     /// Show, verify or re-score logged dialogues.
     #[command(subcommand)]
     Replay(replay::ReplayCommand),
+    /// Train the policy with GRPO against the simulated user.
+    Train(train::TrainArgs),
+    /// Merge a run's adapters into an HF model folder.
+    Export(export::ExportArgs),
 }
 
 /// Runs one parsed command line.
@@ -44,5 +50,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Rollout(args) => rollout::run(&cli.catalog, args),
         Command::Replay(cmd) => replay::run(&cli.catalog, cmd),
         Command::Chat(args) => chat::run(&cli.catalog, args),
+        Command::Train(args) => train::run(&cli.catalog, args),
+        Command::Export(args) => export::run(args),
     }
 }

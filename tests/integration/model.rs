@@ -2,8 +2,7 @@
 //! form, generation with the KV cache and in batches, the training forward with LoRA, adapters,
 //! export, bad inputs, and (when it is on disk) the real SmolLM2 GGUF against references.
 
-#[path = "model_fixtures.rs"]
-mod fixtures;
+use crate::model_fixtures as fixtures;
 #[path = "model_formats.rs"]
 mod formats;
 #[path = "model_real.rs"]

@@ -1,0 +1,164 @@
+//! `empathy-gym train`: GRPO training of the policy against the simulated user (DESIGN section 5).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::Args;
+use empathy_gym::grpo::{read_metrics, StepMetrics};
+use empathy_gym::profile::Catalog;
+use empathy_gym::report::Table;
+use empathy_gym::train::run_files::{
+    CONFIG_FILE, EMOTION_SVG, EPISODES_FILE, METRICS_FILE, REWARD_SVG,
+};
+use empathy_gym::train::{
+    device, load_policy, profiles, EnvReward, Override, TrainConfig, Trainer, TrainerParts,
+};
+
+use super::common::load_simulator;
+
+#[derive(Debug, Args)]
+pub struct TrainArgs {
+    /// The run's YAML config (see configs/quickstart.yaml).
+    #[arg(long, required_unless_present = "resume")]
+    pub config: Option<PathBuf>,
+    /// Override a config key before validation, e.g. --set grpo.steps=20 (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Continue the run in this directory from its latest checkpoint (its config.yaml is used).
+    #[arg(long, value_name = "RUN_DIR", conflicts_with = "config")]
+    pub resume: Option<PathBuf>,
+    /// Stop (with a checkpoint) after this step; continue later with --resume.
+    #[arg(long, value_name = "STEP")]
+    pub stop_after: Option<u64>,
+    /// No progress bars.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+pub fn run(catalog_root: &Path, args: TrainArgs) -> anyhow::Result<()> {
+    let sets = args
+        .sets
+        .iter()
+        .map(|s| Override::parse(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let cfg = match (&args.resume, &args.config) {
+        (Some(dir), _) => {
+            let mut cfg = TrainConfig::load(&dir.join(CONFIG_FILE), &sets)?;
+            cfg.run_dir = dir.clone();
+            if !sets.is_empty() {
+                let path = dir.join(CONFIG_FILE);
+                std::fs::write(&path, cfg.to_yaml()?)
+                    .with_context(|| format!("rewriting {}", path.display()))?;
+                eprintln!("note: {} updated with the --set overrides", path.display());
+            }
+            cfg
+        }
+        (None, Some(file)) => TrainConfig::load(file, &sets)?,
+        (None, None) => anyhow::bail!("say what to train: --config FILE.yaml or --resume RUN_DIR"),
+    };
+    let catalog = Catalog::load(catalog_root)?;
+    let profiles = profiles(&catalog, &cfg)?;
+    let sim = load_simulator(catalog_root)?;
+    sim.prepare(&profiles)?;
+    let dev = device(&cfg)?;
+    let model = load_policy(&cfg, &dev)?;
+    let g = &cfg.file.grpo;
+    eprintln!(
+        "training {} on {} profiles ({:?}, {}): {} steps of {} profiles x {} dialogues -> {}",
+        model.name,
+        profiles.len(),
+        cfg.file.env.split,
+        cfg.file.env.difficulty.as_str(),
+        g.steps,
+        g.profiles_per_step,
+        g.group_size,
+        cfg.run_dir.display()
+    );
+    let run_dir = cfg.run_dir.clone();
+    let parts = TrainerParts {
+        cfg,
+        model,
+        sim: &sim,
+        reward: &EnvReward,
+        profiles,
+        progress: !args.quiet,
+    };
+    let mut trainer = match args.resume {
+        Some(_) => Trainer::resume(parts)?,
+        None => Trainer::start(parts)?,
+    };
+    let resumed_at = trainer.steps_done();
+    if resumed_at > 0 {
+        eprintln!("resumed after step {resumed_at}");
+    }
+    trainer.run(args.stop_after)?;
+    let rows = read_metrics(&run_dir.join(METRICS_FILE))?;
+    print_summary(&rows);
+    print_where(&run_dir, trainer.steps_done());
+    Ok(())
+}
+
+/// A summary row: its name and how to read it off a metrics row.
+type Column = (&'static str, fn(&StepMetrics) -> f64);
+
+/// First step, last step and the change, for the columns that say whether training helped.
+fn print_summary(rows: &[StepMetrics]) {
+    let (Some(first), Some(last)) = (rows.first(), rows.last()) else {
+        return;
+    };
+    let cols: [Column; 7] = [
+        ("mean reward", |m| m.reward_mean),
+        ("mean final emotion", |m| m.final_emotion_mean),
+        ("success rate (emotion 100)", |m| m.success_rate),
+        ("failure rate (emotion < 10)", |m| m.failure_rate),
+        ("groups with zero reward spread", |m| m.frac_reward_zero_std),
+        ("mean reply length (tokens)", |m| m.reply_len_mean),
+        ("seconds per step", |m| {
+            m.t_rollout_s + m.t_simulate_s + m.t_train_s
+        }),
+    ];
+    let mut t = Table::new([
+        "metric".to_string(),
+        format!("step {}", first.step),
+        format!("step {}", last.step),
+        "change".to_string(),
+    ]);
+    for (name, f) in cols {
+        let (a, b) = (f(first), f(last));
+        t.push_row([
+            name.to_string(),
+            format!("{a:.3}"),
+            format!("{b:.3}"),
+            format!("{:+.3}", b - a),
+        ]);
+    }
+    println!();
+    println!("{}", t.to_markdown());
+}
+
+fn print_where(dir: &Path, steps: u64) {
+    let show = |f: &str| dir.join(f).display().to_string();
+    println!("after {steps} steps, results are in {}:", dir.display());
+    println!("  {}  the resolved configuration", show(CONFIG_FILE));
+    println!(
+        "  {}  one row per step (reward, emotion, KL, clipping, timings)",
+        show(METRICS_FILE)
+    );
+    println!(
+        "  {}  every dialogue; read them with `empathy-gym replay show`",
+        show(EPISODES_FILE)
+    );
+    println!(
+        "  {}, {}  reward and final emotion per step",
+        show(REWARD_SVG),
+        show(EMOTION_SVG)
+    );
+    println!(
+        "  {}  adapters, optimizer and RNG state",
+        show("checkpoints/")
+    );
+    println!(
+        "export the policy with `empathy-gym export {} --out DIR`",
+        dir.display()
+    );
+}

@@ -1,0 +1,303 @@
+//! The validated training configuration (second of two stages): [`TrainConfig::load`] reads a
+//! YAML file, applies `--set` overrides to its tree, parses it into [`TrainConfigFile`] (unknown
+//! keys rejected, defaults filled) and checks every range, naming the file and the field of any
+//! bad value and what to use instead.
+
+use std::path::{Path, PathBuf};
+
+use serde_yaml::Value;
+
+use super::config_file::TrainConfigFile;
+use super::overrides::{apply_overrides, Override};
+use crate::error::{Error, Result};
+use crate::model::{default_policy_path, SamplingParams};
+
+/// A checked configuration, with the resolved file it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrainConfig {
+    /// The resolved file: every default explicit (written to `<run_dir>/config.yaml`).
+    pub file: TrainConfigFile,
+    /// `<results_dir>/<run>`.
+    pub run_dir: PathBuf,
+    /// The policy model file or folder.
+    pub model_path: PathBuf,
+    /// Sampling as the generator takes it.
+    pub sampling: SamplingParams,
+}
+
+impl TrainConfig {
+    /// Reads `path`, applies `sets` and validates.
+    pub fn load(path: &Path, sets: &[Override]) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        Self::from_yaml(&text, path, sets)
+    }
+
+    /// Parses YAML `text` (from `path`, named in errors), applies `sets` and validates.
+    pub fn from_yaml(text: &str, path: &Path, sets: &[Override]) -> Result<Self> {
+        let mut tree: Value = serde_yaml::from_str(text).map_err(|e| yaml_error(path, &e))?;
+        if !sets.is_empty() {
+            apply_overrides(&mut tree, sets)?;
+        }
+        if tree.is_null() {
+            tree = Value::Mapping(Default::default());
+        }
+        let file: TrainConfigFile = serde_yaml::from_value(tree).map_err(|e| {
+            let from = if sets.is_empty() {
+                String::new()
+            } else {
+                " (file with --set overrides)".to_string()
+            };
+            Error::input(
+                path,
+                format!("document{from}"),
+                format!("{e}; see configs/quickstart.yaml for the keys and their defaults"),
+            )
+        })?;
+        Self::validate(file, path)
+    }
+
+    /// Checks ranges and resolves paths.
+    pub fn validate(file: TrainConfigFile, path: &Path) -> Result<Self> {
+        check_file(&file, path)?;
+        let model_path = file.model.path.clone().unwrap_or_else(default_policy_path);
+        let s = &file.sampling;
+        let sampling = SamplingParams {
+            temperature: s.temperature,
+            top_p: s.top_p,
+            max_new_tokens: s.max_new_tokens,
+            greedy: false,
+        };
+        Ok(TrainConfig {
+            run_dir: file.results_dir.join(&file.run),
+            model_path,
+            sampling,
+            file,
+        })
+    }
+
+    /// The resolved file as YAML.
+    pub fn to_yaml(&self) -> Result<String> {
+        serde_yaml::to_string(&self.file)
+            .map_err(|e| Error::Other(format!("cannot write the resolved config: {e}")))
+    }
+
+    /// Dialogues per step: P x G.
+    pub fn batch_size(&self) -> usize {
+        self.file.grpo.profiles_per_step * self.file.grpo.group_size
+    }
+}
+
+fn yaml_error(path: &Path, e: &serde_yaml::Error) -> Error {
+    let location = match e.location() {
+        Some(l) => format!("line {}, column {}", l.line(), l.column()),
+        None => "document".into(),
+    };
+    Error::input(path, location, format!("{e}; fix the YAML"))
+}
+
+/// Every range check, in file order; the first failure is returned.
+fn check_file(f: &TrainConfigFile, path: &Path) -> Result<()> {
+    let bad = |field: &str, msg: String| Err(Error::input(path, field, msg));
+    let run_ok = !f.run.is_empty()
+        && f.run != "."
+        && f.run != ".."
+        && f.run
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+    if !run_ok {
+        return bad(
+            "run",
+            format!(
+                "{:?} is not a usable run name: use letters, digits, '-', '_' or '.'",
+                f.run
+            ),
+        );
+    }
+    if let Err(msg) = f.lora.check() {
+        return bad("lora", msg);
+    }
+    let s = &f.sampling;
+    if !positive(s.temperature) {
+        return bad(
+            "sampling.temperature",
+            format!(
+                "must be > 0 (GRPO samples; default 1.0), got {}",
+                s.temperature
+            ),
+        );
+    }
+    if !(s.top_p > 0.0 && s.top_p <= 1.0) {
+        return bad(
+            "sampling.top_p",
+            format!("must be in (0, 1], got {}", s.top_p),
+        );
+    }
+    if s.max_new_tokens == 0 {
+        return bad(
+            "sampling.max_new_tokens",
+            "must be at least 1 (default 96)".into(),
+        );
+    }
+    check_grpo(f, path)?;
+    check_optim(f, path)?;
+    if f.checkpoint.every == 0 {
+        return bad("checkpoint.every", "must be at least 1 (default 10)".into());
+    }
+    Ok(())
+}
+
+fn check_grpo(f: &TrainConfigFile, path: &Path) -> Result<()> {
+    let bad = |field: &str, msg: &str| Err(Error::input(path, field, msg.to_string()));
+    let g = &f.grpo;
+    if g.steps == 0 {
+        return bad("grpo.steps", "must be at least 1 (default 100)");
+    }
+    if g.profiles_per_step == 0 {
+        return bad("grpo.profiles_per_step", "must be at least 1 (default 4)");
+    }
+    if g.group_size < 2 {
+        return bad(
+            "grpo.group_size",
+            "must be at least 2: advantages compare the dialogues of a group (default 4, RLVER)",
+        );
+    }
+    if g.iterations == 0 {
+        return bad("grpo.iterations", "must be at least 1 (default 1)");
+    }
+    if g.micro_batch == 0 {
+        return bad("grpo.micro_batch", "must be at least 1 (default 4)");
+    }
+    let l = &g.loss;
+    if !(0.0..1.0).contains(&l.eps_low) {
+        return bad("grpo.loss.eps_low", "must be in [0, 1) (default 0.2)");
+    }
+    if !non_negative(l.eps_high) {
+        return bad("grpo.loss.eps_high", "must be >= 0 (default 0.28)");
+    }
+    if !non_negative(l.beta) {
+        return bad(
+            "grpo.loss.beta",
+            "must be >= 0 (default 0: no KL, no reference pass)",
+        );
+    }
+    Ok(())
+}
+
+fn check_optim(f: &TrainConfigFile, path: &Path) -> Result<()> {
+    let bad = |field: &str, msg: &str| Err(Error::input(path, field, msg.to_string()));
+    let o = &f.optim;
+    if !positive(o.lr) {
+        return bad("optim.lr", "must be a positive number (default 1e-5)");
+    }
+    if !(0.0..1.0).contains(&o.beta1) || !(0.0..1.0).contains(&o.beta2) {
+        return bad(
+            "optim.beta1",
+            "beta1 and beta2 must be in [0, 1) (defaults 0.9, 0.999)",
+        );
+    }
+    if !positive(o.eps) || !non_negative(o.weight_decay) {
+        return bad(
+            "optim.eps",
+            "eps must be > 0 and weight_decay >= 0 (defaults 1e-8, 0.01)",
+        );
+    }
+    if o.max_grad_norm.is_some_and(|m| !positive(m)) {
+        return bad(
+            "optim.max_grad_norm",
+            "must be > 0, or null to turn clipping off (default 1.0)",
+        );
+    }
+    Ok(())
+}
+
+/// A finite number above 0.
+fn positive(x: f64) -> bool {
+    x.is_finite() && x > 0.0
+}
+
+/// A finite number at least 0.
+fn non_negative(x: f64) -> bool {
+    x.is_finite() && x >= 0.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grpo::{AdvantageScale, LrSchedule};
+
+    fn load(text: &str, sets: &[&str]) -> Result<TrainConfig> {
+        let sets: Vec<Override> = sets.iter().map(|s| Override::parse(s).unwrap()).collect();
+        TrainConfig::from_yaml(text, Path::new("cfg.yaml"), &sets)
+    }
+
+    #[test]
+    fn empty_file_gives_the_documented_defaults() {
+        let c = load("", &[]).unwrap();
+        let f = &c.file;
+        assert_eq!(f.run, "run");
+        assert_eq!(c.run_dir, PathBuf::from("results/run"));
+        assert_eq!(
+            (f.grpo.steps, f.grpo.profiles_per_step, f.grpo.group_size),
+            (100, 4, 4)
+        );
+        assert_eq!(f.grpo.iterations, 1);
+        assert_eq!(f.grpo.advantage_scale, AdvantageScale::Group);
+        assert_eq!(
+            (f.grpo.loss.eps_low, f.grpo.loss.eps_high, f.grpo.loss.beta),
+            (0.2, 0.28, 0.0)
+        );
+        assert_eq!(f.lora.rank, 16);
+        assert_eq!(f.optim.lr, 1e-5);
+        assert_eq!(c.sampling.max_new_tokens, 96);
+        assert_eq!(c.model_path, default_policy_path());
+        assert_eq!(c.batch_size(), 16);
+    }
+
+    #[test]
+    fn overrides_apply_before_validation_and_resolve_round_trips() {
+        let text = "run: quick\ngrpo:\n  steps: 5\noptim:\n  lr: 0.001\n";
+        let c = load(
+            text,
+            &[
+                "grpo.steps=7",
+                "optim.schedule={kind: constant, warmup_steps: 2}",
+            ],
+        )
+        .unwrap();
+        assert_eq!(c.file.grpo.steps, 7);
+        assert_eq!(
+            c.file.optim.schedule,
+            LrSchedule::Constant { warmup_steps: 2 }
+        );
+        assert_eq!(c.run_dir, PathBuf::from("results/quick"));
+        // The resolved YAML parses back to the same configuration.
+        let back = load(&c.to_yaml().unwrap(), &[]).unwrap();
+        assert_eq!(back, c);
+    }
+
+    #[test]
+    fn bad_values_name_the_file_and_field() {
+        let cases = [
+            ("grpo:\n  group_size: 1\n", vec![], "grpo.group_size"),
+            ("", vec!["sampling.temperature=0"], "sampling.temperature"),
+            ("", vec!["run=../x"], "run"),
+            ("", vec!["optim.lr=-1"], "optim.lr"),
+            ("", vec!["lora.rank=0"], "lora"),
+            ("", vec!["grpo.loss.beta=-0.1"], "grpo.loss.beta"),
+        ];
+        for (text, sets, field) in cases {
+            let err = load(text, &sets).unwrap_err().to_string();
+            assert!(err.starts_with(&format!("cfg.yaml: {field}:")), "{err}");
+        }
+        // Unknown keys, in the file or through --set, are rejected.
+        let err = load("grpo:\n  stepz: 3\n", &[]).unwrap_err().to_string();
+        assert!(err.contains("unknown field `stepz`"), "{err}");
+        let err = load("", &["grpo.stepz=3"]).unwrap_err().to_string();
+        assert!(
+            err.contains("unknown field `stepz`") && err.contains("--set"),
+            "{err}"
+        );
+        let err = load("grpo: [1\n", &[]).unwrap_err().to_string();
+        assert!(err.starts_with("cfg.yaml: line"), "{err}");
+    }
+}

@@ -1,0 +1,260 @@
+//! The training config file as written (first of two stages, STYLE "Config and errors"): serde
+//! structs that mirror the YAML, reject unknown keys, and fill every absent key with its
+//! documented default. [`super::config::TrainConfig`] validates it into the runtime struct; the
+//! resolved file (all defaults explicit) is what `results/<run>/config.yaml` holds.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::grpo::{AdamWConfig, AdvantageScale, LossConfig};
+use crate::model::LoraConfig;
+use crate::profile::{Difficulty, KnobOverrides, Split};
+use crate::reward::{Aggregate, RewardMode};
+
+/// The whole file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrainConfigFile {
+    /// Run name; results go to `<results_dir>/<run>/` (default "run").
+    #[serde(default = "default_run")]
+    pub run: String,
+    /// Folder holding the runs (default "results").
+    #[serde(default = "default_results_dir")]
+    pub results_dir: PathBuf,
+    /// Seed of every random stream of the run (default 0).
+    #[serde(default)]
+    pub seed: u64,
+    /// The policy model.
+    #[serde(default)]
+    pub model: ModelSection,
+    /// LoRA adapters (default rank 16, alpha 32, all seven projections).
+    #[serde(default)]
+    pub lora: LoraConfig,
+    /// The simulated user and the reward.
+    #[serde(default)]
+    pub env: EnvSection,
+    /// How replies are sampled.
+    #[serde(default)]
+    pub sampling: SamplingSection,
+    /// GRPO sizes and the loss.
+    #[serde(default)]
+    pub grpo: GrpoSection,
+    /// AdamW, schedule and gradient clipping.
+    #[serde(default)]
+    pub optim: AdamWConfig,
+    /// How often to checkpoint.
+    #[serde(default)]
+    pub checkpoint: CheckpointSection,
+}
+
+fn default_run() -> String {
+    "run".into()
+}
+fn default_results_dir() -> PathBuf {
+    "results".into()
+}
+
+/// Where the compute runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeviceKind {
+    /// The CPU (default).
+    #[default]
+    Cpu,
+    /// The first CUDA GPU (needs a build with `--features cuda`).
+    Cuda,
+}
+
+/// Weight precision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WeightDtype {
+    /// 32-bit floats (default; the only sensible choice on CPU).
+    #[default]
+    F32,
+    /// bfloat16 base weights (GPUs); adapters stay f32.
+    Bf16,
+}
+
+/// `model:`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSection {
+    /// An HF folder or a `.gguf` file; relative paths are relative to the working directory
+    /// (default `null`: SmolLM2-135M-Instruct Q4_1 from the models folder, dequantized to f32).
+    #[serde(default)]
+    pub path: Option<PathBuf>,
+    /// `cpu` (default) or `cuda`.
+    #[serde(default)]
+    pub device: DeviceKind,
+    /// `f32` (default) or `bf16`.
+    #[serde(default)]
+    pub dtype: WeightDtype,
+}
+
+/// `env:`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnvSection {
+    /// Which profiles are drawn each step (default `train`).
+    #[serde(default = "default_split")]
+    pub split: Split,
+    /// Difficulty preset (default `moderate`, start emotion 40, SAGE).
+    #[serde(default = "default_difficulty")]
+    pub difficulty: Difficulty,
+    /// Per-knob overrides of the preset (e.g. `max_turns: 3`); default none.
+    #[serde(default)]
+    pub knobs: KnobOverrides,
+    /// `behavior` (default, RLVER) or `trait` (context-free warmth).
+    #[serde(default)]
+    pub reward_mode: RewardMode,
+    /// How the behavior reward reads the trajectory: `final` (default), `mean`, `dense`.
+    #[serde(default)]
+    pub aggregate: Aggregate,
+    /// The policy's system prompt (default `null`: the built-in listener prompt).
+    #[serde(default)]
+    pub system_prompt: Option<String>,
+    /// Think-then-say: ask for `<think>...</think>` before the reply (default false).
+    #[serde(default)]
+    pub think: bool,
+}
+
+fn default_split() -> Split {
+    Split::Train
+}
+fn default_difficulty() -> Difficulty {
+    Difficulty::Moderate
+}
+
+impl Default for EnvSection {
+    fn default() -> Self {
+        EnvSection {
+            split: default_split(),
+            difficulty: default_difficulty(),
+            knobs: KnobOverrides::default(),
+            reward_mode: RewardMode::default(),
+            aggregate: Aggregate::default(),
+            system_prompt: None,
+            think: false,
+        }
+    }
+}
+
+/// `sampling:`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SamplingSection {
+    /// Softmax temperature, > 0 (default 1.0: on-policy samples, as GRPO assumes).
+    #[serde(default = "default_temperature")]
+    pub temperature: f64,
+    /// Nucleus mass in (0, 1] (default 1.0 = no truncation).
+    #[serde(default = "default_top_p")]
+    pub top_p: f64,
+    /// Cap on tokens per reply (default 96).
+    #[serde(default = "default_max_new_tokens")]
+    pub max_new_tokens: usize,
+}
+
+fn default_temperature() -> f64 {
+    1.0
+}
+fn default_top_p() -> f64 {
+    1.0
+}
+fn default_max_new_tokens() -> usize {
+    96
+}
+
+impl Default for SamplingSection {
+    fn default() -> Self {
+        SamplingSection {
+            temperature: default_temperature(),
+            top_p: default_top_p(),
+            max_new_tokens: default_max_new_tokens(),
+        }
+    }
+}
+
+/// `grpo:`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GrpoSection {
+    /// Training steps (one rollout batch each; default 100).
+    #[serde(default = "default_steps")]
+    pub steps: u64,
+    /// Profiles per step, P (default 4).
+    #[serde(default = "default_profiles")]
+    pub profiles_per_step: usize,
+    /// Dialogues per profile, G in the GRPO paper (default 4, RLVER).
+    #[serde(default = "default_group")]
+    pub group_size: usize,
+    /// Updates per batch, mu in the GRPO paper (default 1; > 1 stores old log-probs once).
+    #[serde(default = "default_iterations")]
+    pub iterations: usize,
+    /// Advantage scale: `group` (default), `batch` or `none` (Dr. GRPO).
+    #[serde(default)]
+    pub advantage_scale: AdvantageScale,
+    /// Leave groups whose rewards are all equal out of the update (default false; they have zero
+    /// advantage, but still count in token_mean's normalizer when kept).
+    #[serde(default)]
+    pub drop_zero_std: bool,
+    /// Dialogues per forward/backward pass; gradients accumulate over the batch (default 4).
+    #[serde(default = "default_micro_batch")]
+    pub micro_batch: usize,
+    /// Clip bounds, KL weight beta (0 skips the reference pass), token aggregation.
+    #[serde(default)]
+    pub loss: LossConfig,
+}
+
+fn default_steps() -> u64 {
+    100
+}
+fn default_profiles() -> usize {
+    4
+}
+fn default_group() -> usize {
+    4
+}
+fn default_iterations() -> usize {
+    1
+}
+fn default_micro_batch() -> usize {
+    4
+}
+
+impl Default for GrpoSection {
+    fn default() -> Self {
+        GrpoSection {
+            steps: default_steps(),
+            profiles_per_step: default_profiles(),
+            group_size: default_group(),
+            iterations: default_iterations(),
+            advantage_scale: AdvantageScale::default(),
+            drop_zero_std: false,
+            micro_batch: default_micro_batch(),
+            loss: LossConfig::default(),
+        }
+    }
+}
+
+/// `checkpoint:`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckpointSection {
+    /// Save every this many steps (default 10); the last step is always saved.
+    #[serde(default = "default_every")]
+    pub every: u64,
+}
+
+fn default_every() -> u64 {
+    10
+}
+
+impl Default for CheckpointSection {
+    fn default() -> Self {
+        CheckpointSection {
+            every: default_every(),
+        }
+    }
+}

@@ -1,0 +1,48 @@
+//! Building a run's pieces from its configuration: the device, the policy model with its LoRA
+//! adapters, and the profiles the steps draw from. Shared by `train`, `export` and the tests.
+
+use candle_core::{DType, Device};
+
+use super::config::TrainConfig;
+use super::config_file::{DeviceKind, WeightDtype};
+use super::trainer::streams;
+use crate::error::{Error, Result};
+use crate::model::{load_model, ChatModel, LoadOptions};
+use crate::profile::{Catalog, Profile};
+
+/// The configured device.
+pub fn device(cfg: &TrainConfig) -> Result<Device> {
+    match cfg.file.model.device {
+        DeviceKind::Cpu => Ok(Device::Cpu),
+        DeviceKind::Cuda => Device::new_cuda(0).map_err(|e| {
+            Error::Other(format!(
+                "model.device is cuda but no CUDA device is usable ({e}); build with \
+                 --features cuda on a machine with a GPU, or set model.device: cpu"
+            ))
+        }),
+    }
+}
+
+/// The policy with fresh LoRA adapters (A drawn from the run seed, B zero).
+pub fn load_policy(cfg: &TrainConfig, device: &Device) -> Result<ChatModel> {
+    let opts = LoadOptions {
+        lora: Some(cfg.file.lora.clone()),
+        full_finetune: false,
+        seed: crate::seed::derive(cfg.file.seed, streams::LORA_INIT),
+        dtype: match cfg.file.model.dtype {
+            WeightDtype::F32 => DType::F32,
+            WeightDtype::Bf16 => DType::BF16,
+        },
+    };
+    load_model(&cfg.model_path, device, &opts)
+}
+
+/// The profiles of the configured split at the configured difficulty and knobs.
+pub fn profiles(catalog: &Catalog, cfg: &TrainConfig) -> Result<Vec<Profile>> {
+    let env = &cfg.file.env;
+    catalog
+        .split(env.split)
+        .iter()
+        .map(|id| catalog.profile(id, env.difficulty, &env.knobs))
+        .collect()
+}

@@ -1,0 +1,119 @@
+//! One step's row of metrics.csv, assembled from the step's dialogues, rewards, sequences,
+//! update statistics and timings (DESIGN section 5's list of columns).
+
+use super::sequence::TokenSequence;
+use super::update::UpdateStats;
+use crate::episode::EpisodeRecord;
+use crate::error::Result;
+use crate::grpo::{frac_reward_zero_std, StepMetrics};
+
+/// Wall-clock seconds of one step's phases.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Timings {
+    /// Generating replies.
+    pub rollout_s: f64,
+    /// The rest of the rollout: the simulator (appraisal, speaker) and bookkeeping.
+    pub simulate_s: f64,
+    /// Forward/backward passes and the optimizer.
+    pub train_s: f64,
+    /// Tokens generated.
+    pub generated_tokens: usize,
+}
+
+/// Everything a row is computed from.
+pub struct StepInputs<'a> {
+    /// The step (1-based).
+    pub step: u64,
+    /// The dialogues, group after group.
+    pub records: &'a [EpisodeRecord],
+    /// Their rewards, same order.
+    pub rewards: &'a [f32],
+    /// Dialogues per group.
+    pub group_size: usize,
+    /// Their token sequences, same order.
+    pub seqs: &'a [TokenSequence],
+    /// The update, when one ran.
+    pub update: Option<&'a UpdateStats>,
+    /// The learning rate the next step would use (logged when no step was applied).
+    pub next_lr: f64,
+    /// Phase timings.
+    pub timings: Timings,
+}
+
+/// The metrics row of a step.
+pub fn step_metrics(inp: &StepInputs<'_>) -> Result<StepMetrics> {
+    let n = inp.records.len().max(1) as f64;
+    let rewards: Vec<f64> = inp.rewards.iter().map(|&r| r as f64).collect();
+    let finals: Vec<f64> = inp
+        .records
+        .iter()
+        .map(|r| f64::from(r.final_emotion()))
+        .collect();
+    let reply_lens: Vec<usize> = inp
+        .seqs
+        .iter()
+        .flat_map(|s| s.replies().iter().map(|r| r.len()))
+        .collect();
+    let t = &inp.timings;
+    let (lr, grad_norm) = match inp.update.and_then(UpdateStats::last_applied) {
+        Some((lr, g)) => (lr, Some(g)),
+        None => (inp.next_lr, None),
+    };
+    let loss = inp.update.map(|u| u.loss).unwrap_or_default();
+    Ok(StepMetrics {
+        step: inp.step,
+        reward_mean: mean(&rewards),
+        reward_std: population_std(&rewards),
+        frac_reward_zero_std: frac_reward_zero_std(inp.rewards, inp.group_size)?,
+        final_emotion_mean: mean(&finals),
+        success_rate: finals.iter().filter(|&&e| e >= 100.0).count() as f64 / n,
+        failure_rate: finals.iter().filter(|&&e| e < 10.0).count() as f64 / n,
+        kl: loss.mean_kl(),
+        clip_frac_low: loss.clip_frac_low(),
+        clip_frac_high: loss.clip_frac_high(),
+        entropy: inp.update.and_then(|u| u.entropy),
+        policy_tokens: inp.update.map_or(0, |u| u.tokens as u64),
+        reply_len_mean: mean(&reply_lens.iter().map(|&l| l as f64).collect::<Vec<_>>()),
+        t_rollout_s: t.rollout_s,
+        t_simulate_s: t.simulate_s,
+        t_train_s: t.train_s,
+        tokens_per_s: if t.rollout_s > 0.0 {
+            t.generated_tokens as f64 / t.rollout_s
+        } else {
+            0.0
+        },
+        lr,
+        grad_norm,
+        skipped: inp.update.is_some_and(UpdateStats::skipped),
+    })
+}
+
+fn mean(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        0.0
+    } else {
+        xs.iter().sum::<f64>() / xs.len() as f64
+    }
+}
+
+/// Population standard deviation (divisor n) of the batch's rewards.
+fn population_std(xs: &[f64]) -> f64 {
+    let m = mean(xs);
+    mean(&xs.iter().map(|x| (x - m).powi(2)).collect::<Vec<_>>()).sqrt()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mean_and_population_std_by_hand() {
+        // [0.2, 0.4, 0.6, 0.8]: mean 0.5; squared deviations 0.09 + 0.01 + 0.01 + 0.09 = 0.2;
+        // / 4 = 0.05; sqrt = 0.223607.
+        let xs = [0.2, 0.4, 0.6, 0.8];
+        assert!((mean(&xs) - 0.5).abs() < 1e-12);
+        assert!((population_std(&xs) - 0.05f64.sqrt()).abs() < 1e-12);
+        assert_eq!(mean(&[]), 0.0);
+        assert_eq!(population_std(&[0.3, 0.3]), 0.0);
+    }
+}

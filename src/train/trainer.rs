@@ -1,0 +1,368 @@
+//! The GRPO training loop, read as verbs (STYLE "The trainer"): choose profiles -> roll out
+//! groups -> rewards -> group advantages -> update -> log -> checkpoint.
+//!
+//! Determinism: every random draw comes from the run seed. Profiles are chosen by a ChaCha8 stream
+//! whose state is checkpointed; simulator seeds (one per group) and sampling seeds (one per reply)
+//! are derived from (seed, step, group / dialogue, turn); LoRA dropout masks from (seed, step).
+//! A run resumed from the checkpoint of step k therefore writes the same rows for steps k+1.. as
+//! an uninterrupted run (timing columns aside).
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use super::config::TrainConfig;
+use super::policy::TrainPolicy;
+use super::progress::Bars;
+use super::reward::RewardSource;
+use super::run_files::RunFiles;
+use super::sequence::TokenSequence;
+use super::step_stats::{step_metrics, StepInputs, Timings};
+use super::update::{grpo_update, UpdateConfig, UpdateStats};
+use crate::episode::{rollout, EpisodeJob, EpisodeRecord, ModelPolicy, RolloutOptions};
+use crate::error::{Error, Result};
+use crate::grpo::{
+    group_advantages, latest_checkpoint, load_checkpoint, remove_leftovers, save_checkpoint,
+    zero_std_groups, AdamW, Checkpoint, RngState, StepMetrics,
+};
+use crate::model::ChatModel;
+use crate::profile::Profile;
+use crate::seed::derive;
+use crate::sim::Simulator;
+
+/// Seed streams of a run (`seed::derive(run_seed, STREAM)`).
+pub mod streams {
+    /// The profile-choice generator.
+    pub const PROFILES: u64 = 1;
+    /// Simulator seeds, one per (step, group).
+    pub const SIMULATOR: u64 = 2;
+    /// Sampling seeds, one per (step, dialogue, turn).
+    pub const SAMPLING: u64 = 3;
+    /// LoRA dropout masks, per step.
+    pub const DROPOUT: u64 = 4;
+    /// LoRA initialisation (A matrices).
+    pub const LORA_INIT: u64 = 5;
+}
+
+/// Name of the profile generator in checkpoints.
+const PROFILE_RNG: &str = "profiles";
+
+/// What a trainer is built from.
+pub struct TrainerParts<'a> {
+    /// The validated configuration.
+    pub cfg: TrainConfig,
+    /// The policy, with LoRA attached.
+    pub model: ChatModel,
+    /// The simulated user.
+    pub sim: &'a dyn Simulator,
+    /// The reward GRPO optimizes.
+    pub reward: &'a dyn RewardSource,
+    /// The profiles steps draw from (the configured split, resolved).
+    pub profiles: Vec<Profile>,
+    /// Show progress bars on stderr.
+    pub progress: bool,
+}
+
+/// A training run in progress.
+pub struct Trainer<'a> {
+    cfg: TrainConfig,
+    model: ChatModel,
+    sim: &'a dyn Simulator,
+    reward: &'a dyn RewardSource,
+    profiles: Vec<Profile>,
+    opt: AdamW,
+    profile_rng: ChaCha8Rng,
+    step: u64,
+    files: RunFiles,
+    bars: Bars,
+}
+
+impl<'a> Trainer<'a> {
+    /// A fresh run: creates the run directory and writes the resolved config before step 1.
+    pub fn start(parts: TrainerParts<'a>) -> Result<Self> {
+        let files = RunFiles::create(&parts.cfg.run_dir, &parts.cfg.to_yaml()?)?;
+        let rng = ChaCha8Rng::seed_from_u64(derive(parts.cfg.file.seed, streams::PROFILES));
+        Self::assemble(parts, files, rng, 0)
+    }
+
+    /// Continues the run in `parts.cfg.run_dir` from its latest checkpoint (from step 0 when it
+    /// has none), dropping metrics rows and dialogues written after that checkpoint.
+    pub fn resume(parts: TrainerParts<'a>) -> Result<Self> {
+        let dir = parts.cfg.run_dir.clone();
+        remove_leftovers(&dir)?;
+        let Some(ckpt_dir) = latest_checkpoint(&dir)? else {
+            let files = RunFiles::resume(&dir, 0)?;
+            let rng = ChaCha8Rng::seed_from_u64(derive(parts.cfg.file.seed, streams::PROFILES));
+            return Self::assemble(parts, files, rng, 0);
+        };
+        let ckpt = load_checkpoint(&ckpt_dir, &parts.model.device)?;
+        restore_adapters(&parts.model, &ckpt, &ckpt_dir)?;
+        let rng = ckpt
+            .rngs
+            .get(PROFILE_RNG)
+            .ok_or_else(|| {
+                Error::input(
+                    ckpt_dir.join("state.json"),
+                    "rngs",
+                    "the profile generator is missing",
+                )
+            })?
+            .restore()?;
+        let files = RunFiles::resume(&dir, ckpt.step)?;
+        let mut t = Self::assemble(parts, files, rng, ckpt.step)?;
+        t.opt.load_state(ckpt.optimizer)?;
+        Ok(t)
+    }
+
+    fn assemble(
+        parts: TrainerParts<'a>,
+        files: RunFiles,
+        rng: ChaCha8Rng,
+        step: u64,
+    ) -> Result<Self> {
+        let p = parts.cfg.file.grpo.profiles_per_step;
+        if parts.profiles.len() < p {
+            return Err(Error::input(
+                parts.cfg.run_dir.join("config.yaml"),
+                "grpo.profiles_per_step",
+                format!(
+                    "{p} profiles per step, but the split has only {}",
+                    parts.profiles.len()
+                ),
+            ));
+        }
+        let vars = parts.model.trainable();
+        if vars.is_empty() {
+            return Err(Error::Other(
+                "the model has no trainable adapters; load it with LoRA".into(),
+            ));
+        }
+        let opt = AdamW::new(vars, parts.cfg.file.optim)?;
+        let bars = Bars::new(parts.progress, parts.cfg.file.grpo.steps, step);
+        Ok(Trainer {
+            cfg: parts.cfg,
+            model: parts.model,
+            sim: parts.sim,
+            reward: parts.reward,
+            profiles: parts.profiles,
+            opt,
+            profile_rng: rng,
+            step,
+            files,
+            bars,
+        })
+    }
+
+    /// Steps completed.
+    pub fn steps_done(&self) -> u64 {
+        self.step
+    }
+
+    /// The policy model.
+    pub fn model(&self) -> &ChatModel {
+        &self.model
+    }
+
+    /// The run directory.
+    pub fn run_dir(&self) -> &std::path::Path {
+        &self.files.dir
+    }
+
+    /// Trains until the configured number of steps, or until step `stop_after` if given;
+    /// checkpoints every `checkpoint.every` steps and where it stops; writes `reward.svg` and `emotion.svg` when
+    /// training is complete. Returns this session's metrics rows.
+    pub fn run(&mut self, stop_after: Option<u64>) -> Result<Vec<StepMetrics>> {
+        let total = self.cfg.file.grpo.steps;
+        let end = stop_after.map_or(total, |s| s.min(total));
+        let mut rows = Vec::new();
+        while self.step < end {
+            let m = self.step()?;
+            rows.push(m);
+            if self.step.is_multiple_of(self.cfg.file.checkpoint.every) || self.step == end {
+                self.save()?;
+            }
+        }
+        self.bars.finish();
+        if self.step >= total {
+            self.files.write_curves()?;
+        }
+        Ok(rows)
+    }
+
+    /// Saves a checkpoint of the current state; returns its directory.
+    pub fn save(&self) -> Result<PathBuf> {
+        let adapters = self
+            .model
+            .trainable()
+            .into_iter()
+            .map(|(n, v)| Ok((n, v.as_tensor().copy()?)))
+            .collect::<Result<_>>()?;
+        let ckpt = Checkpoint {
+            step: self.step,
+            adapters,
+            optimizer: self.opt.state(),
+            rngs: [(
+                PROFILE_RNG.to_string(),
+                RngState::capture(&self.profile_rng),
+            )]
+            .into_iter()
+            .collect(),
+            meta: serde_json::json!({ "run": self.cfg.file.run }),
+        };
+        save_checkpoint(&self.files.dir, &ckpt)
+    }
+
+    /// One training step: rollout, rewards, advantages, update, metrics row.
+    pub fn step(&mut self) -> Result<StepMetrics> {
+        let step = self.step + 1;
+        let jobs = self.jobs(step);
+        let (records, seqs, mut timings) = self.play(step, &jobs)?;
+        let rewards = records
+            .iter()
+            .map(|r| self.reward.reward(r).map(|x| x as f32))
+            .collect::<Result<Vec<f32>>>()?;
+        let t0 = Instant::now();
+        let update = self.update(step, &rewards, &seqs)?;
+        timings.train_s = t0.elapsed().as_secs_f64();
+        let row = step_metrics(&StepInputs {
+            step,
+            records: &records,
+            rewards: &rewards,
+            group_size: self.cfg.file.grpo.group_size,
+            seqs: &seqs,
+            update: update.as_ref(),
+            next_lr: self.opt.next_lr(),
+            timings,
+        })?;
+        self.files.metrics.append(&row)?;
+        self.step = step;
+        self.bars.step_done(&row);
+        Ok(row)
+    }
+
+    /// P profiles drawn without replacement, G dialogues each, one simulator seed per group.
+    fn jobs(&mut self, step: u64) -> Vec<EpisodeJob> {
+        let g = &self.cfg.file.grpo;
+        let chosen = rand::seq::index::sample(
+            &mut self.profile_rng,
+            self.profiles.len(),
+            g.profiles_per_step,
+        );
+        let sim_stream = derive(derive(self.cfg.file.seed, streams::SIMULATOR), step);
+        let mut jobs = Vec::with_capacity(self.cfg.batch_size());
+        for (group, pi) in chosen.iter().enumerate() {
+            let seed = derive(sim_stream, group as u64);
+            for sample in 0..g.group_size {
+                jobs.push(EpisodeJob {
+                    profile: self.profiles[pi].clone(),
+                    seed,
+                    step,
+                    group: group as u64,
+                    sample: sample as u64,
+                });
+            }
+        }
+        jobs
+    }
+
+    /// Plays the jobs through the one rollout loop, writing each dialogue as it ends.
+    fn play(
+        &mut self,
+        step: u64,
+        jobs: &[EpisodeJob],
+    ) -> Result<(Vec<EpisodeRecord>, Vec<TokenSequence>, Timings)> {
+        let env = &self.cfg.file.env;
+        let seed = derive(derive(self.cfg.file.seed, streams::SAMPLING), step);
+        let mut inner = ModelPolicy::new(&self.model, self.cfg.sampling.clone(), seed);
+        if let Some(s) = &env.system_prompt {
+            inner.system = s.clone();
+        }
+        inner.think = env.think;
+        let mut policy = TrainPolicy::new(inner, jobs.len());
+        let opts = RolloutOptions {
+            run: self.cfg.file.run.clone(),
+            reward_mode: env.reward_mode,
+            aggregate: env.aggregate,
+            progress: false,
+        };
+        let bar = self.bars.rollout(jobs.len());
+        let writer = &mut self.files.episodes;
+        let t0 = Instant::now();
+        let records = rollout(self.sim, &mut policy, jobs, &opts, |rec| {
+            bar.inc(1);
+            writer.write(rec)
+        })?;
+        let total = t0.elapsed().as_secs_f64();
+        bar.finish_and_clear();
+        let timings = Timings {
+            rollout_s: policy.generation_seconds(),
+            simulate_s: (total - policy.generation_seconds()).max(0.0),
+            train_s: 0.0,
+            generated_tokens: policy.generated_tokens(),
+        };
+        Ok((records, policy.into_sequences(), timings))
+    }
+
+    /// Advantages, the zero-std filter, and the GRPO update (None when nothing is left to train).
+    fn update(
+        &mut self,
+        step: u64,
+        rewards: &[f32],
+        seqs: &[TokenSequence],
+    ) -> Result<Option<UpdateStats>> {
+        let g = &self.cfg.file.grpo;
+        let adv = group_advantages(rewards, g.group_size, g.advantage_scale)?;
+        let zero = zero_std_groups(rewards, g.group_size)?;
+        let keep: Vec<usize> = (0..seqs.len())
+            .filter(|&i| !(g.drop_zero_std && zero[i / g.group_size]))
+            .filter(|&i| seqs[i].policy_tokens() > 0)
+            .collect();
+        if keep.is_empty() {
+            return Ok(None);
+        }
+        let batch: Vec<&TokenSequence> = keep.iter().map(|&i| &seqs[i]).collect();
+        let advantages: Vec<f32> = keep.iter().map(|&i| adv[i]).collect();
+        let cfg = UpdateConfig {
+            loss: g.loss,
+            iterations: g.iterations,
+            micro_batch: g.micro_batch,
+            dropout_seed: derive(derive(self.cfg.file.seed, streams::DROPOUT), step),
+        };
+        self.bars.training();
+        grpo_update(&self.model, &mut self.opt, &batch, &advantages, &cfg).map(Some)
+    }
+}
+
+/// Sets the model's adapters from a checkpoint; names and shapes must match exactly.
+fn restore_adapters(model: &ChatModel, ckpt: &Checkpoint, dir: &std::path::Path) -> Result<()> {
+    let vars = model.trainable();
+    let file = dir.join(crate::grpo::checkpoint::ADAPTERS_FILE);
+    if vars.len() != ckpt.adapters.len() {
+        return Err(Error::input(
+            &file,
+            "tensors",
+            format!(
+                "{} adapter tensors, the model has {}; resume with the run's own config.yaml",
+                ckpt.adapters.len(),
+                vars.len()
+            ),
+        ));
+    }
+    for (name, var) in vars {
+        let t = ckpt
+            .adapters
+            .get(&name)
+            .filter(|t| t.dims() == var.dims())
+            .ok_or_else(|| {
+                Error::input(
+                    &file,
+                    &name,
+                    "missing or misshapen; resume with the run's own config.yaml",
+                )
+            })?;
+        var.set(&t.to_dtype(var.dtype())?)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,207 @@
+//! One GRPO update on a batch of dialogue sequences (DESIGN section 5): old log-probs stored once,
+//! the reference pass only when beta > 0, then `iterations` (mu) optimizer steps, each
+//! accumulating gradients over micro-batches that share the whole batch's normalizer
+//! ([`BatchTotals`]), so the accumulated gradient equals the full-batch gradient.
+//!
+//! With mu = 1 the old log-probs are the current ones, detached (the ratio is exactly 1 and its
+//! gradient is that of the policy-gradient loss), so no separate pass is made. With mu > 1 they
+//! are computed once before the first update with the inference numerics.
+//!
+//! Entropy is estimated, not computed over the vocabulary: the mean of -log p of the sampled
+//! policy tokens under the pre-update policy, an unbiased estimate of the policy's per-token
+//! entropy when sampling at temperature 1 without top-p (otherwise it is the cross-entropy of the
+//! sampler's tokens under the model).
+
+use candle_core::backprop::GradStore;
+use candle_core::{Device, Tensor};
+
+use super::sequence::{padded_masks, TokenSequence};
+use crate::error::Result;
+use crate::grpo::{grpo_loss, AdamW, BatchTotals, LossConfig, LossInputs, LossStats, StepOutcome};
+use crate::model::{AdapterMode, ChatModel, Pass};
+
+/// How to run the update.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UpdateConfig {
+    /// Clip bounds, beta, aggregation.
+    pub loss: LossConfig,
+    /// Optimizer steps on this batch (mu).
+    pub iterations: usize,
+    /// Sequences per forward/backward pass.
+    pub micro_batch: usize,
+    /// Seed of the LoRA dropout masks of this update (used only when dropout > 0).
+    pub dropout_seed: u64,
+}
+
+/// What the update did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpdateStats {
+    /// Loss statistics merged over micro-batches and iterations (clip fractions, ratio, KL).
+    pub loss: LossStats,
+    /// Policy tokens in the batch.
+    pub tokens: usize,
+    /// Estimated per-token entropy (nats) of the policy before the update.
+    pub entropy: Option<f64>,
+    /// The optimizer's outcome of each iteration (stops at the first skipped one).
+    pub outcomes: Vec<StepOutcome>,
+}
+
+impl UpdateStats {
+    /// True when an iteration was skipped (non-finite loss or gradient).
+    pub fn skipped(&self) -> bool {
+        self.outcomes
+            .iter()
+            .any(|o| matches!(o, StepOutcome::Skipped(_)))
+    }
+
+    /// Learning rate and pre-clip gradient norm of the last applied step.
+    pub fn last_applied(&self) -> Option<(f64, f64)> {
+        self.outcomes.iter().rev().find_map(|o| match o {
+            StepOutcome::Applied { lr, grad_norm, .. } => Some((*lr, *grad_norm)),
+            StepOutcome::Skipped(_) => None,
+        })
+    }
+}
+
+/// One micro-batch's fixed inputs.
+struct Micro {
+    ids: Vec<Vec<u32>>,
+    mask: Tensor,
+    advantages: Tensor,
+    old: Option<Tensor>,
+    reference: Option<Tensor>,
+}
+
+/// Runs the update on `seqs` with one advantage each.
+pub fn grpo_update(
+    model: &ChatModel,
+    opt: &mut AdamW,
+    seqs: &[&TokenSequence],
+    advantages: &[f32],
+    cfg: &UpdateConfig,
+) -> Result<UpdateStats> {
+    let mut micros = prepare(model, seqs, advantages, cfg)?;
+    let totals = BatchTotals::of_masks(micros.iter().map(|m| &m.mask))?;
+    let mut stats = UpdateStats {
+        loss: LossStats::default(),
+        tokens: totals.tokens,
+        entropy: None,
+        outcomes: Vec::new(),
+    };
+    let mut neg_logp_sum = 0.0;
+    for it in 0..cfg.iterations {
+        let mut acc = GradStore::default();
+        let mut loss_sum = 0.0;
+        for (mi, micro) in micros.iter_mut().enumerate() {
+            set_dropout_seed(model, cfg, it, mi)?;
+            let new = model.token_logprobs(&micro.ids, AdapterMode::On, Pass::Train)?;
+            let old = micro.old.clone().unwrap_or_else(|| new.detach());
+            if it == 0 {
+                neg_logp_sum -= (&old * &micro.mask)?.sum_all()?.to_scalar::<f32>()? as f64;
+            }
+            let inputs = LossInputs {
+                logp_new: &new,
+                logp_old: &old,
+                logp_ref: micro.reference.as_ref(),
+                advantages: &micro.advantages,
+                mask: &micro.mask,
+            };
+            let out = grpo_loss(&inputs, &cfg.loss, Some(totals))?;
+            loss_sum += out.stats.loss;
+            stats.loss.merge(&out.stats);
+            let grads = out.loss.backward()?;
+            acc.extend(trainable_grads(opt, grads))?;
+        }
+        fill_missing(opt, &mut acc)?;
+        let outcome = opt.step(loss_sum, &acc)?;
+        let skipped = matches!(outcome, StepOutcome::Skipped(_));
+        stats.outcomes.push(outcome);
+        if skipped {
+            break;
+        }
+    }
+    if totals.tokens > 0 {
+        stats.entropy = Some(neg_logp_sum / totals.tokens as f64);
+    }
+    Ok(stats)
+}
+
+/// Splits the batch into micro-batches with masks, advantages and the stored log-probs.
+fn prepare(
+    model: &ChatModel,
+    seqs: &[&TokenSequence],
+    advantages: &[f32],
+    cfg: &UpdateConfig,
+) -> Result<Vec<Micro>> {
+    let dev: &Device = &model.device;
+    let mut out = Vec::new();
+    for (chunk, adv) in seqs
+        .chunks(cfg.micro_batch)
+        .zip(advantages.chunks(cfg.micro_batch))
+    {
+        let ids: Vec<Vec<u32>> = chunk.iter().map(|s| s.ids().to_vec()).collect();
+        let width = ids
+            .iter()
+            .map(Vec::len)
+            .max()
+            .unwrap_or(1)
+            .saturating_sub(1);
+        let mask = Tensor::from_vec(padded_masks(chunk, width), (chunk.len(), width), dev)?;
+        let advantages = Tensor::from_slice(adv, adv.len(), dev)?;
+        let old = if cfg.iterations > 1 {
+            Some(model.token_logprobs(&ids, AdapterMode::On, Pass::Infer)?)
+        } else {
+            None
+        };
+        let reference = if cfg.loss.beta > 0.0 {
+            Some(model.token_logprobs(&ids, AdapterMode::Off, Pass::Infer)?)
+        } else {
+            None
+        };
+        out.push(Micro {
+            ids,
+            mask,
+            advantages,
+            old,
+            reference,
+        });
+    }
+    Ok(out)
+}
+
+/// The gradients of the optimizer's parameters, out of a full backward store (which also holds
+/// every intermediate tensor's gradient; dropping it frees them).
+fn trainable_grads(opt: &AdamW, mut grads: GradStore) -> GradStore {
+    let mut mine = GradStore::default();
+    for (_, var) in opt.vars() {
+        if let Some(g) = grads.remove(var.as_tensor()) {
+            mine.insert(var.as_tensor(), g);
+        }
+    }
+    mine
+}
+
+/// A parameter the loss does not reach gets a zero gradient (AdamW wants one for each).
+fn fill_missing(opt: &AdamW, acc: &mut GradStore) -> Result<()> {
+    for (_, var) in opt.vars() {
+        if acc.get(var.as_tensor()).is_none() {
+            acc.insert(var.as_tensor(), var.as_tensor().zeros_like()?);
+        }
+    }
+    Ok(())
+}
+
+/// Re-seeds every adapter's dropout stream from (update seed, iteration, micro-batch, projection),
+/// so a resumed run draws the same masks (no-op at dropout 0).
+fn set_dropout_seed(model: &ChatModel, cfg: &UpdateConfig, it: usize, micro: usize) -> Result<()> {
+    if model.lora.as_ref().is_none_or(|l| l.dropout == 0.0) {
+        return Ok(());
+    }
+    let base = crate::seed::derive(cfg.dropout_seed, ((it as u64) << 32) | micro as u64);
+    for (bi, block) in model.model.blocks().iter().enumerate() {
+        for (pi, (_, proj)) in block.projections().iter().enumerate() {
+            proj.set_dropout_seed(crate::seed::derive(base, (bi * 8 + pi) as u64))?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,503 @@
+//! The trainer end to end on a tiny random Llama written on the fly (tests/integration/
+//! model_fixtures.rs) against a scripted user: GRPO raises a verifiable reward; a run stopped and
+//! resumed, or killed in the middle of a checkpoint write, ends exactly where an uninterrupted
+//! run ends; an exported folder reloads with the trained logits; each dialogue's token sequence
+//! is the template's text around the sampled ids.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::Result;
+use candle_core::Device;
+use empathy_gym::episode::{rollout, EpisodeJob, EpisodeRecord, ModelPolicy, RolloutOptions, Turn};
+use empathy_gym::grpo::{read_metrics, StepMetrics};
+use empathy_gym::model::{load_model, AdapterMode, ChatModel, LoadOptions, Pass};
+use empathy_gym::profile::{KnobOverrides, Profile, Split};
+use empathy_gym::sim::{Appraisal, AppraisalInput, Simulator, SimulatorInfo};
+use empathy_gym::train::{
+    export_run, load_policy, RewardSource, TokenSequence, TrainConfig, TrainPolicy, Trainer,
+    TrainerParts,
+};
+
+use crate::common::catalog;
+use crate::model_fixtures::{id_of, write_hf, TinySpec};
+
+/// A user who never changes: every reply is appraised as neutral (the reward comes from elsewhere).
+struct FlatUser;
+
+impl Simulator for FlatUser {
+    fn info(&self) -> SimulatorInfo {
+        SimulatorInfo {
+            kind: "flat".into(),
+            version: "1".into(),
+        }
+    }
+
+    fn appraise(&self, inputs: &[AppraisalInput<'_>]) -> empathy_gym::Result<Vec<Appraisal>> {
+        Ok(inputs
+            .iter()
+            .map(|_| Appraisal {
+                moves: BTreeMap::new(),
+                components: BTreeMap::new(),
+                raw: 0.0,
+                warmth: 0.0,
+                reasons: Vec::new(),
+                factual: None,
+            })
+            .collect())
+    }
+}
+
+/// The verifiable reward: the share of the replies' characters that are the letter 'e'
+/// (a random tiny model writes about 1 in 260).
+fn share_of_e(rec: &EpisodeRecord) -> f64 {
+    let text: String = rec.assistant_turns().iter().map(|(t, _)| *t).collect();
+    let n = text.chars().count();
+    if n == 0 {
+        return 0.0;
+    }
+    text.chars().filter(|&c| c == 'e').count() as f64 / n as f64
+}
+
+/// A denser reward for the runs that test resume and export (almost every group has spread, so
+/// every step updates): the share of ASCII lowercase letters.
+fn share_of_lowercase(rec: &EpisodeRecord) -> f64 {
+    let text: String = rec.assistant_turns().iter().map(|(t, _)| *t).collect();
+    let n = text.chars().count().max(1);
+    text.chars().filter(char::is_ascii_lowercase).count() as f64 / n as f64
+}
+
+/// A tiny HF Llama with room for long dialogues.
+fn tiny_model_dir() -> Result<tempfile::TempDir> {
+    let dir = tempfile::tempdir()?;
+    write_hf(dir.path(), &TinySpec::llama())?;
+    let cfg_path = dir.path().join("config.json");
+    let mut cfg: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&cfg_path)?)?;
+    cfg["max_position_embeddings"] = serde_json::json!(4096);
+    std::fs::write(&cfg_path, serde_json::to_string(&cfg)?)?;
+    Ok(dir)
+}
+
+fn config(model: &Path, results: &Path, extra: &str) -> Result<TrainConfig> {
+    let text = format!(
+        "run: t\nresults_dir: {}\nmodel:\n  path: {}\n{extra}",
+        results.display(),
+        model.display()
+    );
+    Ok(TrainConfig::from_yaml(&text, Path::new("test.yaml"), &[])?)
+}
+
+/// The first `n` train profiles with `max_turns` replies each.
+fn profiles(n: usize, max_turns: u32) -> Vec<Profile> {
+    let knobs = KnobOverrides {
+        max_turns: Some(max_turns),
+        ..KnobOverrides::default()
+    };
+    let cat = catalog();
+    cat.split(Split::Train)
+        .iter()
+        .take(n)
+        .map(|id| cat.profile(id, cat_difficulty(), &knobs).unwrap())
+        .collect()
+}
+
+fn cat_difficulty() -> empathy_gym::profile::Difficulty {
+    empathy_gym::profile::Difficulty::Moderate
+}
+
+fn parts<'a>(
+    cfg: TrainConfig,
+    reward: &'a dyn RewardSource,
+    max_turns: u32,
+) -> Result<TrainerParts<'a>> {
+    let model = load_policy(&cfg, &Device::Cpu)?;
+    Ok(TrainerParts {
+        cfg,
+        model,
+        sim: &FlatUser,
+        reward,
+        profiles: profiles(4, max_turns),
+        progress: false,
+    })
+}
+
+/// A config that exercises every path: several turns, mu = 2 (stored old log-probs), beta > 0
+/// (reference pass), uneven micro-batches, LoRA dropout, zero-std groups dropped.
+const FULL: &str = "env:\n  system_prompt: Be brief.\n  knobs:\n    max_turns: 2\n\
+sampling:\n  max_new_tokens: 6\n\
+lora:\n  rank: 4\n  dropout: 0.1\n\
+grpo:\n  steps: 4\n  profiles_per_step: 2\n  group_size: 3\n  iterations: 2\n  micro_batch: 4\n  drop_zero_std: true\n  loss:\n    beta: 0.05\n\
+optim:\n  lr: 0.01\n  schedule:\n    kind: cosine\n    warmup_steps: 1\n    total_steps: 4\n\
+checkpoint:\n  every: 2\n";
+
+/// Metrics rows without the timing columns (which differ between runs).
+fn untimed(rows: &[StepMetrics]) -> Vec<StepMetrics> {
+    rows.iter()
+        .map(|m| StepMetrics {
+            t_rollout_s: 0.0,
+            t_simulate_s: 0.0,
+            t_train_s: 0.0,
+            tokens_per_s: 0.0,
+            ..m.clone()
+        })
+        .collect()
+}
+
+fn adapter_bits(model: &ChatModel) -> Result<Vec<(String, Vec<u32>)>> {
+    model
+        .trainable()
+        .into_iter()
+        .map(|(n, v)| {
+            let bits = v
+                .as_tensor()
+                .flatten_all()?
+                .to_vec1::<f32>()?
+                .iter()
+                .map(|x| x.to_bits())
+                .collect();
+            Ok((n, bits))
+        })
+        .collect()
+}
+
+/// What a finished run leaves: metrics rows, episodes file, adapters.
+struct Outcome {
+    rows: Vec<StepMetrics>,
+    episodes: String,
+    adapters: Vec<(String, Vec<u32>)>,
+}
+
+fn outcome(t: &Trainer<'_>) -> Result<Outcome> {
+    let dir = t.run_dir();
+    Ok(Outcome {
+        rows: untimed(&read_metrics(&dir.join("metrics.csv"))?),
+        episodes: std::fs::read_to_string(dir.join("episodes.jsonl"))?,
+        adapters: adapter_bits(t.model())?,
+    })
+}
+
+fn uninterrupted(model: &Path, results: &Path) -> Result<Outcome> {
+    let reward = share_of_lowercase;
+    let mut t = Trainer::start(parts(config(model, results, FULL)?, &reward, 2)?)?;
+    t.run(None)?;
+    assert_eq!(t.steps_done(), 4);
+    assert!(results.join("t/reward.svg").is_file() && results.join("t/emotion.svg").is_file());
+    outcome(&t)
+}
+
+fn assert_same(a: &Outcome, b: &Outcome) {
+    assert_eq!(a.rows, b.rows);
+    assert_eq!(a.episodes, b.episodes);
+    assert!(a.adapters == b.adapters, "adapters differ");
+}
+
+#[test]
+fn grpo_raises_a_verifiable_reward_on_a_tiny_model() -> Result<()> {
+    let model = tiny_model_dir()?;
+    let results = tempfile::tempdir()?;
+    let extra = "env:\n  system_prompt: Be brief.\n\
+sampling:\n  max_new_tokens: 8\n\
+lora:\n  rank: 8\n\
+grpo:\n  steps: 30\n  profiles_per_step: 2\n  group_size: 8\n  micro_batch: 16\n\
+optim:\n  lr: 0.02\n  max_grad_norm: null\n\
+checkpoint:\n  every: 100\n";
+    let reward = share_of_e;
+    let mut t = Trainer::start(parts(
+        config(model.path(), results.path(), extra)?,
+        &reward,
+        1,
+    )?)?;
+    let rows = t.run(None)?;
+    let mean = |r: &[StepMetrics]| r.iter().map(|m| m.reward_mean).sum::<f64>() / r.len() as f64;
+    let (first, last) = (mean(&rows[..5]), mean(&rows[25..]));
+    eprintln!("share of 'e': first 5 steps {first:.4}, last 5 steps {last:.4}");
+    for m in &rows {
+        eprintln!(
+            "{} {:.4} zero-std {:.2} grad {:?}",
+            m.step, m.reward_mean, m.frac_reward_zero_std, m.grad_norm
+        );
+    }
+    assert!(
+        last > first + 0.1 && last > 3.0 * first,
+        "{first} -> {last}"
+    );
+    Ok(())
+}
+
+#[test]
+fn stopped_and_resumed_run_equals_an_uninterrupted_one() -> Result<()> {
+    let model = tiny_model_dir()?;
+    let a_dir = tempfile::tempdir()?;
+    let a = uninterrupted(model.path(), a_dir.path())?;
+    assert_eq!(a.rows.len(), 4);
+    assert!(a.rows.iter().all(|m| m.kl.is_some() && m.entropy.is_some()));
+
+    let b_dir = tempfile::tempdir()?;
+    let reward = share_of_lowercase;
+    {
+        let mut t = Trainer::start(parts(
+            config(model.path(), b_dir.path(), FULL)?,
+            &reward,
+            2,
+        )?)?;
+        t.run(Some(2))?;
+        assert_eq!(t.steps_done(), 2);
+    }
+    let cfg = TrainConfig::load(&b_dir.path().join("t/config.yaml"), &[])?;
+    let mut t = Trainer::resume(parts(cfg, &reward, 2)?)?;
+    assert_eq!(t.steps_done(), 2);
+    t.run(None)?;
+    assert_same(&a, &outcome(&t)?);
+    Ok(())
+}
+
+#[test]
+fn run_killed_mid_checkpoint_write_resumes_from_the_previous_one() -> Result<()> {
+    let model = tiny_model_dir()?;
+    let a_dir = tempfile::tempdir()?;
+    let a = uninterrupted(model.path(), a_dir.path())?;
+
+    let b_dir = tempfile::tempdir()?;
+    let run = b_dir.path().join("t");
+    let reward = share_of_lowercase;
+    {
+        let mut t = Trainer::start(parts(
+            config(model.path(), b_dir.path(), FULL)?,
+            &reward,
+            2,
+        )?)?;
+        t.run(Some(3))?;
+    }
+    // Make it look as if the process died while writing step 3's checkpoint: metrics row 3 and
+    // the step's dialogues are on disk, plus half a row of step 4; step-3 exists only as a temp
+    // directory with a cut adapters file and a half-written pointer; `latest` still names step-2.
+    let ck = run.join("checkpoints");
+    std::fs::rename(ck.join("step-3"), ck.join("step-3.tmp-4242"))?;
+    std::fs::write(ck.join("step-3.tmp-4242/adapters.safetensors"), b"\x08\x00")?;
+    std::fs::write(ck.join("latest.tmp-4242"), b"step-")?;
+    std::fs::write(ck.join("latest"), b"step-2\n")?;
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(run.join("metrics.csv"))?;
+    std::io::Write::write_all(&mut f, b"4,0.1,0.2")?;
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(run.join("episodes.jsonl"))?;
+    std::io::Write::write_all(
+        &mut f,
+        b"{\"schema\":\"empathy-gym/episode/v1\",\"step\":4,",
+    )?;
+
+    let cfg = TrainConfig::load(&run.join("config.yaml"), &[])?;
+    let mut t = Trainer::resume(parts(cfg, &reward, 2)?)?;
+    assert_eq!(
+        t.steps_done(),
+        2,
+        "resumed from the last complete checkpoint"
+    );
+    assert!(!ck.join("step-3.tmp-4242").exists(), "leftovers removed");
+    t.run(None)?;
+    assert_same(&a, &outcome(&t)?);
+    Ok(())
+}
+
+#[test]
+fn exported_folder_reloads_with_the_trained_logits() -> Result<()> {
+    let model = tiny_model_dir()?;
+    let results = tempfile::tempdir()?;
+    let reward = share_of_lowercase;
+    let extra = FULL.replace("dropout: 0.1", "dropout: 0.0");
+    let mut t = Trainer::start(parts(
+        config(model.path(), results.path(), &extra)?,
+        &reward,
+        2,
+    )?)?;
+    t.run(None)?;
+    let out = tempfile::tempdir()?;
+    let ckpt = export_run(t.run_dir(), out.path())?;
+    assert!(ckpt.ends_with("checkpoints/step-4"));
+    let exported = load_model(out.path(), &Device::Cpu, &LoadOptions::default())?;
+    let trained = t.model();
+    let seq = vec![trained.encode_chat(
+        &[empathy_gym::model::ChatMessage::new(
+            empathy_gym::model::Role::User,
+            "hello there, tell me",
+        )],
+        true,
+    )?];
+    let on = trained.token_logprobs(&seq, AdapterMode::On, Pass::Infer)?;
+    let off = trained.token_logprobs(&seq, AdapterMode::Off, Pass::Infer)?;
+    let merged = exported.token_logprobs(&seq, AdapterMode::On, Pass::Infer)?;
+    let diff = |a: &candle_core::Tensor, b: &candle_core::Tensor| -> Result<f32> {
+        Ok((a - b)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?)
+    };
+    assert!(diff(&on, &off)? > 1e-3, "training moved the adapters");
+    assert!(
+        diff(&on, &merged)? < 1e-4,
+        "merged export equals base + adapters"
+    );
+    Ok(())
+}
+
+/// The text `ids` decode to (special tokens kept).
+fn text(model: &ChatModel, ids: &[u32]) -> String {
+    model.decode(ids).unwrap()
+}
+
+#[test]
+fn dialogue_sequences_are_template_text_around_the_sampled_ids() -> Result<()> {
+    let dir = tiny_model_dir()?;
+    let results = tempfile::tempdir()?;
+    let cfg = config(dir.path(), results.path(), "lora:\n  rank: 2\n")?;
+    let mut model = load_policy(&cfg, &Device::Cpu)?;
+    model.stop_tokens = vec![id_of("<|im_end|>")];
+    let params = empathy_gym::model::SamplingParams {
+        temperature: 1.0,
+        top_p: 1.0,
+        max_new_tokens: 5,
+        greedy: false,
+    };
+    let mut inner = ModelPolicy::new(&model, params, 11);
+    inner.system = "Be brief.".into();
+    let jobs: Vec<EpisodeJob> = profiles(2, 3)
+        .into_iter()
+        .enumerate()
+        .map(|(i, profile)| EpisodeJob {
+            profile,
+            seed: i as u64,
+            step: 1,
+            group: i as u64,
+            sample: 0,
+        })
+        .collect();
+    let mut policy = TrainPolicy::new(inner, jobs.len());
+    let records = rollout(
+        &FlatUser,
+        &mut policy,
+        &jobs,
+        &RolloutOptions::default(),
+        |_| Ok(()),
+    )?;
+    let seqs: Vec<TokenSequence> = policy.into_sequences();
+    for (rec, seq) in records.iter().zip(&seqs) {
+        let users: Vec<&str> = rec
+            .turns
+            .iter()
+            .filter_map(|t| match t {
+                Turn::User { text, .. } => Some(text.as_str()),
+                Turn::Assistant { .. } => None,
+            })
+            .collect();
+        let replies = seq.replies();
+        assert_eq!(replies.len(), 3, "three replies, three sampled spans");
+        // Context before reply 1: system prompt, opening, generation prompt.
+        assert_eq!(
+            text(&model, &seq.ids()[..replies[0].start]),
+            format!("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n{}<|im_end|>\n<|im_start|>assistant\n", users[0])
+        );
+        for k in 1..replies.len() {
+            let prev = seq.reply_ids(k - 1).unwrap();
+            let stopped = prev.last() == Some(&id_of("<|im_end|>"));
+            let close = if stopped { "" } else { "<|im_end|>" };
+            assert_eq!(
+                text(&model, &seq.ids()[replies[k - 1].end..replies[k].start]),
+                format!(
+                    "{close}\n<|im_start|>user\n{}<|im_end|>\n<|im_start|>assistant\n",
+                    users[k]
+                )
+            );
+        }
+        // The user saw the decoded reply; the mask covers exactly the sampled ids.
+        for (k, (reply, _)) in rec.assistant_turns().iter().enumerate() {
+            let ids = seq.reply_ids(k).unwrap();
+            let body = ids.strip_suffix(&[id_of("<|im_end|>")]).unwrap_or(ids);
+            assert_eq!(*reply, model.tokenizer.decode(body, true).unwrap().trim());
+        }
+        let mask = seq.target_mask();
+        assert_eq!(mask.len(), seq.ids().len() - 1);
+        assert_eq!(
+            mask.iter().filter(|&&m| m == 1.0).count(),
+            seq.policy_tokens()
+        );
+        assert_eq!(
+            seq.policy_tokens(),
+            replies.iter().map(|r| r.len()).sum::<usize>()
+        );
+    }
+    Ok(())
+}
+
+fn eg(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_empathy-gym"))
+        .args(args)
+        .arg("--catalog")
+        .arg(crate::common::root())
+        .env("EMPATHY_GYM_MODELS", crate::common::root().join("models"))
+        .output()
+        .expect("run empathy-gym")
+}
+
+fn output_text(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn train_and_export_commands_with_the_real_simulator() -> Result<()> {
+    let model = tiny_model_dir()?;
+    let work = tempfile::tempdir()?;
+    let cfg = work.path().join("cfg.yaml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "run: cli\nresults_dir: {}\nmodel:\n  path: {}\nlora:\n  rank: 2\nenv:\n  knobs:\n    max_turns: 1\n\
+sampling:\n  max_new_tokens: 4\ngrpo:\n  steps: 2\n  profiles_per_step: 1\n  group_size: 2\n",
+            work.path().display(),
+            model.path().display()
+        ),
+    )?;
+    let cfg = cfg.to_str().unwrap();
+    // A misspelt key through --set is bad input: exit code 2, the file and the key named.
+    let o = eg(&["train", "--config", cfg, "--set", "grpo.stepz=3"]);
+    assert_eq!(o.status.code(), Some(2), "{}", output_text(&o));
+    assert!(
+        output_text(&o).contains("unknown field `stepz`"),
+        "{}",
+        output_text(&o)
+    );
+
+    let o = eg(&["train", "--config", cfg, "--stop-after", "1", "--quiet"]);
+    assert!(o.status.success(), "{}", output_text(&o));
+    let run = work.path().join("cli");
+    let run_s = run.to_str().unwrap();
+    let o = eg(&["train", "--resume", run_s, "--quiet"]);
+    assert!(o.status.success(), "{}", output_text(&o));
+    let out = output_text(&o);
+    assert!(
+        out.contains("resumed after step 1") && out.contains("| mean reward |"),
+        "{out}"
+    );
+    let rows = read_metrics(&run.join("metrics.csv"))?;
+    assert_eq!(rows.iter().map(|m| m.step).collect::<Vec<_>>(), vec![1, 2]);
+    let resolved = std::fs::read_to_string(run.join("config.yaml"))?;
+    assert!(
+        resolved.contains("eps_high: 0.28"),
+        "defaults are written out: {resolved}"
+    );
+    assert!(run.join("reward.svg").is_file() && run.join("emotion.svg").is_file());
+    // Episodes carry the appraiser's verdicts and replay verifies them.
+    let o = eg(&[
+        "replay",
+        "verify",
+        run.join("episodes.jsonl").to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", output_text(&o));
+    let hf = work.path().join("hf");
+    let o = eg(&["export", run_s, "--out", hf.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", output_text(&o));
+    assert!(hf.join("model.safetensors").is_file() && hf.join("tokenizer.json").is_file());
+    Ok(())
+}
