@@ -40,18 +40,56 @@ fn main() -> anyhow::Result<()> {
         .collect::<empathy_gym::Result<Vec<_>>>()?;
     sim.prepare(&profiles)?;
     let prepare_s = t1.elapsed().as_secs_f64();
-    println!("| batch | turns appraised | seconds | turns/s | ms per turn |");
-    println!("|---:|---:|---:|---:|---:|");
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    println!("| batch | turns appraised | wall s | turns/s (wall) | CPU s | turns/s on {cores} idle cores (from CPU time) |");
+    println!("|---:|---:|---:|---:|---:|---:|");
     for batch in [1usize, 16, 64] {
+        let cpu0 = cpu_seconds();
         let (turns, secs) = run(&catalog, &sim, batch)?;
+        let cpu = cpu_seconds() - cpu0;
+        let n = turns as f64;
         println!(
-            "| {batch} | {turns} | {secs:.2} | {:.1} | {:.2} |",
-            turns as f64 / secs,
-            1000.0 * secs / turns as f64
+            "| {batch} | {turns} | {secs:.2} | {:.1} | {cpu:.2} | {:.1} |",
+            n / secs,
+            n * cores / cpu.max(1e-9)
         );
     }
-    println!("\nsimulator load (embedder + move prototypes): {load_s:.2} s; prepare (every user sentence of the train split): {prepare_s:.2} s");
+    let replies: Vec<String> = (0..64)
+        .map(|i| {
+            format!(
+                "{} ({i})",
+                REPLIES[i % REPLIES.len()].replace("{s}", "the move")
+            )
+        })
+        .collect();
+    let refs: Vec<&str> = replies.iter().map(String::as_str).collect();
+    let (cpu0, t2) = (cpu_seconds(), Instant::now());
+    sim.embedder().embed(&refs)?;
+    println!(
+        "\nembedding 64 fresh replies alone: {:.3} s wall, {:.2} s CPU",
+        t2.elapsed().as_secs_f64(),
+        cpu_seconds() - cpu0
+    );
+    println!("simulator load (embedder + move prototypes): {load_s:.2} s; prepare (every user sentence of the train split): {prepare_s:.2} s");
     Ok(())
+}
+
+/// CPU time of this process (user + system) from /proc/self/stat, in seconds. On a shared machine
+/// the wall clock overstates the cost, so the table shows both; "turns/s on idle cores" assumes
+/// the work spreads over every core, an upper bound.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let ticks: f64 = [11, 12]
+        .iter()
+        .filter_map(|&i| fields.get(i)?.parse::<f64>().ok())
+        .sum();
+    ticks / 100.0
 }
 
 /// Plays `batch` dialogues for up to 8 turns with fresh (uncached) replies; returns turns and seconds.
@@ -69,12 +107,6 @@ fn run(catalog: &Catalog, sim: &Appraiser, batch: usize) -> anyhow::Result<(usiz
             Ok(env)
         })
         .collect::<empathy_gym::Result<_>>()?;
-    // Warm the prototype cache of these scenarios so the timing covers steady-state turns.
-    let warm: Vec<(String, Option<String>)> = (0..batch)
-        .map(|i| (format!("warm up reply number {i} {batch}"), None))
-        .collect();
-    let mut probe: Vec<DialogueEnv> = envs.clone();
-    step_batch(sim, &mut probe.iter_mut().collect::<Vec<_>>(), &warm)?;
     let (mut turns, start) = (0usize, Instant::now());
     for t in 0..8 {
         let live: Vec<&mut DialogueEnv> = envs.iter_mut().filter(|e| !e.is_done()).collect();

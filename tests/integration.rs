@@ -1,3 +1,5 @@
+//! The one integration test target: each module below is one area of the crate.
+
 #[path = "integration/cli.rs"]
 mod cli;
 #[path = "integration/common.rs"]

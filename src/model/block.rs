@@ -128,8 +128,10 @@ impl Block {
         let rep = dims.heads / kvh;
         // Grouped-query attention without copying K/V: query head j uses KV head j / rep, so the
         // rep query heads of one group stack along the query axis (Ainslie et al. 2023).
-        let q = q.reshape((b, kvh, rep * t, hd))?;
-        let scores = (q.matmul(&k.t()?)? * (1.0 / (hd as f64).sqrt()))?;
+        // Scaling q (t x d) rather than the scores (t x keys) keeps one fewer score-sized tensor
+        // alive for backward.
+        let q = (q.reshape((b, kvh, rep * t, hd))? * (1.0 / (hd as f64).sqrt()))?;
+        let scores = q.matmul(&k.t()?)?;
         let scores = scores
             .reshape((b, kvh, rep, t, keys))?
             .broadcast_add(&step.mask.to_dtype(scores.dtype())?)?;

@@ -217,7 +217,7 @@ impl HfConfig {
         }
         let heads = self.num_attention_heads;
         let kv = self.num_key_value_heads.unwrap_or(heads);
-        if heads == 0 || kv == 0 || heads % kv != 0 {
+        if heads == 0 || kv == 0 || !heads.is_multiple_of(kv) {
             return Err(bad(
                 "num_key_value_heads",
                 format!("{kv} KV heads must divide {heads} query heads"),
@@ -225,7 +225,7 @@ impl HfConfig {
         }
         let head_dim = match self.head_dim {
             Some(d) => d,
-            None if self.hidden_size % heads == 0 => self.hidden_size / heads,
+            None if self.hidden_size.is_multiple_of(heads) => self.hidden_size / heads,
             None => {
                 return Err(bad(
                     "num_attention_heads",

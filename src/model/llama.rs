@@ -33,7 +33,10 @@ fn linear(p: Proj) -> LoraLinear {
 impl Llama {
     /// Builds the network from checked weights (see `Weights::check`).
     pub fn new(cfg: ModelConfig, w: Weights, device: &Device) -> Result<Self> {
-        let rope = RopeTables::new(&cfg, device)?;
+        let mut rope = RopeTables::new(&cfg, device)?;
+        // Angles are computed in f32 and then stored in the weights' dtype (as HF does for bf16).
+        rope.cos = rope.cos.to_dtype(w.embed.dtype())?;
+        rope.sin = rope.sin.to_dtype(w.embed.dtype())?;
         let blocks = w
             .layers
             .into_iter()

@@ -28,7 +28,7 @@ fn pad_batch(model: &Llama, batch: &[Vec<u32>]) -> Result<(Tensor, Tensor, usize
         ids.extend(
             row.iter()
                 .copied()
-                .chain(std::iter::repeat(0).take(t - row.len())),
+                .chain(std::iter::repeat_n(0, t - row.len())),
         );
         mask.extend((1..t).map(|j| if j < row.len() { 1f32 } else { 0f32 }));
     }

@@ -305,8 +305,8 @@ impl LoraLinear {
 /// scale * (x A^T) B^T without a graph, in f32.
 fn adapter_infer(ad: &Adapter, x2: &Tensor) -> Result<Tensor> {
     let xf = x2.detach().to_dtype(DType::F32)?;
-    let h = xf.matmul(&ad.a.as_tensor().detach().t()?)?;
-    h.matmul(&ad.b.as_tensor().detach().t()?)? * ad.scale
+    let h = (xf.matmul(&ad.a.as_tensor().detach().t()?)? * ad.scale)?;
+    h.matmul(&ad.b.as_tensor().detach().t()?)
 }
 
 /// scale * (dropout(x) A^T) B^T with gradients for A and B (and x), in f32.
@@ -315,8 +315,9 @@ fn adapter_train(ad: &Adapter, x2: &Tensor) -> Result<Tensor> {
     if ad.dropout > 0.0 {
         xf = xf.mul(&dropout_mask(ad, xf.dims2()?, xf.device())?)?;
     }
-    let h = xf.matmul(&ad.a.as_tensor().t()?)?;
-    h.matmul(&ad.b.as_tensor().t()?)? * ad.scale
+    // Scaling the [m, rank] intermediate is cheaper than scaling the [m, out] result.
+    let h = (xf.matmul(&ad.a.as_tensor().t()?)? * ad.scale)?;
+    h.matmul(&ad.b.as_tensor().t()?)
 }
 
 /// Inverted-dropout mask [m, in]: 0 with probability p, else 1 / (1 - p) (Srivastava et al. 2014),

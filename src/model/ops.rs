@@ -3,7 +3,8 @@
 //! candle's fused kernels (`rms_norm`, `softmax_last_dim`, `rope`, `rope_i`) have no backward: they
 //! run through `apply_op*_no_bwd` and silently detach their output (CANDLE-NOTES). The training
 //! forward therefore uses the functions here, which are built from differentiable tensor ops and
-//! agree with the fused kernels in the forward direction (unit tests below pin that).
+//! agree with the fused kernels in the forward direction (unit tests in `ops/tests.rs` pin that).
+//! On CPU (f32/f64) they run as custom ops with hand-written backward (`ops/kernels.rs`).
 //!
 //! `frozen_matmul` and `frozen_embedding` exist for memory and time: candle's matmul backward
 //! always computes the gradient of both operands, so with LoRA every frozen projection (and the
@@ -11,8 +12,15 @@
 //! fine-tuning. `frozen_matmul` is a custom op whose backward returns only the input gradient.
 //! Its forward calls the backend's own matmul, so it is the same kernel on CPU and CUDA.
 
-use candle_core::backend::BackendStorage;
-use candle_core::{CpuStorage, CudaStorage, CustomOp2, DType, Layout, Result, Shape, Tensor, D};
+mod frozen;
+mod kernels;
+#[cfg(test)]
+mod tests;
+
+use candle_core::{DType, Result, Tensor, D};
+
+use frozen::FrozenMatmul;
+use kernels::{RmsNormCpu, RopeCpu, SoftmaxLastDimTrain};
 
 /// Internal dtype for reductions: half types are upcast to f32 (as candle's `rms_norm_slow` does).
 fn internal_dtype(dtype: DType) -> DType {
@@ -35,6 +43,15 @@ pub fn rms_norm_train(x: &Tensor, weight: &Tensor, eps: f64) -> Result<Tensor> {
             x.shape()
         )
     }
+    if x.device().is_cpu() && matches!(x.dtype(), DType::F32 | DType::F64) {
+        let w = weight.to_dtype(x.dtype())?;
+        return x.contiguous()?.apply_op2(&w, RmsNormCpu { eps });
+    }
+    rms_norm_composed(x, weight, eps)
+}
+
+/// The device-independent RMSNorm: candle ops only.
+fn rms_norm_composed(x: &Tensor, weight: &Tensor, eps: f64) -> Result<Tensor> {
     let x_dtype = x.dtype();
     let xf = x.to_dtype(internal_dtype(x_dtype))?;
     let mean_sq = xf.sqr()?.mean_keepdim(D::Minus1)?;
@@ -51,7 +68,7 @@ pub fn rms_norm_train(x: &Tensor, weight: &Tensor, eps: f64) -> Result<Tensor> {
 /// eq. 34): y0 = x0 cos - x1 sin, y1 = x0 sin + x1 cos. Interleaved pairs are (x[2i], x[2i+1])
 /// (candle's `rope_i`); half-split pairs are (x[i], x[i + d/2]) (candle's `rope`).
 pub fn rope_train(x: &Tensor, cos: &Tensor, sin: &Tensor, interleaved: bool) -> Result<Tensor> {
-    let (b, h, t, d) = x.dims4()?;
+    let (_b, _h, t, d) = x.dims4()?;
     let half = d / 2;
     for (name, table) in [("cos", cos), ("sin", sin)] {
         if d % 2 != 0 || table.dims() != [t, half] {
@@ -63,6 +80,28 @@ pub fn rope_train(x: &Tensor, cos: &Tensor, sin: &Tensor, interleaved: bool) -> 
             )
         }
     }
+    if x.device().is_cpu() && matches!(x.dtype(), DType::F32 | DType::F64) {
+        let table = |t: &Tensor| -> Result<std::sync::Arc<[f64]>> {
+            Ok(t.to_dtype(DType::F64)?
+                .flatten_all()?
+                .to_vec1::<f64>()?
+                .into())
+        };
+        let op = RopeCpu {
+            cos: table(cos)?,
+            sin: table(sin)?,
+            interleaved,
+            inverse: false,
+        };
+        return x.contiguous()?.apply_op1(op);
+    }
+    rope_composed(x, cos, sin, interleaved)
+}
+
+/// The device-independent rope: candle ops only. Shapes were checked by `rope_train`.
+fn rope_composed(x: &Tensor, cos: &Tensor, sin: &Tensor, interleaved: bool) -> Result<Tensor> {
+    let (b, h, t, d) = x.dims4()?;
+    let half = d / 2;
     let cos = cos.to_dtype(x.dtype())?;
     let sin = sin.to_dtype(x.dtype())?;
     if interleaved {
@@ -87,74 +126,26 @@ pub fn rope_train(x: &Tensor, cos: &Tensor, sin: &Tensor, interleaved: bool) -> 
 
 /// Softmax over the last dim with backward (numerically stable).
 ///
-/// softmax(x) = exp(x - m) / sum exp(x - m) with m = max(x) detached: the result does not depend
-/// on m, so its gradient through m is exactly zero and skipping it saves a masked reduction.
-/// Half-precision inputs are computed in f32 and cast back.
+/// softmax(x) = exp(x - m) / sum exp(x - m) with m the row max. On CPU (f32/f64) this is a custom
+/// op whose backward is dx = y * (g - sum(g * y)) from the saved output y: it keeps only x and y
+/// alive and runs several times faster than the composition of candle ops. Elsewhere it is that
+/// composition, with m detached: the result does not depend on m, so its gradient through m is
+/// exactly zero. Half-precision inputs are computed in f32 and cast back.
 pub fn softmax_train(x: &Tensor) -> Result<Tensor> {
+    if x.device().is_cpu() && matches!(x.dtype(), DType::F32 | DType::F64) {
+        return x.contiguous()?.apply_op1(SoftmaxLastDimTrain);
+    }
+    softmax_composed(x)
+}
+
+/// The device-independent softmax: candle ops only, max detached.
+fn softmax_composed(x: &Tensor) -> Result<Tensor> {
     let x_dtype = x.dtype();
     let xf = x.to_dtype(internal_dtype(x_dtype))?;
     let max = xf.max_keepdim(D::Minus1)?.detach();
     let num = xf.broadcast_sub(&max)?.exp()?;
     let den = num.sum_keepdim(D::Minus1)?;
     num.broadcast_div(&den)?.to_dtype(x_dtype)
-}
-
-/// Custom op computing `x @ w^T` for x [m, k] and w [n, k] with the backend's matmul; its backward
-/// returns the gradient for x only.
-struct FrozenMatmul;
-
-/// What a backend matmul needs: (batch, m, n, k), the layout of w^T and the output shape.
-type MatmulPlan = ((usize, usize, usize, usize), Layout, Shape);
-
-impl FrozenMatmul {
-    /// (batch, m, n, k) and the layout of w^T, checked against the two input layouts.
-    fn plan(l1: &Layout, l2: &Layout) -> Result<MatmulPlan> {
-        let (m, k) = l1.shape().dims2()?;
-        let (n, k2) = l2.shape().dims2()?;
-        if k != k2 {
-            candle_core::bail!("frozen_matmul: x [{m}, {k}] and w [{n}, {k2}] disagree on in-dim")
-        }
-        Ok(((1, m, n, k), l2.transpose(0, 1)?, Shape::from((m, n))))
-    }
-}
-
-impl CustomOp2 for FrozenMatmul {
-    fn name(&self) -> &'static str {
-        "frozen-matmul"
-    }
-
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let (bmnk, l2t, shape) = Self::plan(l1, l2)?;
-        Ok((s1.matmul(s2, bmnk, l1, &l2t)?, shape))
-    }
-
-    fn cuda_fwd(
-        &self,
-        s1: &CudaStorage,
-        l1: &Layout,
-        s2: &CudaStorage,
-        l2: &Layout,
-    ) -> Result<(CudaStorage, Shape)> {
-        let (bmnk, l2t, shape) = Self::plan(l1, l2)?;
-        Ok((s1.matmul(s2, bmnk, l1, &l2t)?, shape))
-    }
-
-    fn bwd(
-        &self,
-        _x: &Tensor,
-        w: &Tensor,
-        _res: &Tensor,
-        grad: &Tensor,
-    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        // d(x W^T)/dx applied to grad: grad [m, n] @ W [n, k]. No gradient for W.
-        Ok((Some(grad.contiguous()?.matmul(w)?), None))
-    }
 }
 
 /// x @ w^T where w is frozen: backward returns the gradient for x only and never computes or
@@ -189,155 +180,4 @@ pub fn frozen_embedding(ids: &Tensor, table: &Tensor) -> Result<Tensor> {
     out_dims.push(hidden);
     let flat = ids.flatten_all()?.contiguous()?;
     table.detach().index_select(&flat, 0)?.reshape(out_dims)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use candle_core::{Device, Var};
-    use rand::{Rng, SeedableRng};
-
-    /// Deterministic test data in [-1, 1) (candle's own RNG is not seedable on CPU).
-    fn seeded(dims: &[usize], seed: u64) -> Result<Tensor> {
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        let n: usize = dims.iter().product();
-        let v: Vec<f32> = (0..n).map(|_| rng.random_range(-1.0f32..1.0)).collect();
-        Tensor::from_vec(v, dims, &Device::Cpu)
-    }
-
-    fn max_abs_diff(a: &Tensor, b: &Tensor) -> Result<f32> {
-        (a - b)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()
-    }
-
-    #[test]
-    fn rms_norm_hand_computed() -> Result<()> {
-        // x = [3, 4]: mean(x^2) = (9 + 16) / 2 = 12.5, rms = sqrt(12.5) = 3.5355339;
-        // y = [3 / 3.5355339 * 1, 4 / 3.5355339 * 2] = [0.8485281, 2.2627417].
-        let x = Tensor::new(&[[3f32, 4.]], &Device::Cpu)?;
-        let w = Tensor::new(&[1f32, 2.], &Device::Cpu)?;
-        let y = rms_norm_train(&x, &w, 0.0)?.to_vec2::<f32>()?;
-        assert!((y[0][0] - 0.848_528_1).abs() < 1e-6, "{y:?}");
-        assert!((y[0][1] - 2.262_741_7).abs() < 1e-6, "{y:?}");
-        Ok(())
-    }
-
-    #[test]
-    fn rms_norm_matches_fused() -> Result<()> {
-        let x = seeded(&[2, 5, 64], 1)?;
-        let w = seeded(&[64], 2)?;
-        let fused = candle_nn::ops::rms_norm(&x, &w, 1e-5)?;
-        let ours = rms_norm_train(&x, &w, 1e-5)?;
-        assert!(max_abs_diff(&fused, &ours)? < 1e-5);
-        Ok(())
-    }
-
-    #[test]
-    fn rope_hand_computed_both_layouts() -> Result<()> {
-        // d = 4: pair 0 turns by 90 degrees (cos 0, sin 1), pair 1 by 0 (cos 1, sin 0).
-        // Interleaved pairs (x0, x1), (x2, x3) of x = [1, 0, 0, 1]:
-        //   (1, 0) -> (1*0 - 0*1, 1*1 + 0*0) = (0, 1); (0, 1) -> (0, 1)  => [0, 1, 0, 1].
-        // Half-split pairs (x0, x2), (x1, x3): (1, 0) -> (0, 1); (0, 1) -> (0, 1) => [0, 0, 1, 1].
-        let dev = Device::Cpu;
-        let x = Tensor::new(&[1f32, 0., 0., 1.], &dev)?.reshape((1, 1, 1, 4))?;
-        let cos = Tensor::new(&[[0f32, 1.]], &dev)?;
-        let sin = Tensor::new(&[[1f32, 0.]], &dev)?;
-        let inter = rope_train(&x, &cos, &sin, true)?
-            .flatten_all()?
-            .to_vec1::<f32>()?;
-        let halves = rope_train(&x, &cos, &sin, false)?
-            .flatten_all()?
-            .to_vec1::<f32>()?;
-        assert_eq!(inter, vec![0., 1., 0., 1.]);
-        assert_eq!(halves, vec![0., 0., 1., 1.]);
-        Ok(())
-    }
-
-    #[test]
-    fn rope_matches_fused_both_layouts() -> Result<()> {
-        let (t, d) = (7, 64);
-        let x = seeded(&[2, 3, t, d], 3)?;
-        let angles = seeded(&[t, d / 2], 4)?.affine(3.0, 0.0)?;
-        let (cos, sin) = (angles.cos()?, angles.sin()?);
-        let fused_i = candle_nn::rotary_emb::rope_i(&x, &cos, &sin)?;
-        let fused_h = candle_nn::rotary_emb::rope(&x, &cos, &sin)?;
-        assert!(max_abs_diff(&fused_i, &rope_train(&x, &cos, &sin, true)?)? < 1e-6);
-        assert!(max_abs_diff(&fused_h, &rope_train(&x, &cos, &sin, false)?)? < 1e-6);
-        // The two layouts really differ, so the flag matters.
-        assert!(max_abs_diff(&fused_i, &fused_h)? > 1e-2);
-        Ok(())
-    }
-
-    #[test]
-    fn rope_rejects_unnarrowed_table() -> Result<()> {
-        let x = seeded(&[1, 1, 3, 8], 5)?;
-        let table = seeded(&[10, 4], 6)?;
-        assert!(rope_train(&x, &table, &table, true).is_err());
-        Ok(())
-    }
-
-    #[test]
-    fn softmax_hand_computed_and_matches_fused() -> Result<()> {
-        // [0, ln 3]: exp = [1, 3], sum 4 => [0.25, 0.75].
-        let x = Tensor::new(&[[0f32, 3f32.ln()]], &Device::Cpu)?;
-        let y = softmax_train(&x)?.to_vec2::<f32>()?;
-        assert!((y[0][0] - 0.25).abs() < 1e-6 && (y[0][1] - 0.75).abs() < 1e-6);
-        let x = seeded(&[2, 3, 9, 9], 7)?.affine(20.0, 0.0)?;
-        let fused = candle_nn::ops::softmax_last_dim(&x)?;
-        assert!(max_abs_diff(&fused, &softmax_train(&x)?)? < 1e-6);
-        Ok(())
-    }
-
-    #[test]
-    fn frozen_matmul_hand_computed_and_matches_matmul() -> Result<()> {
-        // [1, 2] @ [[1, 0], [0, 1], [1, 1]]^T = [1, 2, 3].
-        let dev = Device::Cpu;
-        let x = Tensor::new(&[[1f32, 2.]], &dev)?;
-        let w = Tensor::new(&[[1f32, 0.], [0., 1.], [1., 1.]], &dev)?;
-        assert_eq!(
-            frozen_matmul(&x, &w)?.to_vec2::<f32>()?,
-            vec![vec![1., 2., 3.]]
-        );
-        let x = seeded(&[2, 5, 16], 8)?;
-        let w = seeded(&[12, 16], 9)?;
-        let plain = x.broadcast_matmul(&w.t()?)?;
-        let frozen = frozen_matmul(&x, &w)?;
-        assert_eq!(frozen.dims(), &[2, 5, 12]);
-        assert!(max_abs_diff(&plain, &frozen)? < 1e-5);
-        Ok(())
-    }
-
-    #[test]
-    fn frozen_matmul_gives_no_weight_gradient() -> Result<()> {
-        let x = Var::from_tensor(&seeded(&[3, 4], 10)?)?;
-        let w = Var::from_tensor(&seeded(&[5, 4], 11)?)?;
-        let grads = frozen_matmul(&x, &w)?.sum_all()?.backward()?;
-        assert!(
-            grads.get(&w).is_none(),
-            "frozen weight must get no gradient"
-        );
-        // d sum(x W^T) / dx = ones [3, 5] @ W = column sums of W in every row.
-        let gx = grads.get(&x).expect("input gradient");
-        let want = Tensor::ones((3, 5), DType::F32, &Device::Cpu)?.matmul(w.as_tensor())?;
-        assert!(max_abs_diff(gx, &want)? < 1e-6);
-        Ok(())
-    }
-
-    #[test]
-    fn frozen_embedding_gives_no_table_gradient() -> Result<()> {
-        let dev = Device::Cpu;
-        let table = Var::from_tensor(&seeded(&[6, 3], 12)?)?;
-        let scale = Var::from_tensor(&Tensor::ones(3, DType::F32, &dev)?)?;
-        let ids = Tensor::new(&[[1u32, 4], [4, 0]], &dev)?;
-        let emb = frozen_embedding(&ids, &table)?;
-        assert_eq!(emb.dims(), &[2, 2, 3]);
-        let row4 = table.as_tensor().get(4)?.to_vec1::<f32>()?;
-        assert_eq!(emb.get(0)?.get(1)?.to_vec1::<f32>()?, row4);
-        let grads = emb.broadcast_mul(&scale)?.sum_all()?.backward()?;
-        assert!(
-            grads.get(&table).is_none(),
-            "frozen table must get no gradient"
-        );
-        assert!(grads.get(&scale).is_some());
-        Ok(())
-    }
 }

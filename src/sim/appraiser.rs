@@ -86,6 +86,28 @@ fn looping(reply: &str) -> bool {
     all.len() >= 4 && distinct.len() * 2 < all.len()
 }
 
+/// The sentences of a user message, with the persona's voice opener (which may end in a comma and
+/// run into the next sentence) split off first, so that every part is a cached bank sentence.
+fn user_sentences<'a>(profile: &Profile, text: &'a str) -> Vec<&'a str> {
+    let v = &profile.persona.voice;
+    let opener = v
+        .low
+        .iter()
+        .chain(&v.mid)
+        .chain(&v.high)
+        .filter(|o| text.starts_with(o.as_str()))
+        .max_by_key(|o| o.len());
+    match opener {
+        Some(o) => {
+            let (head, rest) = text.split_at(o.len());
+            let mut out = vec![head];
+            out.extend(sentences(rest));
+            out
+        }
+        None => sentences(text),
+    }
+}
+
 fn r3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
@@ -119,11 +141,13 @@ impl Appraiser {
             let (s, v) = (&p.scenario, &p.persona.voice);
             let u = &s.utterances;
             let lines = [
-                &u.S, &u.A, &u.B, &u.C, &u.F, &s.hints, &s.helps, &s.hurts, &v.low, &v.mid, &v.high,
+                &u.S, &u.A, &u.B, &u.C, &u.F, &s.hints, &v.low, &v.mid, &v.high,
             ];
             for line in lines.into_iter().flatten() {
                 texts.extend(sentences(line));
             }
+            // Prototypes are compared whole.
+            texts.extend(s.helps.iter().chain(&s.hurts).map(String::as_str));
             texts.extend(sentences(&s.opening));
             texts.extend(s.hidden_facts.iter().flat_map(|f| sentences(&f.text)));
             texts.extend(s.factual.iter().flat_map(|q| sentences(&q.question)));
@@ -143,12 +167,9 @@ impl Appraiser {
         let mut texts: Vec<&str> = Vec::new();
         for inp in inputs {
             texts.push(inp.reply);
-            texts.extend(
-                inp.user_messages
-                    .last()
-                    .map(|m| sentences(m))
-                    .unwrap_or_default(),
-            );
+            if let Some(last) = inp.user_messages.last() {
+                texts.extend(user_sentences(inp.profile, last));
+            }
             texts.extend(inp.previous_replies.iter().copied());
             texts.extend(inp.profile.scenario.helps.iter().map(String::as_str));
             texts.extend(inp.profile.scenario.hurts.iter().map(String::as_str));
@@ -236,10 +257,11 @@ impl Appraiser {
             .collect();
         let overlap = (shared.len() as f64 / self.cfg.specificity.overlap_words).min(1.0);
         let user_sim = match inp.user_messages.last() {
-            Some(last) => self
-                .cfg
-                .semantic
-                .score(cosine(reply, &self.embedder.embed(&[last])?[0])),
+            Some(last) => {
+                let embs = self.embedder.embed(&user_sentences(inp.profile, last))?;
+                let best = embs.iter().map(|e| cosine(reply, e)).fold(-1.0, f32::max);
+                self.cfg.semantic.score(best)
+            }
             None => 0.0,
         };
         Ok((0.5 * overlap + self.cfg.specificity.user_similarity * user_sim).min(1.0))

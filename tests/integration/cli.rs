@@ -280,3 +280,37 @@ fn missing_model_files_give_a_clear_error() {
         .unwrap();
     assert_user_error(&o, &["all-minilm-l6-v2", "scripts/fetch-models.sh"]);
 }
+
+#[test]
+fn chat_watches_smollm2_talk_with_a_simulated_user() {
+    let gguf = root().join("models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf");
+    if !gguf.exists() {
+        eprintln!(
+            "skipped: {} is missing (scripts/fetch-models.sh)",
+            gguf.display()
+        );
+        return;
+    }
+    let o = eg(
+        &[
+            "chat",
+            "--profile",
+            "job-loss-warehouse:maya",
+            "--max-turns",
+            "2",
+            "--max-new-tokens",
+            "24",
+            "--seed",
+            "3",
+        ],
+        &root(),
+    );
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert_eq!(t.matches("model: ").count(), 2, "{t}");
+    assert!(t.contains("user [ 40]: So I got let go on Friday"), "{t}");
+    assert!(
+        t.contains("end: Some(MaxTurns)") || t.contains("end: Some(Left)"),
+        "{t}"
+    );
+}

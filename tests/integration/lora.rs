@@ -302,3 +302,21 @@ fn lora_config_defaults_and_yaml() -> Result<()> {
         .is_err());
     Ok(())
 }
+
+#[test]
+fn lora_training_pass_stores_no_gradient_for_the_frozen_base() -> Result<()> {
+    let x = Var::from_tensor(&seeded(&[3, 5], 23, DType::F32)?)?;
+    let layer = adapted_layer(true)?;
+    let grads = layer
+        .forward(&x, AdapterMode::On, Pass::Train)?
+        .sum_all()?
+        .backward()?;
+    assert!(grads.get(layer.weight()).is_none());
+    assert!(grads.get(&x).is_some());
+    // The reason frozen_matmul exists: candle's plain matmul stores a gradient for a weight that
+    // is not even a Var (here through the transposed view it multiplies by).
+    let wt = layer.weight().t()?;
+    let grads = x.as_tensor().matmul(&wt)?.sum_all()?.backward()?;
+    assert!(grads.get(&wt).is_some());
+    Ok(())
+}

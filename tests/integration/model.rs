@@ -3,6 +3,8 @@
 //! export, bad inputs, and (when it is on disk) the real SmolLM2 GGUF against references.
 
 use crate::model_fixtures as fixtures;
+#[path = "model_formats.rs"]
+mod formats;
 #[path = "model_real.rs"]
 mod real;
 
@@ -103,7 +105,7 @@ fn kv_cache_greedy_equals_full_recompute() -> Result<()> {
         m.stop_tokens.clear();
         let prompt = m.encode_chat(&user("the hello"), true)?;
         let cached = m
-            .generate(&[prompt.clone()], &[0], &greedy(16))?
+            .generate(std::slice::from_ref(&prompt), &[0], &greedy(16))?
             .remove(0)
             .tokens;
         let mut ids = prompt.clone();
@@ -133,7 +135,7 @@ fn batched_generation_equals_one_at_a_time() -> Result<()> {
     let singles: Vec<Vec<u32>> = prompts
         .iter()
         .map(|p| {
-            Ok(m.generate(&[p.clone()], &[0], &greedy(12))?
+            Ok(m.generate(std::slice::from_ref(p), &[0], &greedy(12))?
                 .remove(0)
                 .tokens)
         })
@@ -142,7 +144,10 @@ fn batched_generation_equals_one_at_a_time() -> Result<()> {
     m.stop_tokens = vec![singles[0][2]];
     let singles: Vec<_> = prompts
         .iter()
-        .map(|p| Ok(m.generate(&[p.clone()], &[0], &greedy(12))?.remove(0)))
+        .map(|p| {
+            Ok(m.generate(std::slice::from_ref(p), &[0], &greedy(12))?
+                .remove(0))
+        })
         .collect::<Result<Vec<_>>>()?;
     assert!(singles[0].stopped && singles[0].tokens.len() <= 3);
     let seeds = vec![0; prompts.len()];
@@ -161,7 +166,8 @@ fn batched_generation_equals_one_at_a_time() -> Result<()> {
     for (i, p) in prompts.iter().enumerate() {
         assert_eq!(
             batched[i],
-            m.generate(&[p.clone()], &[seeds[i]], &params)?.remove(0),
+            m.generate(std::slice::from_ref(p), &[seeds[i]], &params)?
+                .remove(0),
             "sequence {i}"
         );
     }

@@ -1,0 +1,111 @@
+//! Forward + backward time of the training ops against candle's differentiable alternatives, at
+//! SmolLM2-135M sizes for 1 x 256 tokens on CPU: `frozen_matmul` vs plain matmul for one MLP
+//! projection ([256, 576] x [1536, 576]^T; plain matmul's backward also computes the [1536, 576]
+//! weight gradient that LoRA throws away), `softmax_train` vs `candle_nn::ops::softmax` on one
+//! layer's attention scores, `rms_norm_train` vs `rms_norm_slow`, `rope_train` vs `rope_i_slow`.
+
+use candle_core::{DType, Device, Tensor, Var};
+use criterion::{criterion_group, criterion_main, Criterion};
+use empathy_gym::model::ops::{frozen_matmul, rms_norm_train, rope_train, softmax_train};
+
+fn inputs() -> anyhow::Result<(Var, Tensor)> {
+    let dev = Device::Cpu;
+    let x = Var::from_tensor(&Tensor::rand(-1f32, 1f32, (256, 576), &dev)?)?;
+    let w = Tensor::rand(-1f32, 1f32, (1536, 576), &dev)?.to_dtype(DType::F32)?;
+    Ok((x, w))
+}
+
+fn bench_matmul(c: &mut Criterion) {
+    let (x, w) = inputs().expect("bench inputs");
+    let mut group = c.benchmark_group("fwd+bwd [256,576]x[1536,576]^T");
+    group.bench_function("plain matmul", |b| {
+        b.iter(|| {
+            let y = x.as_tensor().matmul(&w.t().expect("t")).expect("matmul");
+            let grads = y.sum_all().and_then(|s| s.backward()).expect("backward");
+            grads.get(&x).expect("x grad").dims().len()
+        })
+    });
+    group.bench_function("frozen_matmul", |b| {
+        b.iter(|| {
+            let y = frozen_matmul(&x, &w).expect("frozen_matmul");
+            let grads = y.sum_all().and_then(|s| s.backward()).expect("backward");
+            grads.get(&x).expect("x grad").dims().len()
+        })
+    });
+    group.finish();
+}
+
+fn bench_softmax(c: &mut Criterion) {
+    // Attention scores of one layer at 1 x 256 tokens: [1, 9 heads, 256, 256].
+    let s =
+        Var::from_tensor(&Tensor::rand(-4f32, 4f32, (1, 9, 256, 256), &Device::Cpu).expect("s"))
+            .expect("var");
+    let r = Tensor::rand(0f32, 1f32, (1, 9, 256, 256), &Device::Cpu).expect("r");
+    let mut group = c.benchmark_group("softmax fwd+bwd [1,9,256,256]");
+    group.bench_function("candle_nn::ops::softmax", |b| {
+        b.iter(|| {
+            let y = candle_nn::ops::softmax(&s, candle_core::D::Minus1).expect("softmax");
+            let grads = (y * &r)
+                .and_then(|y| y.sum_all()?.backward())
+                .expect("backward");
+            grads.get(&s).expect("grad").dims().len()
+        })
+    });
+    group.bench_function("softmax_train", |b| {
+        b.iter(|| {
+            let y = softmax_train(&s).expect("softmax_train");
+            let grads = (y * &r)
+                .and_then(|y| y.sum_all()?.backward())
+                .expect("backward");
+            grads.get(&s).expect("grad").dims().len()
+        })
+    });
+    group.finish();
+}
+
+fn bench_norm_rope(c: &mut Criterion) {
+    let dev = Device::Cpu;
+    let h =
+        Var::from_tensor(&Tensor::rand(-1f32, 1f32, (1, 256, 576), &dev).expect("h")).expect("var");
+    let w = Tensor::rand(0.5f32, 1.5f32, 576, &dev).expect("w");
+    let q = Var::from_tensor(&Tensor::rand(-1f32, 1f32, (1, 9, 256, 64), &dev).expect("q"))
+        .expect("var");
+    let angles = Tensor::rand(0f32, 3f32, (256, 32), &dev).expect("angles");
+    let (cos, sin) = (angles.cos().expect("cos"), angles.sin().expect("sin"));
+    let mut group = c.benchmark_group("norm and rope fwd+bwd");
+    group.bench_function("rms_norm_train [1,256,576]", |b| {
+        b.iter(|| {
+            let y = rms_norm_train(&h, &w, 1e-5).expect("rms_norm_train");
+            let grads = y.sum_all().and_then(|s| s.backward()).expect("backward");
+            grads.get(&h).expect("grad").dims().len()
+        })
+    });
+    group.bench_function("candle_nn::ops::rms_norm_slow [1,256,576]", |b| {
+        b.iter(|| {
+            let y = candle_nn::ops::rms_norm_slow(&h, &w, 1e-5).expect("rms_norm_slow");
+            let grads = y.sum_all().and_then(|s| s.backward()).expect("backward");
+            grads.get(&h).expect("grad").dims().len()
+        })
+    });
+    group.bench_function("candle_nn rope_i_slow [1,9,256,64]", |b| {
+        b.iter(|| {
+            let y = candle_nn::rotary_emb::rope_i_slow(&q, &cos, &sin).expect("rope_i_slow");
+            let grads = y.sum_all().and_then(|s| s.backward()).expect("backward");
+            grads.get(&q).expect("grad").dims().len()
+        })
+    });
+    for interleaved in [true, false] {
+        let name = format!("rope_train [1,9,256,64] interleaved={interleaved}");
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let y = rope_train(&q, &cos, &sin, interleaved).expect("rope_train");
+                let grads = y.sum_all().and_then(|s| s.backward()).expect("backward");
+                grads.get(&q).expect("grad").dims().len()
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_matmul, bench_softmax, bench_norm_rope);
+criterion_main!(benches);

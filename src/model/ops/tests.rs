@@ -1,0 +1,206 @@
+//! Unit tests of the training ops: forward values pinned by hand or to candle's fused kernels,
+//! CPU kernels against the compositions (values and gradients), frozen ops give no weight gradient.
+
+use super::*;
+use candle_core::DType;
+use candle_core::{Device, Var};
+use rand::{Rng, SeedableRng};
+
+/// Deterministic test data in [-1, 1) (candle's own RNG is not seedable on CPU).
+fn seeded(dims: &[usize], seed: u64) -> Result<Tensor> {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let n: usize = dims.iter().product();
+    let v: Vec<f32> = (0..n).map(|_| rng.random_range(-1.0f32..1.0)).collect();
+    Tensor::from_vec(v, dims, &Device::Cpu)
+}
+
+fn max_abs_diff(a: &Tensor, b: &Tensor) -> Result<f32> {
+    (a - b)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()
+}
+
+#[test]
+fn rms_norm_hand_computed() -> Result<()> {
+    // x = [3, 4]: mean(x^2) = (9 + 16) / 2 = 12.5, rms = sqrt(12.5) = 3.5355339;
+    // y = [3 / 3.5355339 * 1, 4 / 3.5355339 * 2] = [0.8485281, 2.2627417].
+    let x = Tensor::new(&[[3f32, 4.]], &Device::Cpu)?;
+    let w = Tensor::new(&[1f32, 2.], &Device::Cpu)?;
+    let y = rms_norm_train(&x, &w, 0.0)?.to_vec2::<f32>()?;
+    assert!((y[0][0] - 0.848_528_1).abs() < 1e-6, "{y:?}");
+    assert!((y[0][1] - 2.262_741_7).abs() < 1e-6, "{y:?}");
+    Ok(())
+}
+
+#[test]
+fn rms_norm_matches_fused() -> Result<()> {
+    let x = seeded(&[2, 5, 64], 1)?;
+    let w = seeded(&[64], 2)?;
+    let fused = candle_nn::ops::rms_norm(&x, &w, 1e-5)?;
+    let ours = rms_norm_train(&x, &w, 1e-5)?;
+    assert!(max_abs_diff(&fused, &ours)? < 1e-5);
+    Ok(())
+}
+
+#[test]
+fn rms_norm_cpu_kernel_and_composition_agree_with_gradients() -> Result<()> {
+    let x = Var::from_tensor(&seeded(&[2, 3, 16], 18)?)?;
+    let w = Var::from_tensor(&seeded(&[16], 19)?)?;
+    let r = seeded(&[2, 3, 16], 20)?;
+    let y_op = rms_norm_train(&x, &w, 1e-5)?;
+    let y_comp = rms_norm_composed(&x, &w, 1e-5)?;
+    assert!(max_abs_diff(&y_op, &y_comp)? < 1e-5);
+    let g_op = (y_op * &r)?.sum_all()?.backward()?;
+    let g_comp = (y_comp * &r)?.sum_all()?.backward()?;
+    for v in [&x, &w] {
+        let (a, b) = (g_op.get(v).expect("grad"), g_comp.get(v).expect("grad"));
+        assert!(max_abs_diff(a, b)? < 1e-5);
+        assert!(a.abs()?.sum_all()?.to_scalar::<f32>()? > 1e-3);
+    }
+    Ok(())
+}
+
+#[test]
+fn rope_hand_computed_both_layouts() -> Result<()> {
+    // d = 4: pair 0 turns by 90 degrees (cos 0, sin 1), pair 1 by 0 (cos 1, sin 0).
+    // Interleaved pairs (x0, x1), (x2, x3) of x = [1, 0, 0, 1]:
+    //   (1, 0) -> (1*0 - 0*1, 1*1 + 0*0) = (0, 1); (0, 1) -> (0, 1)  => [0, 1, 0, 1].
+    // Half-split pairs (x0, x2), (x1, x3): (1, 0) -> (0, 1); (0, 1) -> (0, 1) => [0, 0, 1, 1].
+    let dev = Device::Cpu;
+    let x = Tensor::new(&[1f32, 0., 0., 1.], &dev)?.reshape((1, 1, 1, 4))?;
+    let cos = Tensor::new(&[[0f32, 1.]], &dev)?;
+    let sin = Tensor::new(&[[1f32, 0.]], &dev)?;
+    let inter = rope_train(&x, &cos, &sin, true)?
+        .flatten_all()?
+        .to_vec1::<f32>()?;
+    let halves = rope_train(&x, &cos, &sin, false)?
+        .flatten_all()?
+        .to_vec1::<f32>()?;
+    assert_eq!(inter, vec![0., 1., 0., 1.]);
+    assert_eq!(halves, vec![0., 0., 1., 1.]);
+    Ok(())
+}
+
+#[test]
+fn rope_matches_fused_both_layouts() -> Result<()> {
+    let (t, d) = (7, 64);
+    let x = seeded(&[2, 3, t, d], 3)?;
+    let angles = seeded(&[t, d / 2], 4)?.affine(3.0, 0.0)?;
+    let (cos, sin) = (angles.cos()?, angles.sin()?);
+    let fused_i = candle_nn::rotary_emb::rope_i(&x, &cos, &sin)?;
+    let fused_h = candle_nn::rotary_emb::rope(&x, &cos, &sin)?;
+    assert!(max_abs_diff(&fused_i, &rope_train(&x, &cos, &sin, true)?)? < 1e-6);
+    assert!(max_abs_diff(&fused_h, &rope_train(&x, &cos, &sin, false)?)? < 1e-6);
+    // The two layouts really differ, so the flag matters.
+    assert!(max_abs_diff(&fused_i, &fused_h)? > 1e-2);
+    Ok(())
+}
+
+#[test]
+fn rope_cpu_kernel_and_composition_agree_with_gradients() -> Result<()> {
+    let x = Var::from_tensor(&seeded(&[2, 3, 5, 8], 15)?)?;
+    let r = seeded(&[2, 3, 5, 8], 16)?;
+    let angles = seeded(&[5, 4], 17)?.affine(3.0, 0.0)?;
+    let (cos, sin) = (angles.cos()?, angles.sin()?);
+    for interleaved in [true, false] {
+        let y_op = rope_train(&x, &cos, &sin, interleaved)?;
+        let y_comp = rope_composed(&x, &cos, &sin, interleaved)?;
+        assert!(max_abs_diff(&y_op, &y_comp)? < 1e-6);
+        let g_op = (y_op * &r)?.sum_all()?.backward()?;
+        let g_comp = (y_comp * &r)?.sum_all()?.backward()?;
+        let (g_op, g_comp) = (g_op.get(&x).expect("grad"), g_comp.get(&x).expect("grad"));
+        assert!(max_abs_diff(g_op, g_comp)? < 1e-6);
+        assert!(g_op.abs()?.sum_all()?.to_scalar::<f32>()? > 1e-3);
+    }
+    Ok(())
+}
+
+#[test]
+fn rope_rejects_unnarrowed_table() -> Result<()> {
+    let x = seeded(&[1, 1, 3, 8], 5)?;
+    let table = seeded(&[10, 4], 6)?;
+    assert!(rope_train(&x, &table, &table, true).is_err());
+    Ok(())
+}
+
+#[test]
+fn softmax_hand_computed_and_matches_fused() -> Result<()> {
+    // [0, ln 3]: exp = [1, 3], sum 4 => [0.25, 0.75].
+    let x = Tensor::new(&[[0f32, 3f32.ln()]], &Device::Cpu)?;
+    let y = softmax_train(&x)?.to_vec2::<f32>()?;
+    assert!((y[0][0] - 0.25).abs() < 1e-6 && (y[0][1] - 0.75).abs() < 1e-6);
+    let x = seeded(&[2, 3, 9, 9], 7)?.affine(20.0, 0.0)?;
+    let fused = candle_nn::ops::softmax_last_dim(&x)?;
+    assert!(max_abs_diff(&fused, &softmax_train(&x)?)? < 1e-6);
+    Ok(())
+}
+
+#[test]
+fn softmax_cpu_kernel_and_composition_agree_with_gradients() -> Result<()> {
+    let x = Var::from_tensor(&seeded(&[3, 4, 11], 13)?.affine(5.0, 0.0)?)?;
+    let r = seeded(&[3, 4, 11], 14)?;
+    let (y_op, y_comp) = (softmax_train(&x)?, softmax_composed(&x)?);
+    assert!(max_abs_diff(&y_op, &y_comp)? < 1e-6);
+    let g_op = (y_op * &r)?.sum_all()?.backward()?;
+    let g_comp = (y_comp * &r)?.sum_all()?.backward()?;
+    let (g_op, g_comp) = (g_op.get(&x).expect("grad"), g_comp.get(&x).expect("grad"));
+    assert!(max_abs_diff(g_op, g_comp)? < 1e-6);
+    assert!(g_op.abs()?.sum_all()?.to_scalar::<f32>()? > 1e-3);
+    // bf16 input takes the composed path (computed in f32) and keeps its dtype.
+    let y16 = softmax_train(&x.to_dtype(DType::BF16)?)?;
+    assert_eq!(y16.dtype(), DType::BF16);
+    assert!(max_abs_diff(&y16.to_dtype(DType::F32)?, &softmax_composed(&x)?)? < 1e-2);
+    Ok(())
+}
+
+#[test]
+fn frozen_matmul_hand_computed_and_matches_matmul() -> Result<()> {
+    // [1, 2] @ [[1, 0], [0, 1], [1, 1]]^T = [1, 2, 3].
+    let dev = Device::Cpu;
+    let x = Tensor::new(&[[1f32, 2.]], &dev)?;
+    let w = Tensor::new(&[[1f32, 0.], [0., 1.], [1., 1.]], &dev)?;
+    assert_eq!(
+        frozen_matmul(&x, &w)?.to_vec2::<f32>()?,
+        vec![vec![1., 2., 3.]]
+    );
+    let x = seeded(&[2, 5, 16], 8)?;
+    let w = seeded(&[12, 16], 9)?;
+    let plain = x.broadcast_matmul(&w.t()?)?;
+    let frozen = frozen_matmul(&x, &w)?;
+    assert_eq!(frozen.dims(), &[2, 5, 12]);
+    assert!(max_abs_diff(&plain, &frozen)? < 1e-5);
+    Ok(())
+}
+
+#[test]
+fn frozen_matmul_gives_no_weight_gradient() -> Result<()> {
+    let x = Var::from_tensor(&seeded(&[3, 4], 10)?)?;
+    let w = Var::from_tensor(&seeded(&[5, 4], 11)?)?;
+    let grads = frozen_matmul(&x, &w)?.sum_all()?.backward()?;
+    assert!(
+        grads.get(&w).is_none(),
+        "frozen weight must get no gradient"
+    );
+    // d sum(x W^T) / dx = ones [3, 5] @ W = column sums of W in every row.
+    let gx = grads.get(&x).expect("input gradient");
+    let want = Tensor::ones((3, 5), DType::F32, &Device::Cpu)?.matmul(w.as_tensor())?;
+    assert!(max_abs_diff(gx, &want)? < 1e-6);
+    Ok(())
+}
+
+#[test]
+fn frozen_embedding_gives_no_table_gradient() -> Result<()> {
+    let dev = Device::Cpu;
+    let table = Var::from_tensor(&seeded(&[6, 3], 12)?)?;
+    let scale = Var::from_tensor(&Tensor::ones(3, DType::F32, &dev)?)?;
+    let ids = Tensor::new(&[[1u32, 4], [4, 0]], &dev)?;
+    let emb = frozen_embedding(&ids, &table)?;
+    assert_eq!(emb.dims(), &[2, 2, 3]);
+    let row4 = table.as_tensor().get(4)?.to_vec1::<f32>()?;
+    assert_eq!(emb.get(0)?.get(1)?.to_vec1::<f32>()?, row4);
+    let grads = emb.broadcast_mul(&scale)?.sum_all()?.backward()?;
+    assert!(
+        grads.get(&table).is_none(),
+        "frozen table must get no gradient"
+    );
+    assert!(grads.get(&scale).is_some());
+    Ok(())
+}

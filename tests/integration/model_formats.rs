@@ -1,0 +1,75 @@
+//! Loading variants of the tiny models: sharded safetensors with an index, and bf16 weights.
+
+use anyhow::Result;
+use candle_core::{DType, Device, Tensor};
+use empathy_gym::model::{
+    load_model, AdapterMode, ChatMessage, LoadOptions, Pass, Role, SamplingParams,
+};
+
+use super::fixtures::{hf_weights, write_hf, TinySpec};
+
+#[test]
+fn sharded_safetensors_with_index_load_like_a_single_file() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let spec = TinySpec::qwen2();
+    let single = dir.path().join("single");
+    write_hf(&single, &spec)?;
+    let sharded = dir.path().join("sharded");
+    write_hf(&sharded, &spec)?;
+    std::fs::remove_file(sharded.join("model.safetensors"))?;
+    let mut names: Vec<(String, Tensor)> = hf_weights(&spec)?.into_iter().collect();
+    names.sort_by(|a, b| a.0.cmp(&b.0));
+    let half = names.len() / 2;
+    let mut map = serde_json::Map::new();
+    for (i, part) in [&names[..half], &names[half..]].into_iter().enumerate() {
+        let file = format!("model-{:05}-of-00002.safetensors", i + 1);
+        let tensors: std::collections::HashMap<String, Tensor> = part.iter().cloned().collect();
+        candle_core::safetensors::save(&tensors, sharded.join(&file))?;
+        for (n, _) in part {
+            map.insert(n.clone(), serde_json::Value::String(file.clone()));
+        }
+    }
+    let index = serde_json::json!({ "metadata": {}, "weight_map": map });
+    std::fs::write(
+        sharded.join("model.safetensors.index.json"),
+        index.to_string(),
+    )?;
+    let a = load_model(&single, &Device::Cpu, &LoadOptions::default())?;
+    let b = load_model(&sharded, &Device::Cpu, &LoadOptions::default())?;
+    let batch = vec![a.encode_chat(&[ChatMessage::new(Role::User, "hello")], true)?];
+    let la = a.token_logprobs(&batch, AdapterMode::On, Pass::Infer)?;
+    let lb = b.token_logprobs(&batch, AdapterMode::On, Pass::Infer)?;
+    assert_eq!((la - lb)?.abs()?.sum_all()?.to_scalar::<f32>()?, 0.0);
+    Ok(())
+}
+
+#[test]
+fn bf16_weights_generate_and_stay_close_to_f32() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    write_hf(dir.path(), &TinySpec::llama())?;
+    let f32m = load_model(dir.path(), &Device::Cpu, &LoadOptions::default())?;
+    let bf16 = load_model(
+        dir.path(),
+        &Device::Cpu,
+        &LoadOptions {
+            dtype: DType::BF16,
+            ..LoadOptions::default()
+        },
+    )?;
+    assert_eq!(bf16.model.dtype(), DType::BF16);
+    let prompt = bf16.encode_chat(&[ChatMessage::new(Role::User, "the hello")], true)?;
+    let g = bf16.generate(
+        &[prompt.clone(), prompt.clone()],
+        &[1, 2],
+        &SamplingParams {
+            max_new_tokens: 6,
+            ..SamplingParams::default()
+        },
+    )?;
+    assert!(g.iter().all(|x| !x.tokens.is_empty()));
+    let a = f32m.token_logprobs(std::slice::from_ref(&prompt), AdapterMode::On, Pass::Infer)?;
+    let b = bf16.token_logprobs(std::slice::from_ref(&prompt), AdapterMode::On, Pass::Infer)?;
+    let d = (a - b)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?;
+    assert!(d < 0.25, "bf16 log-probs drift {d}");
+    Ok(())
+}
