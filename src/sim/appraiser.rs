@@ -36,7 +36,7 @@ pub struct AppraisalInput<'a> {
 }
 
 /// How one reply landed.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Appraisal {
     /// Move scores in [0, 1], rounded to 3 decimals.
     pub moves: BTreeMap<Move, f64>,
@@ -187,14 +187,7 @@ impl Appraiser {
     fn appraise_one(&self, inp: &AppraisalInput<'_>) -> Result<Appraisal> {
         let reply_emb = self.embedder.embed(&[inp.reply])?.remove(0);
         let cues = self.lexicon.cues(inp.reply);
-        let mut out = Appraisal {
-            moves: BTreeMap::new(),
-            components: BTreeMap::new(),
-            raw: 0.0,
-            warmth: 0.0,
-            reasons: Vec::new(),
-            factual: None,
-        };
+        let mut out = Appraisal::default();
         let reply_words = words(inp.reply);
         if self.is_gibberish(&reply_words) {
             out.components

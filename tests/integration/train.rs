@@ -4,7 +4,6 @@
 //! run ends; an exported folder reloads with the trained logits; each dialogue's token sequence
 //! is the template's text around the sampled ids.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::Result;
@@ -34,17 +33,7 @@ impl Simulator for FlatUser {
     }
 
     fn appraise(&self, inputs: &[AppraisalInput<'_>]) -> empathy_gym::Result<Vec<Appraisal>> {
-        Ok(inputs
-            .iter()
-            .map(|_| Appraisal {
-                moves: BTreeMap::new(),
-                components: BTreeMap::new(),
-                raw: 0.0,
-                warmth: 0.0,
-                reasons: Vec::new(),
-                factual: None,
-            })
-            .collect())
+        Ok(inputs.iter().map(|_| Appraisal::default()).collect())
     }
 }
 
