@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 
 mod chat;
 mod common;
+mod eval;
 mod export;
 mod replay;
 mod rollout;
@@ -34,6 +35,9 @@ pub enum Command {
     Rollout(rollout::RolloutArgs),
     /// Talk to a model, or watch it talk with a simulated user (--profile).
     Chat(chat::ChatArgs),
+    /// Evaluate models: the SAGE-style empathy score.
+    #[command(subcommand)]
+    Eval(eval::EvalCommand),
     /// Show, verify or re-score logged dialogues.
     #[command(subcommand)]
     Replay(replay::ReplayCommand),
@@ -49,6 +53,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Validate => validate::run(&cli.catalog),
         Command::Rollout(args) => rollout::run(&cli.catalog, args),
         Command::Replay(cmd) => replay::run(&cli.catalog, cmd),
+        Command::Eval(cmd) => eval::run(&cli.catalog, cmd),
         Command::Chat(args) => chat::run(&cli.catalog, args),
         Command::Train(args) => train::run(&cli.catalog, args),
         Command::Export(args) => export::run(args),

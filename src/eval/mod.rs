@@ -1,4 +1,5 @@
-//! Evaluations of a trained policy: factual reliability under interpersonal context (the warmth
-//! paper's protocol). The empathy evaluation (SAGE protocol) lives beside it.
+//! Evaluations of a trained policy: the empathy score (SAGE protocol) and factual reliability
+//! under interpersonal context (the warmth paper's protocol).
 
+pub mod empathy;
 pub mod factual;

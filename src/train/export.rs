@@ -8,20 +8,39 @@ use super::load::{device, load_policy};
 use super::run_files::CONFIG_FILE;
 use crate::error::{Error, Result};
 use crate::grpo::{checkpoint::ADAPTERS_FILE, latest_checkpoint};
+use crate::model::ChatModel;
 
-/// Merges the latest checkpoint of `run_dir` into an HF folder `out`; returns the checkpoint used.
-pub fn export_run(run_dir: &Path, out: &Path) -> Result<PathBuf> {
+/// Loads the policy of a run with trained adapters. `dir` is a run directory (its latest
+/// checkpoint is used) or one checkpoint directory `<run>/checkpoints/step-N`. Returns the model
+/// and the checkpoint used.
+pub fn load_checkpoint_policy(dir: &Path) -> Result<(ChatModel, PathBuf)> {
+    let (run_dir, ckpt) = if dir.join(ADAPTERS_FILE).is_file() {
+        let run = dir
+            .parent()
+            .and_then(Path::parent)
+            .unwrap_or(dir)
+            .to_path_buf();
+        (run, dir.to_path_buf())
+    } else {
+        let ckpt = latest_checkpoint(dir)?.ok_or_else(|| {
+            Error::input(
+                dir,
+                "checkpoints",
+                "the run has no checkpoint yet; train at least checkpoint.every steps first",
+            )
+        })?;
+        (dir.to_path_buf(), ckpt)
+    };
     let cfg = TrainConfig::load(&run_dir.join(CONFIG_FILE), &[])?;
-    let ckpt = latest_checkpoint(run_dir)?.ok_or_else(|| {
-        Error::input(
-            run_dir,
-            "checkpoints",
-            "the run has no checkpoint yet; train at least checkpoint.every steps first",
-        )
-    })?;
     let dev = device(&cfg)?;
     let mut model = load_policy(&cfg, &dev)?;
     model.load_adapters(&ckpt.join(ADAPTERS_FILE))?;
+    Ok((model, ckpt))
+}
+
+/// Merges the latest checkpoint of `run_dir` into an HF folder `out`; returns the checkpoint used.
+pub fn export_run(run_dir: &Path, out: &Path) -> Result<PathBuf> {
+    let (model, ckpt) = load_checkpoint_policy(run_dir)?;
     model.export_merged(out)?;
     Ok(ckpt)
 }

@@ -18,7 +18,7 @@ pub mod update;
 
 pub use config::TrainConfig;
 pub use config_file::TrainConfigFile;
-pub use export::export_run;
+pub use export::{export_run, load_checkpoint_policy};
 pub use load::{device, load_policy, profiles};
 pub use overrides::{apply_overrides, Override};
 pub use policy::TrainPolicy;

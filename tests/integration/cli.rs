@@ -314,3 +314,50 @@ fn chat_watches_smollm2_talk_with_a_simulated_user() {
         "{t}"
     );
 }
+
+#[test]
+fn eval_empathy_scores_smollm2_under_the_sage_protocol() {
+    let gguf = root().join("models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf");
+    if !gguf.exists() {
+        eprintln!(
+            "skipped: {} is missing (scripts/fetch-models.sh)",
+            gguf.display()
+        );
+        return;
+    }
+    let dir = temp_dir();
+    let out = dir.path().join("eval");
+    let o = eg(
+        &[
+            "eval",
+            "empathy",
+            "--limit",
+            "2",
+            "--max-new-tokens",
+            "12",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &root(),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let md = std::fs::read_to_string(out.join("empathy.md")).unwrap();
+    assert!(md.contains("| base | 2 |"), "{md}");
+    let csv = std::fs::read_to_string(out.join("empathy.csv")).unwrap();
+    assert_eq!(
+        csv.lines().count(),
+        3,
+        "header + one row per profile: {csv}"
+    );
+    let first: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(out.join("episodes-0.jsonl"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(first["turns"][0]["emotion"], 40, "SAGE starts at 40");
+    assert_eq!(first["profile"]["knobs"]["max_turns"], 10);
+    assert_eq!(first["profile"]["knobs"]["step_cap"], 10);
+}

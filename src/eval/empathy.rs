@@ -1,0 +1,168 @@
+//! The empathy evaluation (SAGE protocol, DESIGN section 7): the test split, start emotion 40,
+//! changes clamped to +-10, at most 10 turns. Score = mean final emotion; success = share ending
+//! at 100; failure = share ending below 10.
+
+use crate::episode::{rollout, EpisodeJob, EpisodeRecord, Policy, RolloutOptions};
+use crate::error::Result;
+use crate::profile::{Catalog, Difficulty, KnobOverrides, ProfileId};
+use crate::report::Table;
+use crate::sim::Simulator;
+
+/// The SAGE knobs on top of the moderate preset (Sentient benchmark: start 40, clamp +-10, 10 turns).
+pub fn sage_overrides() -> KnobOverrides {
+    KnobOverrides {
+        start_emotion: Some(40),
+        step_cap: Some(10),
+        max_turns: Some(10),
+        ..Default::default()
+    }
+}
+
+/// One model's score.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EmpathyScore {
+    pub name: String,
+    pub episodes: usize,
+    /// Mean final emotion (0-100): the Sentient score.
+    pub mean_final: f64,
+    /// Share of dialogues that ended at 100.
+    pub success_rate: f64,
+    /// Share of dialogues that ended below 10.
+    pub failure_rate: f64,
+}
+
+/// Scores a set of SAGE episodes.
+pub fn score(name: &str, records: &[EpisodeRecord]) -> EmpathyScore {
+    let n = records.len().max(1) as f64;
+    let finals: Vec<u8> = records.iter().map(EpisodeRecord::final_emotion).collect();
+    EmpathyScore {
+        name: name.to_string(),
+        episodes: records.len(),
+        mean_final: finals.iter().map(|&e| f64::from(e)).sum::<f64>() / n,
+        success_rate: finals.iter().filter(|&&e| e >= 100).count() as f64 / n,
+        failure_rate: finals.iter().filter(|&&e| e < 10).count() as f64 / n,
+    }
+}
+
+/// Plays every profile once under the SAGE protocol (episode `i` seeded from `seed` and `i`).
+pub fn run_empathy(
+    sim: &dyn Simulator,
+    catalog: &Catalog,
+    policy: &mut dyn Policy,
+    ids: &[ProfileId],
+    seed: u64,
+    progress: bool,
+) -> Result<Vec<EpisodeRecord>> {
+    let jobs = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            Ok(EpisodeJob {
+                profile: catalog.profile(id, Difficulty::Moderate, &sage_overrides())?,
+                seed: crate::seed::derive(seed, i as u64),
+                step: 0,
+                group: i as u64,
+                sample: 0,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let opts = RolloutOptions {
+        run: "eval-empathy".into(),
+        progress,
+        ..Default::default()
+    };
+    rollout(sim, policy, &jobs, &opts, |_| Ok(()))
+}
+
+/// The side-by-side table: one row per model.
+pub fn summary_table(scores: &[EmpathyScore]) -> Table {
+    let mut t = Table::new([
+        "model",
+        "episodes",
+        "mean final emotion",
+        "success rate",
+        "failure rate",
+    ]);
+    for s in scores {
+        t.push_row([
+            s.name.clone(),
+            s.episodes.to_string(),
+            format!("{:.1}", s.mean_final),
+            format!("{:.3}", s.success_rate),
+            format!("{:.3}", s.failure_rate),
+        ]);
+    }
+    t
+}
+
+/// Per-profile rows: model, profile, final emotion, end, turns.
+pub fn per_profile_table(rows: &[(String, EpisodeRecord)]) -> Table {
+    let mut t = Table::new(["model", "profile", "final_emotion", "end", "policy_turns"]);
+    for (model, r) in rows {
+        t.push_row([
+            model.clone(),
+            format!("{}:{}", r.profile.scenario, r.profile.persona),
+            r.final_emotion().to_string(),
+            r.end.map_or(String::new(), |e| format!("{e:?}")),
+            r.assistant_turns().len().to_string(),
+        ]);
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::episode::{End, PolicyRef, ProfileRef, SimulatorRef, Turn, SCHEMA};
+
+    fn rec(final_emotion: u8) -> EpisodeRecord {
+        EpisodeRecord {
+            schema: SCHEMA.into(),
+            run: String::new(),
+            step: 0,
+            group: 0,
+            sample: 0,
+            profile: ProfileRef {
+                scenario: "s".into(),
+                persona: "p".into(),
+                difficulty: Difficulty::Moderate,
+                knobs: None,
+            },
+            simulator: SimulatorRef {
+                kind: "appraiser".into(),
+                version: "1".into(),
+                seed: 0,
+            },
+            reward_mode: Default::default(),
+            reward_aggregate: Default::default(),
+            policy: PolicyRef::default(),
+            turns: vec![Turn::User {
+                text: "x".into(),
+                emotion: final_emotion,
+                delta: None,
+                appraisal: None,
+            }],
+            end: Some(End::MaxTurns),
+            reward: None,
+            reward_components: Default::default(),
+        }
+    }
+
+    #[test]
+    fn score_by_hand() {
+        // finals 100, 60, 5, 0: mean 165/4 = 41.25; success 1/4; failure 2/4
+        let s = score("m", &[rec(100), rec(60), rec(5), rec(0)]);
+        assert_eq!(s.mean_final, 41.25);
+        assert_eq!(s.success_rate, 0.25);
+        assert_eq!(s.failure_rate, 0.5);
+    }
+
+    #[test]
+    fn sage_knobs() {
+        let o = sage_overrides();
+        assert_eq!(
+            (o.start_emotion, o.step_cap, o.max_turns),
+            (Some(40), Some(10), Some(10))
+        );
+    }
+}
