@@ -14,6 +14,40 @@ use super::common::load_simulator;
 pub enum EvalCommand {
     /// SAGE protocol on a split: start 40, changes clamped to +-10, at most 10 turns.
     Empathy(EmpathyArgs),
+    /// Factual reliability: each QA item under 9 contexts x wrong belief absent/present.
+    Factual(FactualArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct FactualArgs {
+    /// The base model: an HF folder or a GGUF file (default: SmolLM2-135M-Instruct from models/).
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+    /// Evaluate this run or checkpoint directory instead of the base model.
+    #[arg(long)]
+    pub checkpoint: Option<PathBuf>,
+    /// What to compare with: `base` (the base model) or a run/checkpoint directory.
+    #[arg(long)]
+    pub baseline: Option<String>,
+    /// QA items as JSONL.
+    #[arg(long, default_value = "data/qa/factual.jsonl")]
+    pub qa: PathBuf,
+    /// Context wording.
+    #[arg(long, default_value = "data/factual/contexts.yaml")]
+    pub contexts: PathBuf,
+    /// Only the first N items (quick checks).
+    #[arg(long)]
+    pub limit: Option<usize>,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// 0 = greedy (default, so answers do not depend on sampling luck).
+    #[arg(long, default_value_t = 0.0)]
+    pub temperature: f64,
+    #[arg(long, default_value_t = 48)]
+    pub max_new_tokens: usize,
+    /// Folder for factual.csv, factual.md and the SVG chart.
+    #[arg(long, default_value = "results/eval-factual")]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -48,6 +82,7 @@ pub struct EmpathyArgs {
 pub fn run(catalog_root: &Path, cmd: EvalCommand) -> anyhow::Result<()> {
     match cmd {
         EvalCommand::Empathy(args) => empathy(catalog_root, &args),
+        EvalCommand::Factual(args) => factual(&args),
     }
 }
 
@@ -115,5 +150,67 @@ fn empathy(catalog_root: &Path, args: &EmpathyArgs) -> anyhow::Result<()> {
         "written to {} (empathy.md, empathy.csv, episodes-N.jsonl in model order)",
         args.out.display()
     );
+    Ok(())
+}
+
+/// Loads `base` (the base model) or a run/checkpoint directory.
+fn load_named(spec: &str, base: &Option<PathBuf>) -> anyhow::Result<ChatModel> {
+    if spec == "base" {
+        let path = base.clone().unwrap_or_else(default_policy_path);
+        return Ok(load_model(
+            &path,
+            &candle_core::Device::Cpu,
+            &LoadOptions::default(),
+        )?);
+    }
+    Ok(empathy_gym::train::load_checkpoint_policy(Path::new(spec))?.0)
+}
+
+fn factual(args: &FactualArgs) -> anyhow::Result<()> {
+    use empathy_gym::eval::factual::{
+        build_report, load_qa, model_answerer::ModelAnswerer, run_factual,
+    };
+    use empathy_gym::eval::factual::{ConditionGrid, Contexts, ModelOutcomes, ReportConfig};
+    let mut items = load_qa(&args.qa)?;
+    items.truncate(args.limit.unwrap_or(items.len()));
+    let grid = ConditionGrid::new(Contexts::load(&args.contexts)?, args.seed);
+    let params = SamplingParams {
+        temperature: args.temperature,
+        top_p: 1.0,
+        max_new_tokens: args.max_new_tokens,
+        greedy: args.temperature <= 0.0,
+    };
+    let mut specs: Vec<String> = Vec::new();
+    specs.extend(args.baseline.clone());
+    specs.push(
+        args.checkpoint
+            .as_ref()
+            .map_or("base".to_string(), |c| c.display().to_string()),
+    );
+    specs.dedup();
+    let mut models = Vec::new();
+    for spec in &specs {
+        eprintln!(
+            "factual suite: {spec}, {} items x 18 conditions",
+            items.len()
+        );
+        let model = load_named(spec, &args.model)?;
+        let mut answerer = ModelAnswerer::new(&model, params.clone(), args.seed);
+        let outcomes = run_factual(&grid, &items, &mut answerer, true)?;
+        models.push(ModelOutcomes {
+            name: spec.clone(),
+            outcomes,
+        });
+    }
+    let cfg = ReportConfig {
+        baseline: Some(specs[0].clone()),
+        ..Default::default()
+    };
+    let report = build_report(&grid.all_prompts(&items), &models, &cfg)?;
+    let files = report.write(&args.out)?;
+    println!("{}", report.to_markdown());
+    for f in files {
+        println!("wrote {}", f.display());
+    }
     Ok(())
 }

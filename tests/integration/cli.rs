@@ -361,3 +361,43 @@ fn eval_empathy_scores_smollm2_under_the_sage_protocol() {
     assert_eq!(first["profile"]["knobs"]["max_turns"], 10);
     assert_eq!(first["profile"]["knobs"]["step_cap"], 10);
 }
+
+#[test]
+fn eval_factual_runs_the_18_condition_grid_on_smollm2() {
+    let gguf = root().join("models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf");
+    if !gguf.exists() {
+        eprintln!(
+            "skipped: {} is missing (scripts/fetch-models.sh)",
+            gguf.display()
+        );
+        return;
+    }
+    let dir = temp_dir();
+    let out = dir.path().join("factual");
+    let qa = root().join("data/qa/factual.jsonl");
+    let contexts = root().join("data/factual/contexts.yaml");
+    let o = eg(
+        &[
+            "eval",
+            "factual",
+            "--limit",
+            "1",
+            "--max-new-tokens",
+            "16",
+            "--qa",
+            qa.to_str().unwrap(),
+            "--contexts",
+            contexts.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &root(),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let csv = std::fs::read_to_string(out.join("factual.csv")).unwrap();
+    assert!(
+        csv.lines().count() >= 21,
+        "18 conditions + 2 belief slices + overall: {csv}"
+    );
+    assert!(out.join("factual_error_rate.svg").is_file());
+}

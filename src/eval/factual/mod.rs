@@ -9,6 +9,7 @@
 pub mod conditions;
 pub mod contexts;
 pub mod lexicon;
+pub mod model_answerer;
 pub mod normalize;
 pub mod qa;
 pub mod render;
