@@ -7,6 +7,13 @@ use clap::Parser;
 mod cli;
 
 fn main() -> ExitCode {
+    // Piping into `head` closes stdout early: end quietly like other Unix tools instead of
+    // panicking in println!.
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = cli::Cli::parse();
     match cli::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
