@@ -13,7 +13,8 @@ use super::embed::{cosine, Embedder, Embedding};
 use super::factual::{judge_answer, FactualVerdict};
 use super::lexicon::{Cues, Lexicon};
 use super::moves::Move;
-use super::text::words;
+use super::text::{looping, sentences, words};
+use super::warmth::warmth;
 use crate::error::Result;
 use crate::profile::{FactualTurn, Profile};
 
@@ -59,31 +60,6 @@ pub struct Appraiser {
     lexicon: Lexicon,
     embedder: Arc<Embedder>,
     prototypes: BTreeMap<Move, Vec<Arc<Embedding>>>,
-}
-
-/// The sentences of a user message. The speaker builds messages from a finite bank of lines, so
-/// embedding them sentence by sentence hits the embedder's cache across dialogues.
-fn sentences(text: &str) -> Vec<&str> {
-    let parts: Vec<&str> = text
-        .split_inclusive(['.', '!', '?'])
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .collect();
-    if parts.is_empty() {
-        vec![text]
-    } else {
-        parts
-    }
-}
-
-/// True when a reply loops: at least four sentences, fewer than half of them distinct.
-fn looping(reply: &str) -> bool {
-    let all: Vec<String> = sentences(reply)
-        .iter()
-        .map(|s| super::text::normalize(s))
-        .collect();
-    let distinct: std::collections::BTreeSet<&String> = all.iter().collect();
-    all.len() >= 4 && distinct.len() * 2 < all.len()
 }
 
 /// The sentences of a user message, with the persona's voice opener (which may end in a comma and
@@ -310,14 +286,6 @@ impl Appraiser {
     }
 }
 
-/// Context-free warmth in [0, 1]: warm wording and affection, agreement, validation, reassurance.
-pub fn warmth(cues: &Cues, moves: &BTreeMap<Move, f64>) -> f64 {
-    let warm = (cues.warm as f64 / 2.0).min(1.0);
-    let agree = (cues.agreement as f64).min(1.0);
-    (0.35 * warm + 0.3 * agree + 0.2 * moves[&Move::Validate] + 0.15 * moves[&Move::Reassure])
-        .min(1.0)
-}
-
 impl Appraiser {
     #[allow(clippy::too_many_arguments)]
     fn score(
@@ -441,19 +409,5 @@ impl Appraiser {
                 reasons.push(reason.into());
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn looping_replies_are_caught() {
-        assert!(super::looping(
-            "You're not stuck. You're not stuck. You're not stuck. You're not stuck. You"
-        ));
-        assert!(!super::looping(
-            "That sounds hard. What happened? How are you now? I'm here."
-        ));
-        assert!(!super::looping("Okay. Okay."));
     }
 }

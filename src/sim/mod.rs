@@ -12,6 +12,7 @@ pub mod lexicon;
 pub mod moves;
 pub mod speaker;
 pub mod text;
+pub mod warmth;
 
 use serde::{Deserialize, Serialize};
 

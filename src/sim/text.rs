@@ -44,6 +44,31 @@ pub fn words(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// The sentences of a user message. The speaker builds messages from a finite bank of lines, so
+/// embedding them sentence by sentence hits the embedder's cache across dialogues.
+pub fn sentences(text: &str) -> Vec<&str> {
+    let parts: Vec<&str> = text
+        .split_inclusive(['.', '!', '?'])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    if parts.is_empty() {
+        vec![text]
+    } else {
+        parts
+    }
+}
+
+/// True when a reply loops: at least four sentences, fewer than half of them distinct.
+pub fn looping(reply: &str) -> bool {
+    let all: Vec<String> = sentences(reply)
+        .iter()
+        .map(|s| super::text::normalize(s))
+        .collect();
+    let distinct: std::collections::BTreeSet<&String> = all.iter().collect();
+    all.len() >= 4 && distinct.len() * 2 < all.len()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -59,5 +84,16 @@ mod tests {
         let padded = normalize("At least you tried. Leasing is fine.");
         let phrases = vec![normalize("at least"), normalize("lease")];
         assert_eq!(count_phrases(&padded, &phrases), 1);
+    }
+
+    #[test]
+    fn looping_replies_are_caught() {
+        assert!(looping(
+            "You're not stuck. You're not stuck. You're not stuck. You're not stuck. You"
+        ));
+        assert!(!looping(
+            "That sounds hard. What happened? How are you now? I'm here."
+        ));
+        assert!(!looping("Okay. Okay."));
     }
 }
