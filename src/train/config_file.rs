@@ -64,6 +64,8 @@ pub enum DeviceKind {
     Cpu,
     /// The first CUDA GPU (needs a build with `--features cuda`).
     Cuda,
+    /// The first CUDA GPU when the build has CUDA and a GPU is present, else the CPU.
+    Auto,
 }
 
 /// Weight precision.
@@ -85,7 +87,7 @@ pub struct ModelSection {
     /// (default `null`: SmolLM2-135M-Instruct Q4_1 from the models folder, dequantized to f32).
     #[serde(default)]
     pub path: Option<PathBuf>,
-    /// `cpu` (default) or `cuda`.
+    /// `cpu` (default), `cuda` or `auto` (a GPU when there is one).
     #[serde(default)]
     pub device: DeviceKind,
     /// `f32` (default) or `bf16`.

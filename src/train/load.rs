@@ -12,8 +12,14 @@ use crate::profile::{Catalog, Profile};
 
 /// The configured device.
 pub fn device(cfg: &TrainConfig) -> Result<Device> {
-    match cfg.file.model.device {
+    resolve_device(cfg.file.model.device)
+}
+
+/// A device kind as a candle device; `auto` falls back to the CPU without CUDA.
+pub fn resolve_device(kind: DeviceKind) -> Result<Device> {
+    match kind {
         DeviceKind::Cpu => Ok(Device::Cpu),
+        DeviceKind::Auto => Ok(Device::cuda_if_available(0)?),
         DeviceKind::Cuda => Device::new_cuda(0).map_err(|e| {
             Error::Other(format!(
                 "model.device is cuda but no CUDA device is usable ({e}); build with \
@@ -45,4 +51,16 @@ pub fn profiles(catalog: &Catalog, cfg: &TrainConfig) -> Result<Vec<Profile>> {
         .iter()
         .map(|id| catalog.profile(id, env.difficulty, &env.knobs))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[cfg(not(feature = "cuda"))]
+    fn auto_falls_back_to_the_cpu_without_cuda() {
+        assert!(resolve_device(DeviceKind::Auto).unwrap().is_cpu());
+        assert!(resolve_device(DeviceKind::Cuda).is_err());
+    }
 }
