@@ -5,11 +5,11 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use empathy_gym::episode::{DialogueEnv, Policy, PolicyRequest, Turn};
-use empathy_gym::model::{default_policy_path, load_model, ChatModel, LoadOptions, SamplingParams};
+use empathy_gym::model::{default_policy_path, load_model, ChatModel, LoadOptions};
 use empathy_gym::profile::{Catalog, Difficulty, KnobOverrides, ProfileId};
 use empathy_gym::reward::{Aggregate, RewardMode};
 
-use super::common::load_simulator;
+use super::common::{load_simulator, sampling};
 
 #[derive(Debug, Args)]
 pub struct ChatArgs {
@@ -37,12 +37,7 @@ pub struct ChatArgs {
 pub fn run(catalog_root: &Path, args: ChatArgs) -> anyhow::Result<()> {
     let path = args.model.clone().unwrap_or_else(default_policy_path);
     let model = load_model(&path, &candle_core::Device::Cpu, &LoadOptions::default())?;
-    let params = SamplingParams {
-        temperature: args.temperature,
-        top_p: args.top_p,
-        max_new_tokens: args.max_new_tokens,
-        greedy: args.temperature <= 0.0,
-    };
+    let params = sampling(args.temperature, args.top_p, args.max_new_tokens);
     let mut policy = empathy_gym::episode::ModelPolicy::new(&model, params, args.seed);
     match &args.profile {
         Some(id) => watch(catalog_root, &args, id, &mut policy),

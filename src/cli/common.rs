@@ -4,6 +4,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context;
+use empathy_gym::model::SamplingParams;
 use empathy_gym::profile::{Catalog, Difficulty, KnobOverrides, Profile, ProfileId, Split};
 use empathy_gym::sim::{Appraiser, Embedder};
 
@@ -34,4 +35,14 @@ pub fn select_profiles(
                 .with_context(|| format!("profile {id}"))
         })
         .collect()
+}
+
+/// Sampling settings from the command line; a temperature of 0 or less means greedy.
+pub fn sampling(temperature: f64, top_p: f64, max_new_tokens: usize) -> SamplingParams {
+    SamplingParams {
+        temperature,
+        top_p,
+        max_new_tokens,
+        greedy: temperature <= 0.0,
+    }
 }

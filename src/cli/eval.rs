@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Subcommand};
 use empathy_gym::episode::{EpisodeWriter, ModelPolicy};
 use empathy_gym::eval::empathy::{per_profile_table, run_empathy, score, summary_table};
-use empathy_gym::model::{default_policy_path, load_model, ChatModel, LoadOptions, SamplingParams};
+use empathy_gym::model::{default_policy_path, load_model, ChatModel, LoadOptions};
 use empathy_gym::profile::{Catalog, Split};
 
-use super::common::load_simulator;
+use super::common::{load_simulator, sampling};
 
 #[derive(Debug, Subcommand)]
 pub enum EvalCommand {
@@ -120,12 +120,7 @@ fn empathy(catalog_root: &Path, args: &EmpathyArgs) -> anyhow::Result<()> {
         ));
     }
     std::fs::create_dir_all(&args.out)?;
-    let params = SamplingParams {
-        temperature: args.temperature,
-        top_p: args.top_p,
-        max_new_tokens: args.max_new_tokens,
-        greedy: args.temperature <= 0.0,
-    };
+    let params = sampling(args.temperature, args.top_p, args.max_new_tokens);
     let (mut scores, mut rows) = (Vec::new(), Vec::new());
     for (i, (name, model, ckpt)) in models.iter().enumerate() {
         eprintln!("evaluating {name} on {} profiles", ids.len());
@@ -174,12 +169,7 @@ fn factual(args: &FactualArgs) -> anyhow::Result<()> {
     let mut items = load_qa(&args.qa)?;
     items.truncate(args.limit.unwrap_or(items.len()));
     let grid = ConditionGrid::new(Contexts::load(&args.contexts)?, args.seed);
-    let params = SamplingParams {
-        temperature: args.temperature,
-        top_p: 1.0,
-        max_new_tokens: args.max_new_tokens,
-        greedy: args.temperature <= 0.0,
-    };
+    let params = sampling(args.temperature, 1.0, args.max_new_tokens);
     let mut specs: Vec<String> = Vec::new();
     specs.extend(args.baseline.clone());
     specs.push(
