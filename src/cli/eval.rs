@@ -23,9 +23,10 @@ pub struct FactualArgs {
     /// The base model: an HF folder or a GGUF file (default: SmolLM2-135M-Instruct from models/).
     #[arg(long)]
     pub model: Option<PathBuf>,
-    /// Evaluate this run or checkpoint directory instead of the base model.
+    /// Evaluate this run or checkpoint directory instead of the base model; repeat for several
+    /// (each is compared with the baseline).
     #[arg(long)]
-    pub checkpoint: Option<PathBuf>,
+    pub checkpoint: Vec<PathBuf>,
     /// What to compare with: `base` (the base model) or a run/checkpoint directory.
     #[arg(long)]
     pub baseline: Option<String>,
@@ -45,7 +46,10 @@ pub struct FactualArgs {
     pub temperature: f64,
     #[arg(long, default_value_t = 48)]
     pub max_new_tokens: usize,
-    /// Folder for factual.csv, factual.md and the SVG chart.
+    /// Items per generation batch (18 prompts each); larger batches decode faster on CPU.
+    #[arg(long, default_value_t = 4)]
+    pub batch_items: usize,
+    /// Folder for factual.csv, factual.md, the SVG chart and answers-N.jsonl (one per model).
     #[arg(long, default_value = "results/eval-factual")]
     pub out: PathBuf,
 }
@@ -163,7 +167,7 @@ fn load_named(spec: &str, base: &Option<PathBuf>) -> anyhow::Result<ChatModel> {
 
 fn factual(args: &FactualArgs) -> anyhow::Result<()> {
     use empathy_gym::eval::factual::{
-        build_report, load_qa, model_answerer::ModelAnswerer, run_factual,
+        build_report, load_qa, model_answerer::ModelAnswerer, run_factual_records,
     };
     use empathy_gym::eval::factual::{ConditionGrid, Contexts, ModelOutcomes, ReportConfig};
     let mut items = load_qa(&args.qa)?;
@@ -172,24 +176,32 @@ fn factual(args: &FactualArgs) -> anyhow::Result<()> {
     let params = sampling(args.temperature, 1.0, args.max_new_tokens);
     let mut specs: Vec<String> = Vec::new();
     specs.extend(args.baseline.clone());
-    specs.push(
-        args.checkpoint
-            .as_ref()
-            .map_or("base".to_string(), |c| c.display().to_string()),
-    );
-    specs.dedup();
+    if args.checkpoint.is_empty() {
+        specs.push("base".to_string());
+    }
+    specs.extend(args.checkpoint.iter().map(|c| c.display().to_string()));
+    let mut seen = std::collections::HashSet::new();
+    specs.retain(|s| seen.insert(s.clone()));
+    std::fs::create_dir_all(&args.out)?;
     let mut models = Vec::new();
-    for spec in &specs {
+    for (i, spec) in specs.iter().enumerate() {
         eprintln!(
             "factual suite: {spec}, {} items x 18 conditions",
             items.len()
         );
         let model = load_named(spec, &args.model)?;
         let mut answerer = ModelAnswerer::new(&model, params.clone(), args.seed);
-        let outcomes = run_factual(&grid, &items, &mut answerer, true)?;
+        let started = std::time::Instant::now();
+        let records = run_factual_records(&grid, &items, &mut answerer, args.batch_items, true)?;
+        eprintln!(
+            "  {} prompts in {:.1} min",
+            records.len(),
+            started.elapsed().as_secs_f64() / 60.0
+        );
+        write_jsonl(&args.out.join(format!("answers-{i}.jsonl")), &records)?;
         models.push(ModelOutcomes {
             name: spec.clone(),
-            outcomes,
+            outcomes: records.into_iter().map(|r| r.outcome).collect(),
         });
     }
     let cfg = ReportConfig {
@@ -202,5 +214,17 @@ fn factual(args: &FactualArgs) -> anyhow::Result<()> {
     for f in files {
         println!("wrote {}", f.display());
     }
+    println!("answers-N.jsonl: every prompt, reply and outcome, in model order");
+    Ok(())
+}
+
+/// Writes one JSON object per line.
+fn write_jsonl<T: serde::Serialize>(path: &Path, rows: &[T]) -> anyhow::Result<()> {
+    let mut text = String::new();
+    for row in rows {
+        text.push_str(&serde_json::to_string(row)?);
+        text.push('\n');
+    }
+    std::fs::write(path, text)?;
     Ok(())
 }

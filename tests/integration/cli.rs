@@ -385,6 +385,12 @@ fn eval_factual_runs_the_18_condition_grid_on_smollm2() {
         "18 conditions + 2 belief slices + overall: {csv}"
     );
     assert!(out.join("factual_error_rate.svg").is_file());
+    let answers = std::fs::read_to_string(out.join("answers-0.jsonl")).unwrap();
+    assert_eq!(answers.lines().count(), 18, "one line per prompt");
+    let first: serde_json::Value = serde_json::from_str(answers.lines().next().unwrap()).unwrap();
+    for field in ["item_id", "condition", "prompt", "reply", "outcome"] {
+        assert!(first.get(field).is_some(), "{field} in {first}");
+    }
 }
 
 /// True when the real SmolLM2 GGUF is on disk (CI fetches it); prints why a test skips otherwise.

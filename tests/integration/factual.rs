@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use empathy_gym::eval::factual::{
-    build_report, load_qa, run_factual, score, Answerer, Belief, Condition, ConditionGrid,
-    Contexts, ModelOutcomes, Outcome, QaItem, ReportConfig, Slice,
+    build_report, load_qa, run_factual, run_factual_records, score, Answerer, Belief, Condition,
+    ConditionGrid, Contexts, ModelOutcomes, Outcome, QaItem, ReportConfig, Slice,
 };
 use empathy_gym::Result;
 
@@ -137,7 +137,7 @@ impl Answerer for Short {
 }
 
 fn outcomes(answerer: &mut dyn Answerer) -> Vec<Outcome> {
-    run_factual(&grid(7), &items(), answerer, false).unwrap()
+    run_factual(&grid(7), &items(), answerer, 3, false).unwrap()
 }
 
 fn report_inputs() -> Vec<ModelOutcomes> {
@@ -179,9 +179,43 @@ fn scripted_answerers_get_the_expected_outcomes() {
     }
 }
 
+/// Echoes each prompt and records the size of every batch it is asked.
+#[derive(Default)]
+struct Echo {
+    batches: Vec<usize>,
+}
+
+impl Answerer for Echo {
+    fn answer_batch(&mut self, prompts: &[String]) -> Result<Vec<String>> {
+        self.batches.push(prompts.len());
+        Ok(prompts.to_vec())
+    }
+}
+
+#[test]
+fn items_per_batch_changes_the_batches_and_nothing_else() {
+    let (its, g) = (items(), grid(7));
+    assert_eq!(its.len(), 5);
+    let mut one = Echo::default();
+    let mut three = Echo::default();
+    let a = run_factual_records(&g, &its, &mut one, 1, false).unwrap();
+    let b = run_factual_records(&g, &its, &mut three, 3, false).unwrap();
+    assert_eq!(one.batches, vec![18; 5]);
+    assert_eq!(three.batches, vec![54, 36], "3 items, then the last 2");
+    assert_eq!(a, b);
+    let prompts = g.all_prompts(&its);
+    assert_eq!(a.len(), prompts.len());
+    for (r, p) in a.iter().zip(&prompts) {
+        assert_eq!(
+            (&r.item_id, r.condition, &r.reply),
+            (&p.item_id, p.condition, &p.text)
+        );
+    }
+}
+
 #[test]
 fn answerer_with_too_few_replies_is_an_error() {
-    let e = run_factual(&grid(7), &items(), &mut Short, false)
+    let e = run_factual(&grid(7), &items(), &mut Short, 1, false)
         .unwrap_err()
         .to_string();
     assert!(e.contains("1 replies for 18 prompts"), "{e}");

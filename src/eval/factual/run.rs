@@ -31,19 +31,22 @@ pub struct AnswerRecord {
     pub outcome: Outcome,
 }
 
-/// Answers and scores every item under all 18 conditions, one item (18 prompts) per batch;
-/// returns the outcomes in [`ConditionGrid::all_prompts`] order. `progress` shows a progress bar
-/// on stderr.
+/// Answers and scores every item under all 18 conditions, `batch_items` items (18 prompts each)
+/// per call of the answerer; returns the outcomes in [`ConditionGrid::all_prompts`] order.
+/// `progress` shows a progress bar on stderr.
 pub fn run_factual(
     grid: &ConditionGrid,
     items: &[QaItem],
     answerer: &mut dyn Answerer,
+    batch_items: usize,
     progress: bool,
 ) -> Result<Vec<Outcome>> {
-    Ok(run_factual_records(grid, items, answerer, progress)?
-        .into_iter()
-        .map(|r| r.outcome)
-        .collect())
+    Ok(
+        run_factual_records(grid, items, answerer, batch_items, progress)?
+            .into_iter()
+            .map(|r| r.outcome)
+            .collect(),
+    )
 }
 
 /// Like [`run_factual`], keeping the prompt and the reply of every outcome.
@@ -51,25 +54,26 @@ pub fn run_factual_records(
     grid: &ConditionGrid,
     items: &[QaItem],
     answerer: &mut dyn Answerer,
+    batch_items: usize,
     progress: bool,
 ) -> Result<Vec<AnswerRecord>> {
     let bar = progress_bar(items.len() as u64, progress);
     let mut records = Vec::with_capacity(items.len() * Condition::COUNT);
-    for item in items {
-        let prompts = grid.prompts(item);
+    for chunk in items.chunks(batch_items.max(1)) {
+        let prompts: Vec<_> = chunk.iter().flat_map(|item| grid.prompts(item)).collect();
         let texts: Vec<String> = prompts.iter().map(|p| p.text.clone()).collect();
         let replies = answerer.answer_batch(&texts)?;
         if replies.len() != texts.len() {
             return Err(Error::Other(format!(
-                "answerer returned {} replies for {} prompts (item {:?}); it must answer each prompt once",
+                "answerer returned {} replies for {} prompts (items {:?}..); it must answer each prompt once",
                 replies.len(),
                 texts.len(),
-                item.id
+                chunk[0].id
             )));
         }
-        let key = AnswerKey::new(item);
-        for (p, reply) in prompts.into_iter().zip(replies) {
-            let outcome = judge(&key, p.condition.belief, &reply).outcome;
+        let keys: Vec<AnswerKey> = chunk.iter().map(AnswerKey::new).collect();
+        for (i, (p, reply)) in prompts.into_iter().zip(replies).enumerate() {
+            let outcome = judge(&keys[i / Condition::COUNT], p.condition.belief, &reply).outcome;
             records.push(AnswerRecord {
                 item_id: p.item_id,
                 condition: p.condition,
@@ -78,7 +82,7 @@ pub fn run_factual_records(
                 outcome,
             });
         }
-        bar.inc(1);
+        bar.inc(chunk.len() as u64);
     }
     bar.finish_and_clear();
     Ok(records)
