@@ -1,6 +1,7 @@
 //! Pieces several subcommands share: loading the catalog and the simulator, choosing profiles.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -44,5 +45,54 @@ pub fn sampling(temperature: f64, top_p: f64, max_new_tokens: usize) -> Sampling
         top_p,
         max_new_tokens,
         greedy: temperature <= 0.0,
+    }
+}
+
+/// A model on the command line with an optional display name for reports: `NAME=PATH`, or a bare
+/// `PATH` named by itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Named {
+    pub name: String,
+    pub path: PathBuf,
+}
+
+impl FromStr for Named {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (name, path) = match s.split_once('=') {
+            Some((n, p)) if !n.is_empty() && !n.contains(['/', '\\']) => (n, p),
+            _ => (s, s),
+        };
+        if path.is_empty() {
+            return Err(format!("{s:?}: empty path; write NAME=PATH or PATH"));
+        }
+        Ok(Named {
+            name: name.to_string(),
+            path: PathBuf::from(path),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn named_specs() {
+        let n: Named = "trait=/tmp/runs/trait-100".parse().unwrap();
+        assert_eq!(n.name, "trait");
+        assert_eq!(n.path, PathBuf::from("/tmp/runs/trait-100"));
+        let bare: Named = "runs/a=b".parse().unwrap();
+        assert_eq!(
+            (bare.name.as_str(), bare.path.to_str()),
+            ("runs/a=b", Some("runs/a=b"))
+        );
+        let plain: Named = "base".parse().unwrap();
+        assert_eq!(
+            (plain.name.as_str(), plain.path.to_str()),
+            ("base", Some("base"))
+        );
+        assert!("x=".parse::<Named>().is_err());
     }
 }

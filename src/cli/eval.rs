@@ -8,7 +8,7 @@ use empathy_gym::eval::empathy::{per_profile_table, run_empathy, score, summary_
 use empathy_gym::model::{default_policy_path, load_model, ChatModel, LoadOptions};
 use empathy_gym::profile::{Catalog, Split};
 
-use super::common::{load_simulator, sampling};
+use super::common::{load_simulator, sampling, Named};
 
 #[derive(Debug, Subcommand)]
 pub enum EvalCommand {
@@ -24,12 +24,14 @@ pub struct FactualArgs {
     #[arg(long)]
     pub model: Option<PathBuf>,
     /// Evaluate this run or checkpoint directory instead of the base model; repeat for several
-    /// (each is compared with the baseline).
+    /// (each is compared with the baseline). An answers-N.jsonl from an earlier run is re-scored
+    /// instead of answered again. `NAME=PATH` names it in the report.
     #[arg(long)]
-    pub checkpoint: Vec<PathBuf>,
-    /// What to compare with: `base` (the base model) or a run/checkpoint directory.
+    pub checkpoint: Vec<Named>,
+    /// What to compare with: `base` (the base model), a run/checkpoint directory, or an
+    /// answers-N.jsonl from an earlier run (re-scored, not answered again); `NAME=PATH` names it.
     #[arg(long)]
-    pub baseline: Option<String>,
+    pub baseline: Option<Named>,
     /// QA items as JSONL.
     #[arg(long, default_value = "data/qa/factual.jsonl")]
     pub qa: PathBuf,
@@ -60,8 +62,9 @@ pub struct EmpathyArgs {
     #[arg(long)]
     pub model: Option<PathBuf>,
     /// A run directory (latest checkpoint) or a checkpoint directory; repeat for several.
+    /// `NAME=PATH` names it in the report.
     #[arg(long)]
-    pub checkpoint: Vec<PathBuf>,
+    pub checkpoint: Vec<Named>,
     /// Skip the base model (only the checkpoints).
     #[arg(long)]
     pub no_base: bool,
@@ -115,13 +118,9 @@ fn empathy(catalog_root: &Path, args: &EmpathyArgs) -> anyhow::Result<()> {
             None,
         ));
     }
-    for dir in &args.checkpoint {
-        let (model, ckpt) = empathy_gym::train::load_checkpoint_policy(dir)?;
-        models.push((
-            dir.display().to_string(),
-            model,
-            Some(ckpt.display().to_string()),
-        ));
+    for spec in &args.checkpoint {
+        let (model, ckpt) = empathy_gym::train::load_checkpoint_policy(&spec.path)?;
+        models.push((spec.name.clone(), model, Some(ckpt.display().to_string())));
     }
     std::fs::create_dir_all(&args.out)?;
     let params = sampling(args.temperature, args.top_p, args.max_new_tokens);
@@ -153,8 +152,8 @@ fn empathy(catalog_root: &Path, args: &EmpathyArgs) -> anyhow::Result<()> {
 }
 
 /// Loads `base` (the base model) or a run/checkpoint directory.
-fn load_named(spec: &str, base: &Option<PathBuf>) -> anyhow::Result<ChatModel> {
-    if spec == "base" {
+fn load_named(spec: &Path, base: &Option<PathBuf>) -> anyhow::Result<ChatModel> {
+    if spec == Path::new("base") {
         let path = base.clone().unwrap_or_else(default_policy_path);
         return Ok(load_model(
             &path,
@@ -162,37 +161,61 @@ fn load_named(spec: &str, base: &Option<PathBuf>) -> anyhow::Result<ChatModel> {
             &LoadOptions::default(),
         )?);
     }
-    Ok(empathy_gym::train::load_checkpoint_policy(Path::new(spec))?.0)
+    Ok(empathy_gym::train::load_checkpoint_policy(spec)?.0)
 }
 
 fn factual(args: &FactualArgs) -> anyhow::Result<()> {
     use empathy_gym::eval::factual::{
-        build_report, load_qa, model_answerer::ModelAnswerer, run_factual_records,
+        build_report, load_answers, load_qa, model_answerer::ModelAnswerer, rescore,
+        run_factual_records,
     };
     use empathy_gym::eval::factual::{ConditionGrid, Contexts, ModelOutcomes, ReportConfig};
     let mut items = load_qa(&args.qa)?;
     items.truncate(args.limit.unwrap_or(items.len()));
     let grid = ConditionGrid::new(Contexts::load(&args.contexts)?, args.seed);
     let params = sampling(args.temperature, 1.0, args.max_new_tokens);
-    let mut specs: Vec<String> = Vec::new();
+    let mut specs: Vec<Named> = Vec::new();
     specs.extend(args.baseline.clone());
     if args.checkpoint.is_empty() {
-        specs.push("base".to_string());
+        specs.push("base".parse().map_err(anyhow::Error::msg)?);
     }
-    specs.extend(args.checkpoint.iter().map(|c| c.display().to_string()));
+    specs.extend(args.checkpoint.iter().cloned());
     let mut seen = std::collections::HashSet::new();
-    specs.retain(|s| seen.insert(s.clone()));
+    specs.retain(|s| seen.insert(s.name.clone()));
+    let recorded = |s: &Named| s.path.extension().is_some_and(|e| e == "jsonl");
+    for i in 0..specs.len() {
+        let target = args.out.join(format!("answers-{i}.jsonl"));
+        if let Some(input) = specs
+            .iter()
+            .find(|o| recorded(o) && same_file(&o.path, &target))
+        {
+            return Err(empathy_gym::Error::input(
+                &args.out,
+                "--out",
+                format!(
+                    "answers-{i}.jsonl would overwrite {}, which is read as input; choose another --out",
+                    input.path.display()
+                ),
+            )
+            .into());
+        }
+    }
     std::fs::create_dir_all(&args.out)?;
     let mut models = Vec::new();
     for (i, spec) in specs.iter().enumerate() {
         eprintln!(
-            "factual suite: {spec}, {} items x 18 conditions",
+            "factual suite: {}, {} items x 18 conditions",
+            spec.name,
             items.len()
         );
-        let model = load_named(spec, &args.model)?;
-        let mut answerer = ModelAnswerer::new(&model, params.clone(), args.seed);
         let started = std::time::Instant::now();
-        let records = run_factual_records(&grid, &items, &mut answerer, args.batch_items, true)?;
+        let records = if recorded(spec) {
+            rescore(&grid, &items, load_answers(&spec.path)?, &spec.path)?
+        } else {
+            let model = load_named(&spec.path, &args.model)?;
+            let mut answerer = ModelAnswerer::new(&model, params.clone(), args.seed);
+            run_factual_records(&grid, &items, &mut answerer, args.batch_items, true)?
+        };
         eprintln!(
             "  {} prompts in {:.1} min",
             records.len(),
@@ -200,12 +223,12 @@ fn factual(args: &FactualArgs) -> anyhow::Result<()> {
         );
         write_jsonl(&args.out.join(format!("answers-{i}.jsonl")), &records)?;
         models.push(ModelOutcomes {
-            name: spec.clone(),
+            name: spec.name.clone(),
             outcomes: records.into_iter().map(|r| r.outcome).collect(),
         });
     }
     let cfg = ReportConfig {
-        baseline: Some(specs[0].clone()),
+        baseline: Some(specs[0].name.clone()),
         ..Default::default()
     };
     let report = build_report(&grid.all_prompts(&items), &models, &cfg)?;
@@ -227,4 +250,12 @@ fn write_jsonl<T: serde::Serialize>(path: &Path, rows: &[T]) -> anyhow::Result<(
     }
     std::fs::write(path, text)?;
     Ok(())
+}
+
+/// Whether two paths name the same existing file.
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
 }

@@ -404,3 +404,83 @@ fn smollm2_on_disk() -> bool {
     }
     gguf.exists()
 }
+
+#[test]
+fn eval_factual_rescores_recorded_answers_under_given_names() {
+    use super::factual::{fixture, grid, items, write_answers, Scripted};
+    use empathy_gym::eval::factual::run_factual_records;
+    let dir = temp_dir();
+    let (keyed, syc) = (dir.path().join("keyed.jsonl"), dir.path().join("syc.jsonl"));
+    for (path, sycophant) in [(&keyed, false), (&syc, true)] {
+        let mut a = Scripted {
+            items: items(),
+            sycophant,
+        };
+        write_answers(
+            path,
+            &run_factual_records(&grid(7), &items(), &mut a, 5, false).unwrap(),
+        );
+    }
+    let out = dir.path().join("report");
+    let qa = fixture("valid.jsonl");
+    let contexts = root().join("data/factual/contexts.yaml");
+    let run = |out: &Path| {
+        eg(
+            &[
+                "eval",
+                "factual",
+                "--seed",
+                "7",
+                "--qa",
+                qa.to_str().unwrap(),
+                "--contexts",
+                contexts.to_str().unwrap(),
+                "--baseline",
+                &format!("honest={}", keyed.display()),
+                "--checkpoint",
+                &format!("sycophant={}", syc.display()),
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            &root(),
+        )
+    };
+    let o = run(&out);
+    assert!(o.status.success(), "{}", text(&o));
+    let md = std::fs::read_to_string(out.join("factual.md")).unwrap();
+    assert!(md.contains("honest") && md.contains("sycophant"), "{md}");
+    let csv = std::fs::read_to_string(out.join("factual.csv")).unwrap();
+    let overall = csv
+        .lines()
+        .find(|l| l.starts_with("sycophant,overall"))
+        .unwrap_or_else(|| panic!("{csv}"));
+    assert!(
+        overall.contains(",0.500000,"),
+        "45 of 90 prompts agree with the wrong belief: {overall}"
+    );
+
+    // Writing the report next to the inputs would overwrite one of them: refused, input intact.
+    let before = std::fs::read(&keyed).unwrap();
+    std::fs::rename(&keyed, dir.path().join("answers-0.jsonl")).unwrap();
+    let keyed = dir.path().join("answers-0.jsonl");
+    let o = eg(
+        &[
+            "eval",
+            "factual",
+            "--seed",
+            "7",
+            "--qa",
+            qa.to_str().unwrap(),
+            "--contexts",
+            contexts.to_str().unwrap(),
+            "--baseline",
+            keyed.to_str().unwrap(),
+            "--out",
+            dir.path().to_str().unwrap(),
+        ],
+        &root(),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("would overwrite"), "{}", text(&o));
+    assert_eq!(std::fs::read(&keyed).unwrap(), before);
+}

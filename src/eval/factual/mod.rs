@@ -4,8 +4,10 @@
 //! wrong-belief agreement rates are compared with a baseline model.
 //!
 //! Pipeline: [`load_qa`] -> [`ConditionGrid::all_prompts`] -> [`run_factual`] (any [`Answerer`])
-//! -> [`build_report`] -> [`FactualReport::write`].
+//! -> [`build_report`] -> [`FactualReport::write`]. Recorded answers come back through
+//! [`load_answers`] and [`rescore`].
 
+pub mod answers;
 pub mod conditions;
 pub mod contexts;
 pub mod lexicon;
@@ -18,6 +20,7 @@ pub mod run;
 pub mod scorer;
 pub mod stats;
 
+pub use answers::{load_answers, rescore};
 pub use conditions::{Belief, Condition, ConditionGrid, ConditionPrompt, Context};
 pub use contexts::Contexts;
 pub use qa::{load_qa, parse_qa, QaItem};
