@@ -32,6 +32,9 @@ pub struct ChatArgs {
     pub top_p: f64,
     #[arg(long, default_value_t = 120)]
     pub max_new_tokens: usize,
+    /// The system prompt (default: the policy's, as in training).
+    #[arg(long)]
+    pub system: Option<String>,
 }
 
 pub fn run(catalog_root: &Path, args: ChatArgs) -> anyhow::Result<()> {
@@ -39,6 +42,9 @@ pub fn run(catalog_root: &Path, args: ChatArgs) -> anyhow::Result<()> {
     let model = load_model(&path, &candle_core::Device::Cpu, &LoadOptions::default())?;
     let params = sampling(args.temperature, args.top_p, args.max_new_tokens);
     let mut policy = empathy_gym::episode::ModelPolicy::new(&model, params, args.seed);
+    if let Some(system) = &args.system {
+        policy.system = system.clone();
+    }
     match &args.profile {
         Some(id) => watch(catalog_root, &args, id, &mut policy),
         None => interactive(&model, &mut policy),
@@ -50,6 +56,7 @@ fn interactive(
     policy: &mut empathy_gym::episode::ModelPolicy<'_>,
 ) -> anyhow::Result<()> {
     println!("Talking with {} (end with /quit or Ctrl-D).", model.name);
+    println!("system: {}", policy.system);
     let id = ProfileId {
         scenario: "you".into(),
         persona: "you".into(),

@@ -84,6 +84,7 @@ pub fn export_merged(
     let st = dir.join("model.safetensors");
     candle_core::safetensors::save(&tensors, &st)
         .map_err(|e| model_err(&st, format!("cannot write: {e}")))?;
+    readable_by_all(&st)?;
     let tok = dir.join("tokenizer.json");
     tokenizer
         .save(&tok, false)
@@ -100,4 +101,16 @@ pub fn export_merged(
         "clean_up_tokenization_spaces": false,
     });
     write_json(&dir.join("tokenizer_config.json"), &tc)
+}
+
+/// The safetensors writer creates its file owner-only (0600); an exported model is meant to be
+/// shared like the other files of the folder.
+fn readable_by_all(path: &Path) -> Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644))
+            .map_err(|e| Error::io(path, e))?;
+    }
+    Ok(())
 }

@@ -305,6 +305,18 @@ fn exported_folder_reloads_with_the_trained_logits() -> Result<()> {
     let out = tempfile::tempdir()?;
     let ckpt = export_run(t.run_dir(), out.path())?;
     assert!(ckpt.ends_with("checkpoints/step-4"));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(out.path().join("model.safetensors"))?
+            .permissions()
+            .mode();
+        assert_eq!(
+            mode & 0o044,
+            0o044,
+            "readable by group and others: {mode:o}"
+        );
+    }
     let exported = load_model(out.path(), &Device::Cpu, &LoadOptions::default())?;
     let trained = t.model();
     let seq = vec![trained.encode_chat(
