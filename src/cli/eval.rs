@@ -182,24 +182,7 @@ fn factual(args: &FactualArgs) -> anyhow::Result<()> {
     specs.extend(args.checkpoint.iter().cloned());
     let mut seen = std::collections::HashSet::new();
     specs.retain(|s| seen.insert(s.name.clone()));
-    let recorded = |s: &Named| s.path.extension().is_some_and(|e| e == "jsonl");
-    for i in 0..specs.len() {
-        let target = args.out.join(format!("answers-{i}.jsonl"));
-        if let Some(input) = specs
-            .iter()
-            .find(|o| recorded(o) && same_file(&o.path, &target))
-        {
-            return Err(empathy_gym::Error::input(
-                &args.out,
-                "--out",
-                format!(
-                    "answers-{i}.jsonl would overwrite {}, which is read as input; choose another --out",
-                    input.path.display()
-                ),
-            )
-            .into());
-        }
-    }
+    refuse_overwriting_inputs(&specs, &args.out)?;
     std::fs::create_dir_all(&args.out)?;
     let mut models = Vec::new();
     for (i, spec) in specs.iter().enumerate() {
@@ -209,7 +192,7 @@ fn factual(args: &FactualArgs) -> anyhow::Result<()> {
             items.len()
         );
         let started = std::time::Instant::now();
-        let records = if recorded(spec) {
+        let records = if is_recorded(spec) {
             rescore(&grid, &items, load_answers(&spec.path)?, &spec.path)?
         } else {
             let model = load_named(&spec.path, &args.model)?;
@@ -258,4 +241,31 @@ fn same_file(a: &Path, b: &Path) -> bool {
         (Ok(a), Ok(b)) => a == b,
         _ => false,
     }
+}
+
+/// An answers-N.jsonl written by an earlier `eval factual` (re-scored, not answered again).
+fn is_recorded(spec: &Named) -> bool {
+    spec.path.extension().is_some_and(|e| e == "jsonl")
+}
+
+/// Model i writes `out/answers-{i}.jsonl`: refuse before anything runs if that is an input file.
+fn refuse_overwriting_inputs(specs: &[Named], out: &Path) -> anyhow::Result<()> {
+    for i in 0..specs.len() {
+        let target = out.join(format!("answers-{i}.jsonl"));
+        if let Some(input) = specs
+            .iter()
+            .find(|o| is_recorded(o) && same_file(&o.path, &target))
+        {
+            return Err(empathy_gym::Error::input(
+                out,
+                "--out",
+                format!(
+                    "answers-{i}.jsonl would overwrite {}, which is read as input; choose another --out",
+                    input.path.display()
+                ),
+            )
+            .into());
+        }
+    }
+    Ok(())
 }
