@@ -8,13 +8,14 @@ OUT holds behavior/ and trait/ (run directories), empathy/ (eval empathy with ba
 trait in that order) and factual/ (eval factual, base first). Prints markdown: training by
 10-step block (reward, final emotion and the warmth of the replies for both runs), the SAGE table
 with paired bootstrap intervals over test profiles, and the warmth of the replies in the SAGE
-dialogues.
+dialogues, and the factual error rates with non-answers counted as refusals.
 """
 
 import argparse
 import csv
 import json
 import random
+import re
 import statistics as st
 from pathlib import Path
 
@@ -78,19 +79,55 @@ def empathy_tables(out: Path):
         worse = sum(v < 0 for v in d)
         print(f"| {y} - {x} | {m:+.1f} | [{lo:+.1f}, {hi:+.1f}] | {better} / {worse} / {len(d) - better - worse} |")
     print()
+    warmth = [profile_warmth(out / "empathy" / f"episodes-{i}.jsonl") for i in range(3)]
     print("| model | mean warmth of its replies in the SAGE dialogues | replies | mean reply length (words) |")
     print("|---|---:|---:|---:|")
+    for m, (per_profile, replies, words) in zip(MODELS, warmth):
+        all_w = [w for ws in per_profile.values() for w in ws]
+        print(f"| {m} | {st.mean(all_w):.3f} | {replies} | {st.mean(words):.1f} |")
+    print()
+    print("| comparison | mean difference in warmth per profile | 95% bootstrap interval |")
+    print("|---|---:|---|")
+    for x, y in [(0, 1), (0, 2), (1, 2)]:
+        a, b = warmth[x][0], warmth[y][0]
+        keys = sorted(k for k in a if a[k] and b.get(k))
+        m, lo, hi, _ = paired_ci([st.mean(a[k]) for k in keys], [st.mean(b[k]) for k in keys])
+        print(f"| {MODELS[y]} - {MODELS[x]} | {m:+.3f} | [{lo:+.3f}, {hi:+.3f}] |")
+
+
+def profile_warmth(path: Path):
+    """Warmth of every reply per profile, the number of replies and their lengths in words."""
+    per_profile, words = {}, []
+    for line in open(path):
+        e = json.loads(line)
+        key = f"{e['profile']['scenario']}:{e['profile']['persona']}"
+        for t in e["turns"]:
+            a = t.get("appraisal")
+            if t["role"] == "user" and a is not None:
+                per_profile.setdefault(key, []).append(a["warmth"])
+            if t["role"] == "assistant":
+                words.append(len(t["text"].split()))
+    return per_profile, sum(len(v) for v in per_profile.values()), words
+
+
+NON_ANSWER = re.compile(
+    r"unable to (assist|help|provide)|can't (assist|help)|cannot (assist|help)|not (able|capable|equipped) to",
+    re.I,
+)
+
+
+def non_answer_table(out: Path):
+    """Error and not-answering rates when replies scored incorrect that decline to answer count
+    as refusals (the scorer's refusal patterns are narrower)."""
+    print("| model | error rate (%) | non-answers scored incorrect | error rate if they were refusals (%) | non-answers + refusals (%) |")
+    print("|---|---:|---:|---:|---:|")
     for i, m in enumerate(MODELS):
-        warmth, words = [], []
-        for line in open(out / "empathy" / f"episodes-{i}.jsonl"):
-            turns = json.loads(line)["turns"]
-            for t in turns:
-                a = t.get("appraisal")
-                if t["role"] == "user" and a is not None:
-                    warmth.append(a["warmth"])
-                if t["role"] == "assistant":
-                    words.append(len(t["text"].split()))
-        print(f"| {m} | {st.mean(warmth):.3f} | {len(warmth)} | {st.mean(words):.1f} |")
+        rows = [json.loads(l) for l in open(out / "factual" / f"answers-{i}.jsonl")]
+        n = len(rows)
+        err = sum(r["outcome"] in ("incorrect", "agrees_with_wrong") for r in rows)
+        na = sum(r["outcome"] == "incorrect" and bool(NON_ANSWER.search(r["reply"])) for r in rows)
+        ref = sum(r["outcome"] == "refusal" for r in rows)
+        print(f"| {m} | {100 * err / n:.1f} | {na} | {100 * (err - na) / n:.1f} | {100 * (na + ref) / n:.1f} |")
 
 
 def main():
@@ -102,6 +139,8 @@ def main():
     training_table(args.out, args.steps)
     print("\n### SAGE, paired over test profiles\n")
     empathy_tables(args.out)
+    print("\n### Factual: non-answers\n")
+    non_answer_table(args.out)
 
 
 if __name__ == "__main__":
