@@ -167,7 +167,7 @@ fn load_named(spec: &Path, base: &Option<PathBuf>) -> anyhow::Result<ChatModel> 
 fn factual(args: &FactualArgs) -> anyhow::Result<()> {
     use empathy_gym::eval::factual::{
         build_report, load_answers, load_qa, model_answerer::ModelAnswerer, rescore,
-        run_factual_records,
+        run_factual_records, write_answers,
     };
     use empathy_gym::eval::factual::{ConditionGrid, Contexts, ModelOutcomes, ReportConfig};
     let mut items = load_qa(&args.qa)?;
@@ -204,7 +204,7 @@ fn factual(args: &FactualArgs) -> anyhow::Result<()> {
             records.len(),
             started.elapsed().as_secs_f64() / 60.0
         );
-        write_jsonl(&args.out.join(format!("answers-{i}.jsonl")), &records)?;
+        write_answers(&args.out.join(format!("answers-{i}.jsonl")), &records)?;
         models.push(ModelOutcomes {
             name: spec.name.clone(),
             outcomes: records.into_iter().map(|r| r.outcome).collect(),
@@ -221,17 +221,6 @@ fn factual(args: &FactualArgs) -> anyhow::Result<()> {
         println!("wrote {}", f.display());
     }
     println!("answers-N.jsonl: every prompt, reply and outcome, in model order");
-    Ok(())
-}
-
-/// Writes one JSON object per line.
-fn write_jsonl<T: serde::Serialize>(path: &Path, rows: &[T]) -> anyhow::Result<()> {
-    let mut text = String::new();
-    for row in rows {
-        text.push_str(&serde_json::to_string(row)?);
-        text.push('\n');
-    }
-    std::fs::write(path, text)?;
     Ok(())
 }
 

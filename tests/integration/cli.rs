@@ -407,45 +407,38 @@ fn smollm2_on_disk() -> bool {
 
 #[test]
 fn eval_factual_rescores_recorded_answers_under_given_names() {
-    use super::factual::{fixture, grid, items, write_answers, Scripted};
-    use empathy_gym::eval::factual::run_factual_records;
+    use super::factual::{fixture, scripted_records};
+    use empathy_gym::eval::factual::write_answers;
     let dir = temp_dir();
     let (keyed, syc) = (dir.path().join("keyed.jsonl"), dir.path().join("syc.jsonl"));
-    for (path, sycophant) in [(&keyed, false), (&syc, true)] {
-        let mut a = Scripted {
-            items: items(),
-            sycophant,
-        };
-        write_answers(
-            path,
-            &run_factual_records(&grid(7), &items(), &mut a, 5, false).unwrap(),
-        );
-    }
-    let out = dir.path().join("report");
+    write_answers(&keyed, &scripted_records(false, 5)).unwrap();
+    write_answers(&syc, &scripted_records(true, 5)).unwrap();
     let qa = fixture("valid.jsonl");
     let contexts = root().join("data/factual/contexts.yaml");
-    let run = |out: &Path| {
-        eg(
-            &[
-                "eval",
-                "factual",
-                "--seed",
-                "7",
-                "--qa",
-                qa.to_str().unwrap(),
-                "--contexts",
-                contexts.to_str().unwrap(),
-                "--baseline",
-                &format!("honest={}", keyed.display()),
-                "--checkpoint",
-                &format!("sycophant={}", syc.display()),
-                "--out",
-                out.to_str().unwrap(),
-            ],
-            &root(),
-        )
+    // `eval factual` on the fixture items and grid seed 7, with these models, writing to `out`.
+    let run = |models: &[&str], out: &Path| {
+        let mut args = vec![
+            "eval",
+            "factual",
+            "--seed",
+            "7",
+            "--qa",
+            qa.to_str().unwrap(),
+            "--contexts",
+            contexts.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(models);
+        eg(&args, &root())
     };
-    let o = run(&out);
+    let out = dir.path().join("report");
+    let baseline = format!("honest={}", keyed.display());
+    let checkpoint = format!("sycophant={}", syc.display());
+    let o = run(
+        &["--baseline", &baseline, "--checkpoint", &checkpoint],
+        &out,
+    );
     assert!(o.status.success(), "{}", text(&o));
     let md = std::fs::read_to_string(out.join("factual.md")).unwrap();
     assert!(md.contains("honest") && md.contains("sycophant"), "{md}");
@@ -461,25 +454,9 @@ fn eval_factual_rescores_recorded_answers_under_given_names() {
 
     // Writing the report next to the inputs would overwrite one of them: refused, input intact.
     let before = std::fs::read(&keyed).unwrap();
-    std::fs::rename(&keyed, dir.path().join("answers-0.jsonl")).unwrap();
     let keyed = dir.path().join("answers-0.jsonl");
-    let o = eg(
-        &[
-            "eval",
-            "factual",
-            "--seed",
-            "7",
-            "--qa",
-            qa.to_str().unwrap(),
-            "--contexts",
-            contexts.to_str().unwrap(),
-            "--baseline",
-            keyed.to_str().unwrap(),
-            "--out",
-            dir.path().to_str().unwrap(),
-        ],
-        &root(),
-    );
+    std::fs::rename(dir.path().join("keyed.jsonl"), &keyed).unwrap();
+    let o = run(&["--baseline", keyed.to_str().unwrap()], dir.path());
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("would overwrite"), "{}", text(&o));
     assert_eq!(std::fs::read(&keyed).unwrap(), before);

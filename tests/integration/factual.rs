@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use empathy_gym::eval::factual::{
     build_report, load_answers, load_qa, rescore, run_factual, run_factual_records, score,
-    Answerer, Belief, Condition, ConditionGrid, Contexts, ModelOutcomes, Outcome, QaItem,
-    ReportConfig, Slice,
+    write_answers, AnswerRecord, Answerer, Belief, Condition, ConditionGrid, Contexts,
+    ModelOutcomes, Outcome, QaItem, ReportConfig, Slice,
 };
 use empathy_gym::Result;
 
@@ -18,11 +18,11 @@ pub fn fixture(name: &str) -> PathBuf {
     root().join("tests/data/qa").join(name)
 }
 
-pub fn items() -> Vec<QaItem> {
+fn items() -> Vec<QaItem> {
     load_qa(&fixture("valid.jsonl")).unwrap()
 }
 
-pub fn grid(seed: u64) -> ConditionGrid {
+fn grid(seed: u64) -> ConditionGrid {
     let contexts = Contexts::load(&root().join("data/factual/contexts.yaml")).unwrap();
     ConditionGrid::new(contexts, seed)
 }
@@ -93,9 +93,9 @@ fn prompts_depend_only_on_the_seed() {
 }
 
 /// Answers from the key, or agrees with the user's wrong belief when `sycophant` and one is stated.
-pub struct Scripted {
-    pub items: Vec<QaItem>,
-    pub sycophant: bool,
+struct Scripted {
+    items: Vec<QaItem>,
+    sycophant: bool,
 }
 
 impl Answerer for Scripted {
@@ -424,25 +424,21 @@ fn scorer_restating_the_question_does_not_assert_its_numbers() {
     assert_eq!(s(&div, "64 divided by 8 is 8."), Outcome::Correct);
 }
 
-/// Writes `records` as the answers-N.jsonl `eval factual` writes.
-pub fn write_answers(path: &Path, records: &[empathy_gym::eval::factual::AnswerRecord]) {
-    let lines: Vec<String> = records
-        .iter()
-        .map(|r| serde_json::to_string(r).unwrap())
-        .collect();
-    std::fs::write(path, lines.join("\n") + "\n").unwrap();
+/// The records of a scripted answerer over the fixture items (grid seed 7).
+pub fn scripted_records(sycophant: bool, batch_items: usize) -> Vec<AnswerRecord> {
+    let mut a = Scripted {
+        items: items(),
+        sycophant,
+    };
+    run_factual_records(&grid(7), &items(), &mut a, batch_items, false).unwrap()
 }
 
 #[test]
 fn recorded_answers_rescore_to_the_same_outcomes() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("answers-0.jsonl");
-    let mut syc = Scripted {
-        items: items(),
-        sycophant: true,
-    };
-    let records = run_factual_records(&grid(7), &items(), &mut syc, 2, false).unwrap();
-    write_answers(&path, &records);
+    let records = scripted_records(true, 2);
+    write_answers(&path, &records).unwrap();
     let mut edited = load_answers(&path).unwrap();
     assert_eq!(edited, records);
     // Outcomes are judged again from the replies, not trusted from the file.
@@ -456,11 +452,7 @@ fn recorded_answers_rescore_to_the_same_outcomes() {
 fn recorded_answers_from_another_grid_or_qa_are_refused_by_line() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("answers-0.jsonl");
-    let mut keyed = Scripted {
-        items: items(),
-        sycophant: false,
-    };
-    let records = run_factual_records(&grid(7), &items(), &mut keyed, 1, false).unwrap();
+    let records = scripted_records(false, 1);
     let e = rescore(&grid(8), &items(), records.clone(), &path)
         .unwrap_err()
         .to_string();

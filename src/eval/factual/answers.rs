@@ -1,4 +1,4 @@
-//! Recorded answers (`answers-N.jsonl`, one [`AnswerRecord`] per line) read back and re-scored
+//! Recorded answers (`answers-N.jsonl`, one [`AnswerRecord`] per line): written, read back and re-scored
 //! with the current scorer, so a model answered once can be compared again, or judged by an
 //! improved scorer, without generating anything.
 
@@ -9,6 +9,16 @@ use super::qa::QaItem;
 use super::run::AnswerRecord;
 use super::scorer::{judge, AnswerKey};
 use crate::error::{Error, Result};
+
+/// Writes `records` as `answers-N.jsonl`, one JSON object per line.
+pub fn write_answers(path: &Path, records: &[AnswerRecord]) -> Result<()> {
+    let mut text = String::new();
+    for r in records {
+        text.push_str(&serde_json::to_string(r).map_err(|e| Error::Other(e.to_string()))?);
+        text.push('\n');
+    }
+    std::fs::write(path, text).map_err(|e| Error::io(path, e))
+}
 
 /// Reads `answers-N.jsonl`; a broken line is an error naming the file and the line.
 pub fn load_answers(path: &Path) -> Result<Vec<AnswerRecord>> {

@@ -20,7 +20,7 @@ pub mod run;
 pub mod scorer;
 pub mod stats;
 
-pub use answers::{load_answers, rescore};
+pub use answers::{load_answers, rescore, write_answers};
 pub use conditions::{Belief, Condition, ConditionGrid, ConditionPrompt, Context};
 pub use contexts::Contexts;
 pub use qa::{load_qa, parse_qa, QaItem};
