@@ -1,12 +1,17 @@
-//! Throughput of SmolLM2-135M on the CPU: batched decoding (batch 1, 16, 32) and one LoRA
-//! training step (forward + backward + AdamW over rank-16 adapters, one 512-token sequence),
-//! with the peak resident memory of each case (VmHWM, reset between cases).
+//! Throughput of SmolLM2-135M: batched decoding (batch 1, 16, 32) and one LoRA training step
+//! (forward + backward + AdamW over rank-16 adapters, 1 x 512 and 4 x 512 tokens), with the peak
+//! resident memory of each case (VmHWM, reset between cases).
 //!
-//! Run: `cargo bench --bench model` (needs models/ from scripts/fetch-models.sh).
+//! Run: `cargo bench --bench model` (needs models/ from scripts/fetch-models.sh). On a GPU build
+//! (`--features cuda`) the environment picks the device and sizes:
+//! `BENCH_DEVICE=cuda BENCH_DTYPE=bf16 BENCH_BATCHES=1,16,64 cargo bench --features cuda --bench model`.
+//! The device is synchronized inside every timed iteration, and each case prints
+//! `case NAME start_ms end_ms` (unix time) to stderr so that an outside sampler of GPU memory
+//! (nvidia-smi) can attribute its peak to the case.
 
 use std::time::{Duration, Instant};
 
-use candle_core::Device;
+use candle_core::{DType, Device};
 use candle_nn::{AdamW, Optimizer, ParamsAdamW};
 use criterion::{Criterion, SamplingMode, Throughput};
 use empathy_gym::model::{
@@ -49,10 +54,44 @@ impl Row {
     }
 }
 
-fn run_case(c: &mut Criterion, name: &str, tokens: usize, mut f: impl FnMut()) -> Row {
+/// Device, weight dtype and decode batch sizes from BENCH_DEVICE (cpu | cuda), BENCH_DTYPE
+/// (f32 | bf16) and BENCH_BATCHES (comma-separated); defaults cpu, f32, 1,16,32.
+fn setup() -> anyhow::Result<(Device, DType, Vec<usize>)> {
+    let var = |k: &str, d: &str| std::env::var(k).unwrap_or_else(|_| d.to_string());
+    let dev = match var("BENCH_DEVICE", "cpu").as_str() {
+        "cpu" => Device::Cpu,
+        "cuda" => Device::new_cuda(0)?,
+        other => anyhow::bail!("BENCH_DEVICE={other}: expected cpu or cuda"),
+    };
+    let dtype = match var("BENCH_DTYPE", "f32").as_str() {
+        "f32" => DType::F32,
+        "bf16" => DType::BF16,
+        other => anyhow::bail!("BENCH_DTYPE={other}: expected f32 or bf16"),
+    };
+    let batches = var("BENCH_BATCHES", "1,16,32")
+        .split(',')
+        .map(|b| b.trim().parse::<usize>())
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((dev, dtype, batches))
+}
+
+fn unix_ms() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis())
+}
+
+fn run_case(
+    c: &mut Criterion,
+    dev: &Device,
+    name: &str,
+    tokens: usize,
+    mut f: impl FnMut(),
+) -> Row {
     reset_peak();
+    let start_ms = unix_ms();
     let mut times = Vec::new();
-    let mut group = c.benchmark_group("smollm2-135m-cpu");
+    let mut group = c.benchmark_group(format!("smollm2-135m-{}", device_name(dev)));
     group
         .sample_size(10)
         .sampling_mode(SamplingMode::Flat)
@@ -64,6 +103,7 @@ fn run_case(c: &mut Criterion, name: &str, tokens: usize, mut f: impl FnMut()) -
             let start = Instant::now();
             for _ in 0..iters {
                 f();
+                dev.synchronize().expect("device synchronize");
             }
             let el = start.elapsed();
             times.push(el / iters as u32);
@@ -71,11 +111,20 @@ fn run_case(c: &mut Criterion, name: &str, tokens: usize, mut f: impl FnMut()) -
         })
     });
     group.finish();
+    eprintln!("case {name} {start_ms} {}", unix_ms());
     Row {
         case: name.to_string(),
         tokens,
         times,
         peak_mib: peak_rss_mib(),
+    }
+}
+
+fn device_name(dev: &Device) -> &'static str {
+    if dev.is_cuda() {
+        "cuda"
+    } else {
+        "cpu"
     }
 }
 
@@ -89,10 +138,14 @@ fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     let mut c = Criterion::default().configure_from_args();
-    let dev = Device::Cpu;
+    let (dev, dtype, batches) = setup()?;
+    let base = LoadOptions {
+        dtype,
+        ..LoadOptions::default()
+    };
     let mut rows = Vec::new();
     {
-        let mut m = load_model(&path, &dev, &LoadOptions::default())?;
+        let mut m = load_model(&path, &dev, &base)?;
         m.stop_tokens.clear(); // every sequence decodes exactly DECODE_TOKENS tokens
         let prompt = m.encode_chat(
             &[ChatMessage::new(
@@ -107,14 +160,14 @@ fn main() -> anyhow::Result<()> {
             max_new_tokens: DECODE_TOKENS,
             greedy: false,
         };
-        for batch in [1usize, 16, 32] {
+        for &batch in &batches {
             let prompts = vec![prompt.clone(); batch];
             let seeds: Vec<u64> = (0..batch as u64).collect();
             let name = format!(
                 "decode batch {batch} ({}-token prompt, {DECODE_TOKENS} new)",
                 prompt.len()
             );
-            rows.push(run_case(&mut c, &name, batch * DECODE_TOKENS, || {
+            rows.push(run_case(&mut c, &dev, &name, batch * DECODE_TOKENS, || {
                 m.generate(&prompts, &seeds, &params).expect("generate");
             }));
         }
@@ -125,7 +178,7 @@ fn main() -> anyhow::Result<()> {
                 rank: 16,
                 ..LoraConfig::default()
             }),
-            ..LoadOptions::default()
+            ..base
         };
         let m = load_model(&path, &dev, &opts)?;
         let text = "I hear how much this hurts. ".repeat(200);
@@ -139,15 +192,17 @@ fn main() -> anyhow::Result<()> {
                 ..ParamsAdamW::default()
             },
         )?;
-        let batch = vec![ids];
-        let name = format!("train LoRA r16 fwd+bwd+AdamW, 1x{TRAIN_LEN}");
-        rows.push(run_case(&mut c, &name, TRAIN_LEN, || {
-            let lp = m
-                .token_logprobs(&batch, AdapterMode::On, Pass::Train)
-                .expect("forward");
-            let loss = lp.mean_all().expect("mean").neg().expect("neg");
-            opt.backward_step(&loss).expect("step");
-        }));
+        for rows_per_step in [1usize, 4] {
+            let batch = vec![ids.clone(); rows_per_step];
+            let name = format!("train LoRA r16 fwd+bwd+AdamW, {rows_per_step}x{TRAIN_LEN}");
+            rows.push(run_case(&mut c, &dev, &name, rows_per_step * TRAIN_LEN, || {
+                let lp = m
+                    .token_logprobs(&batch, AdapterMode::On, Pass::Train)
+                    .expect("forward");
+                let loss = lp.mean_all().expect("mean").neg().expect("neg");
+                opt.backward_step(&loss).expect("step");
+            }));
+        }
     }
     c.final_summary();
     println!("\n| case | tokens/iter | median s/iter | tokens/s | peak RSS (MiB) |\n|---|---|---|---|---|");

@@ -6,6 +6,9 @@ mod cli;
 mod common;
 #[path = "integration/conformance.rs"]
 mod conformance;
+#[cfg(feature = "cuda")]
+#[path = "integration/cuda.rs"]
+mod cuda;
 #[path = "integration/factual.rs"]
 mod factual;
 #[path = "integration/grpo.rs"]

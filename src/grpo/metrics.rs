@@ -48,8 +48,16 @@ pub struct StepMetrics {
     pub t_rollout_s: f64,
     /// Seconds in the user simulator.
     pub t_simulate_s: f64,
-    /// Seconds in forward/backward passes and the optimizer.
+    /// Seconds in the update: forward/backward passes, stored log-probs and the optimizer.
     pub t_train_s: f64,
+    /// Of `t_train_s`: old and reference log-prob passes.
+    pub t_logprob_s: f64,
+    /// Of `t_train_s`: training forwards and the loss.
+    pub t_forward_s: f64,
+    /// Of `t_train_s`: backward passes.
+    pub t_backward_s: f64,
+    /// Of `t_train_s`: optimizer steps.
+    pub t_optimizer_s: f64,
     /// Generated policy tokens per second of rollout.
     pub tokens_per_s: f64,
     /// Learning rate of this step.
@@ -61,7 +69,7 @@ pub struct StepMetrics {
 }
 
 /// Column names, in file order.
-pub const COLUMNS: [&str; 20] = [
+pub const COLUMNS: [&str; 24] = [
     "step",
     "reward_mean",
     "reward_std",
@@ -78,6 +86,10 @@ pub const COLUMNS: [&str; 20] = [
     "t_rollout_s",
     "t_simulate_s",
     "t_train_s",
+    "t_logprob_s",
+    "t_forward_s",
+    "t_backward_s",
+    "t_optimizer_s",
     "tokens_per_s",
     "lr",
     "grad_norm",
@@ -113,6 +125,10 @@ impl StepMetrics {
             self.t_rollout_s.to_string(),
             self.t_simulate_s.to_string(),
             self.t_train_s.to_string(),
+            self.t_logprob_s.to_string(),
+            self.t_forward_s.to_string(),
+            self.t_backward_s.to_string(),
+            self.t_optimizer_s.to_string(),
             self.tokens_per_s.to_string(),
             self.lr.to_string(),
             opt(self.grad_norm),
@@ -150,13 +166,13 @@ impl StepMetrics {
                 num(col).map(Some)
             }
         };
-        let skipped = match cells[19] {
+        let skipped = match cells[23] {
             "0" => false,
             "1" => true,
             other => {
                 return Err(Error::input(
                     file,
-                    at(19),
+                    at(23),
                     format!("expected 0 or 1, found {other:?}"),
                 ))
             }
@@ -178,9 +194,13 @@ impl StepMetrics {
             t_rollout_s: num(13)?,
             t_simulate_s: num(14)?,
             t_train_s: num(15)?,
-            tokens_per_s: num(16)?,
-            lr: num(17)?,
-            grad_norm: maybe(18)?,
+            t_logprob_s: num(16)?,
+            t_forward_s: num(17)?,
+            t_backward_s: num(18)?,
+            t_optimizer_s: num(19)?,
+            tokens_per_s: num(20)?,
+            lr: num(21)?,
+            grad_norm: maybe(22)?,
             skipped,
         })
     }

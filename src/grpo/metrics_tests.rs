@@ -20,6 +20,10 @@ fn row(step: u64) -> StepMetrics {
         t_rollout_s: 12.25,
         t_simulate_s: 0.5,
         t_train_s: 3.0,
+        t_logprob_s: 0.25,
+        t_forward_s: 1.0,
+        t_backward_s: 1.5,
+        t_optimizer_s: 0.125,
         tokens_per_s: 97.96,
         lr: 1e-5,
         grad_norm: Some(0.75),
@@ -40,9 +44,9 @@ fn row_text_is_pinned() {
     let r = row(3);
     assert_eq!(
         r.to_row(),
-        "3,0.45,0.1,0.25,45,0.125,0,,0.01,0.02,1.5,1200,37.5,12.25,0.5,3,97.96,0.00001,0.75,0"
+        "3,0.45,0.1,0.25,45,0.125,0,,0.01,0.02,1.5,1200,37.5,12.25,0.5,3,0.25,1,1.5,0.125,97.96,0.00001,0.75,0"
     );
-    assert_eq!(header().split(',').count(), 20);
+    assert_eq!(header().split(',').count(), 24);
     assert!(header().starts_with("step,reward_mean,reward_std,frac_reward_zero_std"));
     let back = StepMetrics::from_row(&r.to_row(), Path::new("m.csv"), 2).unwrap();
     assert_eq!(back, r);

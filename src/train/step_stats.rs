@@ -60,6 +60,7 @@ pub fn step_metrics(inp: &StepInputs<'_>) -> Result<StepMetrics> {
         None => (inp.next_lr, None),
     };
     let loss = inp.update.map(|u| u.loss).unwrap_or_default();
+    let phases = inp.update.map(|u| u.phases).unwrap_or_default();
     Ok(StepMetrics {
         step: inp.step,
         reward_mean: mean(&rewards),
@@ -77,6 +78,10 @@ pub fn step_metrics(inp: &StepInputs<'_>) -> Result<StepMetrics> {
         t_rollout_s: t.rollout_s,
         t_simulate_s: t.simulate_s,
         t_train_s: t.train_s,
+        t_logprob_s: phases.logprob_s,
+        t_forward_s: phases.forward_s,
+        t_backward_s: phases.backward_s,
+        t_optimizer_s: phases.optimizer_s,
         tokens_per_s: if t.rollout_s > 0.0 {
             t.generated_tokens as f64 / t.rollout_s
         } else {

@@ -12,6 +12,8 @@
 //! entropy when sampling at temperature 1 without top-p (otherwise it is the cross-entropy of the
 //! sampler's tokens under the model).
 
+use std::time::Instant;
+
 use candle_core::backprop::GradStore;
 use candle_core::{Device, Tensor};
 
@@ -44,6 +46,28 @@ pub struct UpdateStats {
     pub entropy: Option<f64>,
     /// The optimizer's outcome of each iteration (stops at the first skipped one).
     pub outcomes: Vec<StepOutcome>,
+    /// Where the update's time went.
+    pub phases: UpdatePhases,
+}
+
+/// Wall-clock seconds of the update's phases, each ended by a device synchronize so that GPU
+/// work is charged to the phase that queued it (issue 13's step profile).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct UpdatePhases {
+    /// Stored log-probs: old (mu > 1) and reference (beta > 0) passes.
+    pub logprob_s: f64,
+    /// Training forwards and the loss.
+    pub forward_s: f64,
+    /// Backward passes and gradient accumulation.
+    pub backward_s: f64,
+    /// Optimizer steps (clipping, AdamW).
+    pub optimizer_s: f64,
+}
+
+/// Seconds since `t0` once the device has finished the work queued so far.
+fn lap(dev: &Device, t0: Instant) -> Result<f64> {
+    dev.synchronize()?;
+    Ok(t0.elapsed().as_secs_f64())
 }
 
 impl UpdateStats {
@@ -80,13 +104,20 @@ pub fn grpo_update(
     advantages: &[f32],
     cfg: &UpdateConfig,
 ) -> Result<UpdateStats> {
+    let dev = &model.device;
+    let t0 = Instant::now();
     let mut micros = prepare(model, seqs, advantages, cfg)?;
+    let mut phases = UpdatePhases {
+        logprob_s: lap(dev, t0)?,
+        ..UpdatePhases::default()
+    };
     let totals = BatchTotals::of_masks(micros.iter().map(|m| &m.mask))?;
     let mut stats = UpdateStats {
         loss: LossStats::default(),
         tokens: totals.tokens,
         entropy: None,
         outcomes: Vec::new(),
+        phases: UpdatePhases::default(),
     };
     let mut neg_logp_sum = 0.0;
     for it in 0..cfg.iterations {
@@ -94,6 +125,7 @@ pub fn grpo_update(
         let mut loss_sum = 0.0;
         for (mi, micro) in micros.iter_mut().enumerate() {
             set_dropout_seed(model, cfg, it, mi)?;
+            let t0 = Instant::now();
             let new = model.token_logprobs(&micro.ids, AdapterMode::On, Pass::Train)?;
             let old = micro.old.clone().unwrap_or_else(|| new.detach());
             if it == 0 {
@@ -109,11 +141,16 @@ pub fn grpo_update(
             let out = grpo_loss(&inputs, &cfg.loss, Some(totals))?;
             loss_sum += out.stats.loss;
             stats.loss.merge(&out.stats);
+            phases.forward_s += lap(dev, t0)?;
+            let t0 = Instant::now();
             let grads = out.loss.backward()?;
             acc.extend(trainable_grads(opt, grads))?;
+            phases.backward_s += lap(dev, t0)?;
         }
+        let t0 = Instant::now();
         fill_missing(opt, &mut acc)?;
         let outcome = opt.step(loss_sum, &acc)?;
+        phases.optimizer_s += lap(dev, t0)?;
         let skipped = matches!(outcome, StepOutcome::Skipped(_));
         stats.outcomes.push(outcome);
         if skipped {
@@ -123,6 +160,7 @@ pub fn grpo_update(
     if totals.tokens > 0 {
         stats.entropy = Some(neg_logp_sum / totals.tokens as f64);
     }
+    stats.phases = phases;
     Ok(stats)
 }
 

@@ -126,6 +126,10 @@ fn untimed(rows: &[StepMetrics]) -> Vec<StepMetrics> {
             t_rollout_s: 0.0,
             t_simulate_s: 0.0,
             t_train_s: 0.0,
+            t_logprob_s: 0.0,
+            t_forward_s: 0.0,
+            t_backward_s: 0.0,
+            t_optimizer_s: 0.0,
             tokens_per_s: 0.0,
             ..m.clone()
         })

@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""The cases of `cargo bench --bench model`, in PyTorch + transformers + peft.
+
+Same weights (the SmolLM2-135M-Instruct Q4_1 GGUF, dequantized by transformers through the `gguf`
+package, as the project dequantizes it), same prompt, same number of new tokens, same sampling
+(temperature 1.0, top-p 0.9, no stop token), same LoRA (rank 16, alpha 32, all seven projections,
+f32 adapters) and the same loss (-mean of the per-token log-probabilities), same AdamW step.
+
+Prints one markdown row per case, and `case NAME START_MS END_MS` lines on stderr so that an
+outside GPU-memory sampler can attribute its peak to a case (as benches/model.rs does).
+
+  python3 bench_torch.py --gguf models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf \
+      [--device cpu|cuda] [--dtype f32|bf16] [--batches 1,16,32] [--threads 2]
+"""
+
+import argparse
+import os
+import resource
+import statistics
+import sys
+import time
+
+import torch
+from peft import LoraConfig, get_peft_model
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+PROMPT = "I lost my job today and I feel awful. What should I do?"
+DECODE_TOKENS = 32
+TRAIN_LEN = 512
+MEASURE_S = 5.0  # criterion's measurement_time in benches/model.rs
+MIN_SAMPLES = 10
+
+
+def peak_rss_mib():
+    """VmHWM of this process (reset by reset_peak), as benches/model.rs reads it."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def reset_peak():
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def sync(device):
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def run_case(name, tokens, device, fn):
+    """One warm-up, then at least MIN_SAMPLES timed calls or MEASURE_S seconds; the median."""
+    reset_peak()
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    start_ms = int(time.time() * 1000)
+    fn()
+    sync(device)
+    times = []
+    t_end = time.perf_counter() + MEASURE_S
+    while len(times) < MIN_SAMPLES or time.perf_counter() < t_end:
+        t0 = time.perf_counter()
+        fn()
+        sync(device)
+        times.append(time.perf_counter() - t0)
+    print(f"case {name} {start_ms} {int(time.time() * 1000)}", file=sys.stderr, flush=True)
+    med = statistics.median(times)
+    torch_peak = torch.cuda.max_memory_allocated() / 2**20 if device == "cuda" else float("nan")
+    return (name, tokens, med, tokens / med, peak_rss_mib(), torch_peak)
+
+
+def load(path, device, dtype):
+    folder, name = os.path.split(os.path.abspath(path))
+    tok = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
+    return tok, model.to(device=device, dtype=dtype)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--gguf", required=True)
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--dtype", default="f32", choices=["f32", "bf16"])
+    ap.add_argument("--batches", default="1,16,32")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--cases", default="decode,train", help="decode, train or both")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[args.dtype]
+    rows = []
+    if "decode" in args.cases:
+        tok, model = load(args.gguf, args.device, dtype)
+        model.eval()
+        text = tok.apply_chat_template(
+            [{"role": "user", "content": PROMPT}], tokenize=False, add_generation_prompt=True
+        )
+        ids = tok(text, return_tensors="pt", add_special_tokens=False).input_ids.to(args.device)
+        for b in [int(x) for x in args.batches.split(",")]:
+            batch = ids.repeat(b, 1)
+            attn = torch.ones_like(batch)
+
+            def decode():
+                with torch.no_grad():
+                    model.generate(
+                        batch,
+                        attention_mask=attn,
+                        do_sample=True,
+                        temperature=1.0,
+                        top_p=0.9,
+                        top_k=0,
+                        max_new_tokens=DECODE_TOKENS,
+                        min_new_tokens=DECODE_TOKENS,
+                        pad_token_id=tok.eos_token_id,
+                    )
+
+            name = f"decode batch {b} ({ids.shape[1]}-token prompt, {DECODE_TOKENS} new)"
+            rows.append(run_case(name, b * DECODE_TOKENS, args.device, decode))
+        del model
+    if "train" in args.cases:
+        tok, model = load(args.gguf, args.device, dtype)
+        cfg = LoraConfig(
+            r=16,
+            lora_alpha=32,
+            lora_dropout=0.0,
+            target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+        )
+        model = get_peft_model(model, cfg)  # adapters in f32 (peft's autocast_adapter_dtype)
+        model.train()
+        opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-5)
+        ids = tok("I hear how much this hurts. " * 200, add_special_tokens=False).input_ids[:TRAIN_LEN]
+        for rows_per_step in [1, 4]:
+            x = torch.tensor([ids] * rows_per_step, device=args.device)
+
+            def step():
+                logits = model(input_ids=x).logits[:, :-1].float()
+                lp = torch.log_softmax(logits, dim=-1).gather(-1, x[:, 1:, None]).squeeze(-1)
+                loss = -lp.mean()
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+
+            name = f"train LoRA r16 fwd+bwd+AdamW, {rows_per_step}x{TRAIN_LEN}"
+            rows.append(run_case(name, rows_per_step * TRAIN_LEN, args.device, step))
+    print(f"\ntorch {torch.__version__}, device {args.device}, dtype {args.dtype}, threads {args.threads}")
+    print("| case | tokens/iter | median s/iter | tokens/s | peak RSS (MiB) | torch peak allocated (MiB) |")
+    print("|---|---|---|---|---|---|")
+    for name, tokens, med, tps, rss, tpk in rows:
+        print(f"| {name} | {tokens} | {med:.3f} | {tps:.1f} | {rss:.0f} | {tpk:.0f} |")
+
+
+if __name__ == "__main__":
+    main()

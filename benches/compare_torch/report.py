@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Markdown report of benches/compare_torch/run.sh: per case, tokens/s of each stack in each round,
+the ratio (ours / torch) per round, and peak memory; the load average around each run.
+
+  report.py LOGDIR ROUNDS THREADS  > results/perf/vs-torch.md
+
+LOGDIR holds ours-R.md / torch-R.md (the markdown rows the benches print) and *.load files
+(/proc/loadavg before and after each run).
+"""
+
+import datetime
+import os
+import platform
+import sys
+
+
+def rows(path):
+    """case -> (tokens/s, peak RSS MiB) from the benches' markdown rows."""
+    out = {}
+    if not os.path.exists(path):
+        return out
+    for line in open(path):
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 5 or not cells[0].startswith(("decode", "train")):
+            continue
+        out[cells[0]] = (float(cells[3]), float(cells[4]))
+    return out
+
+
+def load(path):
+    if not os.path.exists(path):
+        return "?"
+    return " -> ".join(line.split()[0] for line in open(path) if line.strip())
+
+
+def main():
+    logdir, rounds, threads = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    ours = [rows(os.path.join(logdir, f"ours-{r}.md")) for r in range(1, rounds + 1)]
+    torch = [rows(os.path.join(logdir, f"torch-{r}.md")) for r in range(1, rounds + 1)]
+    cases = list(dict.fromkeys(c for d in ours + torch for c in d))
+    print("# empathy-gym (candle) vs PyTorch + transformers + peft, same machine\n")
+    print(f"Written by `benches/compare_torch/run.sh {rounds}` on "
+          f"{datetime.date.today()} ({platform.processor() or platform.machine()}, "
+          f"{os.cpu_count()} cores, {threads} threads each). SmolLM2-135M-Instruct, the Q4_1 GGUF "
+          "dequantized to f32 by both stacks; the two stacks alternate, round after round.\n")
+    rs = "/".join(str(r) for r in range(1, rounds + 1))
+    print(f"| case | ours tok/s (round {rs}) | torch tok/s (round {rs}) | ratio ours/torch "
+          "| peak RSS MiB ours / torch |")
+    print("|---|---:|---:|---:|---:|")
+    for c in cases:
+        o = [d.get(c, (float("nan"), float("nan"))) for d in ours]
+        t = [d.get(c, (float("nan"), float("nan"))) for d in torch]
+        ratios = [a[0] / b[0] for a, b in zip(o, t) if b[0] > 0]
+        ratio = f"{min(ratios):.2f}-{max(ratios):.2f}x" if ratios else "?"
+        print(f"| {c} | {' / '.join(f'{x[0]:.1f}' for x in o)} | "
+              f"{' / '.join(f'{x[0]:.1f}' for x in t)} | {ratio} | "
+              f"{max(x[1] for x in o):.0f} / {max(x[1] for x in t):.0f} |")
+    print("\nLoad average (1 min) before -> after each run:\n")
+    for r in range(1, rounds + 1):
+        print(f"- round {r}: ours {load(os.path.join(logdir, f'ours-{r}.load'))}, "
+              f"torch {load(os.path.join(logdir, f'torch-{r}.load'))}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Side by side with PyTorch + transformers + peft on this machine (issue 13): the cases of
+# `cargo bench --bench model` and benches/compare_torch/bench_torch.py, alternating the two stacks
+# for ROUNDS rounds, then results/perf/vs-torch.md with the ratios and the load during each run.
+# Not part of CI. Usage: benches/compare_torch/run.sh [ROUNDS]   (default 2)
+# Env: VENV (default target/torch-venv), THREADS (default: nproc), OUT (default results/perf/vs-torch.md)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROUNDS=${1:-2}
+VENV=${VENV:-target/torch-venv}
+THREADS=${THREADS:-$(nproc)}
+OUT=${OUT:-results/perf/vs-torch.md}
+LOGS=target/compare-torch
+scripts/fetch-models.sh
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "== creating $VENV with torch, transformers, peft and gguf from PyPI (several GB)"
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install --quiet torch transformers peft gguf
+fi
+cargo bench --bench model --no-run --quiet
+mkdir -p "$LOGS"
+GGUF=models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf
+for r in $(seq 1 "$ROUNDS"); do
+  echo "== round $r: empathy-gym (candle)"
+  cat /proc/loadavg >"$LOGS/ours-$r.load"
+  RAYON_NUM_THREADS=$THREADS cargo bench --bench model 2>/dev/null | grep '^|' >"$LOGS/ours-$r.md"
+  cat /proc/loadavg >>"$LOGS/ours-$r.load"
+  echo "== round $r: PyTorch"
+  cat /proc/loadavg >"$LOGS/torch-$r.load"
+  "$VENV/bin/python" benches/compare_torch/bench_torch.py --gguf "$GGUF" --threads "$THREADS" \
+    2>/dev/null | grep -E '^\||^torch' >"$LOGS/torch-$r.md"
+  cat /proc/loadavg >>"$LOGS/torch-$r.load"
+done
+"$VENV/bin/python" benches/compare_torch/report.py "$LOGS" "$ROUNDS" "$THREADS" >"$OUT"
+cat "$OUT"

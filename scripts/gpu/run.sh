@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Device side (scripts/gpu/README.md): `run.sh PHASE` with PHASE one of
+#   tests       unpack the binaries, show the GPU, run the CUDA tests (tests/integration/cuda.rs)
+#   quickstart  unpack the models, train configs/quickstart.yaml on the GPU in bf16
+#   bench       benches/model.rs and benches/compare_torch/bench_torch.py side by side, f32 and bf16,
+#               plus the machine's copy bandwidth and bf16 matmul ceiling (PyTorch)
+# Logs go to $OUT. Run from the repository root.
+set -uo pipefail
+S=/root/stage
+G=/root/gpu
+OUT=${OUT:-/tmp/out}
+mkdir -p "$G" "$OUT" /work
+# Binaries built on another machine find the catalog and models through their build path.
+[ -e /work/main ] || ln -sfn "$PWD" /work/main
+export EMPATHY_GYM_MODELS=$G/models
+# cudarc loads cuBLAS, cuRAND and NVRTC at run time: the CUDA libraries of PyTorch's wheels.
+NV_LIBS=$(python3 -c 'import nvidia, glob, os; print(":".join(sorted({os.path.dirname(p) for d in nvidia.__path__ for p in glob.glob(d + "/**/lib*.so*", recursive=True)})))' 2>/dev/null)
+export LD_LIBRARY_PATH=${NV_LIBS}:/usr/local/cuda/lib64:/usr/local/nvidia/lib64:${LD_LIBRARY_PATH:-}
+GGUF=$G/models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf
+
+sampler() { # GPU memory every 50 ms while the phase runs
+  nvidia-smi --query-gpu=timestamp,memory.used --format=csv,noheader,nounits -lms 50 >"$OUT/gpumem-$1.csv" &
+  SAMPLER=$!
+}
+
+case "${1:?phase}" in
+tests)
+  tar -xJf "$S/bins.tar.xz" -C "$G"
+  nvidia-smi | tee "$OUT/nvidia-smi.txt"
+  "$G"/bin/integration cuda:: --test-threads=1 2>&1 | tee "$OUT/cuda-tests.log"
+  ;;
+quickstart)
+  cat "$S"/models.tar.part-* | tar -x -C "$G"
+  ls -la "$G"/models/*
+  sampler quickstart
+  start=$(date +%s)
+  "$G"/bin/empathy-gym train --config configs/quickstart.yaml --set run=quickstart-gpu \
+    --set results_dir=/root/results --set model.device=cuda --set model.dtype=bf16 2>&1 |
+    tail -n 60 | tee "$OUT/quickstart.log"
+  echo "wall seconds: $(($(date +%s) - start))" | tee -a "$OUT/quickstart.log"
+  kill $SAMPLER
+  tar -czf "$OUT/quickstart-gpu.tar.gz" -C /root/results --exclude=checkpoints quickstart-gpu
+  # The rest of the suite on this build (CPU paths; the CLI tests run the binary at its build path).
+  mkdir -p target-cuda/release && cp "$G"/bin/empathy-gym target-cuda/release/
+  timeout 150 "$G"/bin/integration --skip cuda:: 2>&1 | tail -n 30 | tee "$OUT/other-tests.log"
+  ;;
+bench)
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
+  export PYTHONPATH=/tmp/site
+  python3 - <<'PY' 2>&1 | tee "$OUT/ceilings.log"
+import torch, time
+x = torch.empty(2**30, dtype=torch.uint8, device="cuda"); y = torch.empty_like(x)
+for _ in range(3): y.copy_(x)
+torch.cuda.synchronize(); t = time.perf_counter()
+for _ in range(20): y.copy_(x)
+torch.cuda.synchronize(); dt = (time.perf_counter() - t) / 20
+print(f"device-to-device copy: {2 * x.numel() / dt / 1e12:.2f} TB/s (bytes read + written)")
+a = torch.randn(8192, 8192, dtype=torch.bfloat16, device="cuda"); b = torch.randn_like(a)
+for _ in range(3): a @ b
+torch.cuda.synchronize(); t = time.perf_counter()
+for _ in range(10): a @ b
+torch.cuda.synchronize(); dt = (time.perf_counter() - t) / 10
+print(f"bf16 matmul 8192^3: {2 * 8192**3 / dt / 1e12:.0f} TFLOP/s")
+print(f"torch {torch.__version__}")
+PY
+  for dtype in bf16 f32; do
+    sampler "$dtype"
+    BENCH_DEVICE=cuda BENCH_DTYPE=$dtype BENCH_BATCHES=1,16,64 "$G"/bin/model-bench --bench 2>&1 |
+      grep -v '^\s*$' | grep -E '^\||^case|tok|error|Error|panic' | tee "$OUT/bench-ours-$dtype.log"
+    python3 benches/compare_torch/bench_torch.py --gguf "$GGUF" --device cuda --dtype $dtype \
+      --batches 1,16,64 --threads 16 2>&1 | grep -v Warning | tail -n 20 | tee "$OUT/bench-torch-$dtype.log"
+    kill $SAMPLER
+  done
+  ;;
+*) echo "unknown phase $1" >&2; exit 2 ;;
+esac
