@@ -195,13 +195,19 @@ fn main() -> anyhow::Result<()> {
         for rows_per_step in [1usize, 4] {
             let batch = vec![ids.clone(); rows_per_step];
             let name = format!("train LoRA r16 fwd+bwd+AdamW, {rows_per_step}x{TRAIN_LEN}");
-            rows.push(run_case(&mut c, &dev, &name, rows_per_step * TRAIN_LEN, || {
-                let lp = m
-                    .token_logprobs(&batch, AdapterMode::On, Pass::Train)
-                    .expect("forward");
-                let loss = lp.mean_all().expect("mean").neg().expect("neg");
-                opt.backward_step(&loss).expect("step");
-            }));
+            rows.push(run_case(
+                &mut c,
+                &dev,
+                &name,
+                rows_per_step * TRAIN_LEN,
+                || {
+                    let lp = m
+                        .token_logprobs(&batch, AdapterMode::On, Pass::Train)
+                        .expect("forward");
+                    let loss = lp.mean_all().expect("mean").neg().expect("neg");
+                    opt.backward_step(&loss).expect("step");
+                },
+            ));
         }
     }
     c.final_summary();

@@ -2,10 +2,11 @@
 //! from: log p(ids[t+1] | ids[..=t]). Differentiable with respect to the trainable tensors when
 //! the pass is `Train`; right padding contributes exact zeros.
 
-use candle_core::{DType, Tensor, D};
+use candle_core::Tensor;
 
 use super::llama::Llama;
 use super::lora::{AdapterMode, Pass};
+use super::ops;
 use crate::error::{Error, Result};
 
 /// Right-pads `batch` with id 0; returns ids [B, T] and the per-target mask [B, T-1].
@@ -50,21 +51,11 @@ pub fn token_logprobs(
 ) -> Result<Tensor> {
     let (ids, mask, t) = pad_batch(model, batch)?;
     let hidden = model.forward(&ids, None, mode, pass)?.narrow(1, 0, t - 1)?;
-    let logits = model.logits(&hidden, pass)?.to_dtype(DType::F32)?;
-    // log softmax at the target = logit - logsumexp; the max is detached because logsumexp does
-    // not depend on it, so its gradient through the max is exactly zero.
-    let max = logits.max_keepdim(D::Minus1)?.detach();
-    let lse = (logits
-        .broadcast_sub(&max)?
-        .exp()?
-        .sum_keepdim(D::Minus1)?
-        .log()?
-        + max)?;
-    let targets = ids
-        .narrow(1, 1, t - 1)?
-        .contiguous()?
-        .unsqueeze(D::Minus1)?;
-    let picked = (logits.gather(&targets, D::Minus1)? - lse)?.squeeze(D::Minus1)?;
+    let logits = model.logits(&hidden, pass)?;
+    let (b, rows, vocab) = logits.dims3()?;
+    let targets = ids.narrow(1, 1, t - 1)?.contiguous()?.flatten_all()?;
+    let picked =
+        ops::target_logprobs(&logits.reshape((b * rows, vocab))?, &targets)?.reshape((b, rows))?;
     let out = (picked * mask)?;
     Ok(match pass {
         Pass::Infer => out.detach(),

@@ -14,6 +14,7 @@
 
 mod frozen;
 mod kernels;
+mod logprob;
 #[cfg(test)]
 mod tests;
 
@@ -21,6 +22,7 @@ use candle_core::{DType, Result, Tensor, D};
 
 use frozen::FrozenMatmul;
 use kernels::{RmsNormCpu, RopeCpu, SoftmaxLastDimTrain};
+use logprob::TargetLogprob;
 
 /// Internal dtype for reductions: half types are upcast to f32 (as candle's `rms_norm_slow` does).
 fn internal_dtype(dtype: DType) -> DType {
@@ -180,4 +182,34 @@ pub fn frozen_embedding(ids: &Tensor, table: &Tensor) -> Result<Tensor> {
     out_dims.push(hidden);
     let flat = ids.flatten_all()?.contiguous()?;
     table.detach().index_select(&flat, 0)?.reshape(out_dims)
+}
+
+/// log p(target) per row: logits [rows, vocab] (computed in f32), targets [rows] u32 -> [rows] f32.
+///
+/// log p(t) = x_t - logsumexp(x). On CPU this is a custom op (`ops/logprob.rs`) that keeps only
+/// the logits alive for backward and makes one pass each way; elsewhere the composition below,
+/// whose max is detached (logsumexp does not depend on it, so its gradient through the max is
+/// exactly zero).
+pub fn target_logprobs(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
+    let logits = logits.to_dtype(DType::F32)?;
+    if logits.device().is_cpu() {
+        return logits
+            .contiguous()?
+            .apply_op2(&targets.contiguous()?, TargetLogprob);
+    }
+    target_logprobs_composed(&logits, targets)
+}
+
+/// The device-independent log p(target): candle ops only.
+fn target_logprobs_composed(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
+    let logits = logits.to_dtype(DType::F32)?;
+    let max = logits.max_keepdim(D::Minus1)?.detach();
+    let lse = (logits
+        .broadcast_sub(&max)?
+        .exp()?
+        .sum_keepdim(D::Minus1)?
+        .log()?
+        + max)?;
+    let picked = logits.gather(&targets.contiguous()?.unsqueeze(D::Minus1)?, D::Minus1)?;
+    (picked - lse)?.squeeze(D::Minus1)
 }

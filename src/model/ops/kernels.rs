@@ -314,7 +314,7 @@ fn softmax_bwd_rows<T: KernelFloat>(g: &[T], y: &[T], dim: usize) -> Vec<T> {
 }
 
 /// The contiguous slice a layout describes, for the CPU kernels.
-fn contiguous_slice<'a, T: WithDType>(s: &'a CpuStorage, l: &Layout) -> Result<&'a [T]> {
+pub(super) fn contiguous_slice<'a, T: WithDType>(s: &'a CpuStorage, l: &Layout) -> Result<&'a [T]> {
     match l.contiguous_offsets() {
         Some((start, end)) => Ok(&s.as_slice::<T>()?[start..end]),
         None => candle_core::bail!("ops: the CPU kernels need a contiguous input"),

@@ -204,3 +204,50 @@ fn frozen_embedding_gives_no_table_gradient() -> Result<()> {
     assert!(grads.get(&scale).is_some());
     Ok(())
 }
+
+#[test]
+fn target_logprobs_hand_computed() -> Result<()> {
+    // Row [0, ln 3]: lse = ln(1 + 3) = ln 4; log p(1) = ln 3 - ln 4 = -0.2876821,
+    // log p(0) = -ln 4 = -1.3862944. d/dx of log p(1) = onehot(1) - softmax = [-0.25, 0.25].
+    let x = Var::new(&[[0f32, 3f32.ln()], [0., 3f32.ln()]], &Device::Cpu)?;
+    let t = Tensor::new(&[1u32, 0], &Device::Cpu)?;
+    let lp = target_logprobs(&x, &t)?;
+    let v = lp.to_vec1::<f32>()?;
+    assert!(
+        (v[0] + 0.287_682_1).abs() < 1e-6 && (v[1] + 1.386_294_4).abs() < 1e-6,
+        "{v:?}"
+    );
+    let g = lp.narrow(0, 0, 1)?.sum_all()?.backward()?;
+    let gx = g.get(&x).expect("grad").to_vec2::<f32>()?;
+    assert!(
+        (gx[0][0] + 0.25).abs() < 1e-6 && (gx[0][1] - 0.25).abs() < 1e-6,
+        "{gx:?}"
+    );
+    assert_eq!(gx[1], vec![0.0, 0.0]);
+    Ok(())
+}
+
+#[test]
+fn target_logprobs_cpu_kernel_and_composition_agree_with_gradients() -> Result<()> {
+    let x = Var::from_tensor(&(seeded(&[6, 300], 30)? * 8.0)?)?;
+    let t = Tensor::new(&[0u32, 299, 17, 17, 150, 3], &Device::Cpu)?;
+    let r = seeded(&[6], 31)?;
+    let y_op = target_logprobs(&x, &t)?;
+    let y_comp = target_logprobs_composed(&x, &t)?;
+    assert!(max_abs_diff(&y_op, &y_comp)? < 1e-5);
+    let g_op = (y_op * &r)?.sum_all()?.backward()?;
+    let g_comp = (y_comp * &r)?.sum_all()?.backward()?;
+    let (a, b) = (g_op.get(&x).expect("grad"), g_comp.get(&x).expect("grad"));
+    assert!(max_abs_diff(a, b)? < 1e-6);
+    assert!(a.abs()?.sum_all()?.to_scalar::<f32>()? > 1e-3);
+    Ok(())
+}
+
+#[test]
+fn target_logprobs_rejects_a_target_outside_the_vocabulary() -> Result<()> {
+    let x = seeded(&[2, 5], 32)?;
+    let t = Tensor::new(&[1u32, 5], &Device::Cpu)?;
+    let err = target_logprobs(&x, &t).expect_err("target 5 of 5");
+    assert!(err.to_string().contains("outside the vocabulary"), "{err}");
+    Ok(())
+}
