@@ -10,9 +10,9 @@ rm -rf .gpu-* /tmp/gpu-pack && mkdir -p /tmp/gpu-pack/bin
 cp "$T/empathy-gym" /tmp/gpu-pack/bin/
 cp "$(newest "$T/deps/integration-*")" /tmp/gpu-pack/bin/integration
 cp "$(newest "$T/deps/model-*")" /tmp/gpu-pack/bin/model-bench
-strip /tmp/gpu-pack/bin/*
+# not stripped: symbols make the backtraces of a failure on the device readable
 mkdir -p .gpu-1
-tar -cJf .gpu-1/bins.tar.xz -C /tmp/gpu-pack bin
+XZ_OPT="-6 -T2" tar -cJf .gpu-1/bins.tar.xz -C /tmp/gpu-pack bin
 tar -cf /tmp/gpu-pack/models.tar models
 split -b 55M -d -a 1 /tmp/gpu-pack/models.tar /tmp/gpu-pack/models.tar.part-
 k=2

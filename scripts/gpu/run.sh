@@ -12,6 +12,7 @@ OUT=${OUT:-/tmp/out}
 mkdir -p "$G" "$OUT" /work
 # Binaries built on another machine find the catalog and models through their build path.
 [ -e /work/main ] || ln -sfn "$PWD" /work/main
+[ -e models ] || ln -sfn "$G/models" models
 export EMPATHY_GYM_MODELS=$G/models
 # cudarc loads cuBLAS, cuRAND and NVRTC at run time: the CUDA libraries of PyTorch's wheels.
 NV_LIBS=$(python3 -c 'import nvidia, glob, os; print(":".join(sorted({os.path.dirname(p) for d in nvidia.__path__ for p in glob.glob(d + "/**/lib*.so*", recursive=True)})))' 2>/dev/null)

@@ -136,6 +136,9 @@ pub fn generate_tokens(
                 keep.push(row);
             }
         }
+        if keep.is_empty() {
+            break;
+        }
         if keep.len() < live.len() {
             cache.retain_rows(&keep)?;
             live = keep.iter().map(|&r| live[r]).collect();

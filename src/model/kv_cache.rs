@@ -136,6 +136,15 @@ impl KvCache {
         let Some((k0, _)) = self.layers.first() else {
             return Ok(());
         };
+        if rows.is_empty() {
+            // An empty index_select is a zero-sized kernel launch, which CUDA rejects.
+            for (k, v) in self.layers.iter_mut() {
+                *k = k.narrow(0, 0, 0)?;
+                *v = v.narrow(0, 0, 0)?;
+            }
+            self.start.clear();
+            return Ok(());
+        }
         let idx = Tensor::new(
             rows.iter().map(|&r| r as u32).collect::<Vec<_>>(),
             k0.device(),
@@ -258,6 +267,8 @@ mod tests {
         let (k, _) = &c.layers[1];
         let got = k.narrow(2, 0, 1)?.flatten_all()?.to_vec1::<f32>()?;
         assert_eq!(got, vec![4., 5., 0., 1.]);
+        c.retain_rows(&[])?;
+        assert_eq!(c.batch(), 0);
         Ok(())
     }
 

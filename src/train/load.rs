@@ -53,12 +53,11 @@ pub fn profiles(catalog: &Catalog, cfg: &TrainConfig) -> Result<Vec<Profile>> {
         .collect()
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(feature = "cuda")))]
 mod tests {
     use super::*;
 
     #[test]
-    #[cfg(not(feature = "cuda"))]
     fn auto_falls_back_to_the_cpu_without_cuda() {
         assert!(resolve_device(DeviceKind::Auto).unwrap().is_cpu());
         assert!(resolve_device(DeviceKind::Cuda).is_err());
