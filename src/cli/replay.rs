@@ -1,11 +1,13 @@
-//! `empathy-gym replay show|verify|rescore FILE.jsonl`.
+//! `empathy-gym replay show|verify|rescore FILE.jsonl` and `replay stats FILE.jsonl...`.
 
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use empathy_gym::episode::{read_episodes, EpisodeRecord, EpisodeWriter};
+use empathy_gym::episode::{read_episodes, EpisodeLog, EpisodeRecord, EpisodeWriter};
 use empathy_gym::profile::{Catalog, Difficulty};
-use empathy_gym::replay::{render_transcript, rerun, verify, RerunSettings};
+use empathy_gym::replay::{
+    episode_stats, render_transcript, rerun, verify, By, RerunSettings, StatsOptions,
+};
 use empathy_gym::reward::{Aggregate, RewardMode};
 
 use super::common::load_simulator;
@@ -19,6 +21,9 @@ pub enum ReplayCommand {
     Verify { file: PathBuf },
     /// Re-score the logged assistant turns under another difficulty or reward mode.
     Rescore(RescoreArgs),
+    /// Aggregate logs by profile, scenario, persona, difficulty, reward mode, end and step range:
+    /// mean reward, mean final emotion, ends, mean reply length.
+    Stats(StatsArgs),
 }
 
 #[derive(Debug, Args)]
@@ -35,10 +40,28 @@ pub struct RescoreArgs {
     pub out: Option<PathBuf>,
 }
 
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// Episode logs (JSONL), read together.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Group by these, comma separated: profile, scenario, persona, difficulty, reward_mode, end,
+    /// step (default: all of them).
+    #[arg(long, value_delimiter = ',')]
+    pub by: Vec<By>,
+    /// Steps per step range (default: about ten ranges over the logged steps).
+    #[arg(long)]
+    pub step_bin: Option<u64>,
+    /// Also write the table as CSV here.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+}
+
 pub fn run(catalog_root: &Path, cmd: ReplayCommand) -> anyhow::Result<()> {
-    let file = match &cmd {
-        ReplayCommand::Show { file } | ReplayCommand::Verify { file } => file.clone(),
-        ReplayCommand::Rescore(a) => a.file.clone(),
+    let file = match cmd {
+        ReplayCommand::Stats(args) => return stats(args),
+        ReplayCommand::Show { ref file } | ReplayCommand::Verify { ref file } => file.clone(),
+        ReplayCommand::Rescore(ref a) => a.file.clone(),
     };
     let log = read_episodes(&file)?;
     let result = match cmd {
@@ -50,7 +73,13 @@ pub fn run(catalog_root: &Path, cmd: ReplayCommand) -> anyhow::Result<()> {
         }
         ReplayCommand::Verify { .. } => verify_all(catalog_root, &file, &log.records),
         ReplayCommand::Rescore(args) => rescore_all(catalog_root, &log.records, &args),
+        ReplayCommand::Stats(_) => unreachable!("handled above"),
     };
+    finish(log, result)
+}
+
+/// A log cut by a bad line: report what was processed, then fail naming the line.
+fn finish(log: EpisodeLog, result: anyhow::Result<()>) -> anyhow::Result<()> {
     if let Some(err) = log.error {
         eprintln!(
             "processed {} complete episodes before the bad line",
@@ -60,6 +89,38 @@ pub fn run(catalog_root: &Path, cmd: ReplayCommand) -> anyhow::Result<()> {
         return Err(err.into());
     }
     result
+}
+
+/// Every record of every log; a bad line anywhere fails the whole command, naming file and line.
+pub fn read_all(files: &[PathBuf]) -> anyhow::Result<Vec<EpisodeRecord>> {
+    let mut out = Vec::new();
+    for f in files {
+        let log = read_episodes(f)?;
+        if let Some(err) = log.error {
+            return Err(err.into());
+        }
+        out.extend(log.records.into_iter().map(|(_, r)| r));
+    }
+    Ok(out)
+}
+
+fn stats(args: StatsArgs) -> anyhow::Result<()> {
+    let records = read_all(&args.files)?;
+    let opts = StatsOptions {
+        by: if args.by.is_empty() {
+            By::ALL.to_vec()
+        } else {
+            args.by
+        },
+        step_bin: args.step_bin,
+    };
+    let table = episode_stats(&records, &opts);
+    print!("{}", table.to_markdown());
+    if let Some(path) = &args.csv {
+        table.write_csv(path)?;
+        println!("written to {}", path.display());
+    }
+    Ok(())
 }
 
 fn verify_all(

@@ -31,6 +31,13 @@ impl Difficulty {
     }
 }
 
+impl std::fmt::Display for Difficulty {
+    /// The word the config files and the JSONL use (never the Rust variant name).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl std::str::FromStr for Difficulty {
     type Err = String;
     fn from_str(s: &str) -> std::result::Result<Self, String> {

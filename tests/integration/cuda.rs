@@ -249,7 +249,10 @@ fn tiny_model_logprobs_and_lora_gradients_match_the_cpu() -> Result<()> {
             assert!(d < bound, "{spec:?} {dtype:?}: log-probs differ by {d:.2e}");
             for ((name, a), (_, b)) in g_cpu.iter().zip(&g_gpu) {
                 let d = rel_diff(a, b)?;
-                assert!(d < bound, "{spec:?} {dtype:?}: gradient of {name} differs by {d:.2e}");
+                assert!(
+                    d < bound,
+                    "{spec:?} {dtype:?}: gradient of {name} differs by {d:.2e}"
+                );
             }
         }
     }
