@@ -23,6 +23,8 @@ mod model;
 mod model_fixtures;
 #[path = "integration/readme.rs"]
 mod readme;
+#[path = "integration/replay_html.rs"]
+mod replay_html;
 #[path = "integration/replay_stats.rs"]
 mod replay_stats;
 #[path = "integration/sanity.rs"]

@@ -1,4 +1,5 @@
-//! `empathy-gym replay show|verify|rescore FILE.jsonl` and `replay stats FILE.jsonl...`.
+//! `empathy-gym replay show|verify|rescore FILE.jsonl`, `replay stats FILE.jsonl...` and
+//! `replay html FILE.jsonl... --out report.html`.
 
 use std::path::{Path, PathBuf};
 
@@ -6,7 +7,7 @@ use clap::{Args, Subcommand};
 use empathy_gym::episode::{read_episodes, EpisodeLog, EpisodeRecord, EpisodeWriter};
 use empathy_gym::profile::{Catalog, Difficulty};
 use empathy_gym::replay::{
-    episode_stats, render_transcript, rerun, verify, By, RerunSettings, StatsOptions,
+    episode_stats, render_html, render_transcript, rerun, verify, By, RerunSettings, StatsOptions,
 };
 use empathy_gym::reward::{Aggregate, RewardMode};
 
@@ -24,6 +25,9 @@ pub enum ReplayCommand {
     /// Aggregate logs by profile, scenario, persona, difficulty, reward mode, end and step range:
     /// mean reward, mean final emotion, ends, mean reply length.
     Stats(StatsArgs),
+    /// One self-contained HTML page: the episodes with filters, each transcript beside its
+    /// emotion curve, and the run overview by step.
+    Html(HtmlArgs),
 }
 
 #[derive(Debug, Args)]
@@ -57,9 +61,23 @@ pub struct StatsArgs {
     pub csv: Option<PathBuf>,
 }
 
+#[derive(Debug, Args)]
+pub struct HtmlArgs {
+    /// Episode logs (JSONL), shown together.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// The page to write.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// The page's title (default: the log names).
+    #[arg(long)]
+    pub title: Option<String>,
+}
+
 pub fn run(catalog_root: &Path, cmd: ReplayCommand) -> anyhow::Result<()> {
     let file = match cmd {
         ReplayCommand::Stats(args) => return stats(args),
+        ReplayCommand::Html(args) => return html(args),
         ReplayCommand::Show { ref file } | ReplayCommand::Verify { ref file } => file.clone(),
         ReplayCommand::Rescore(ref a) => a.file.clone(),
     };
@@ -73,7 +91,7 @@ pub fn run(catalog_root: &Path, cmd: ReplayCommand) -> anyhow::Result<()> {
         }
         ReplayCommand::Verify { .. } => verify_all(catalog_root, &file, &log.records),
         ReplayCommand::Rescore(args) => rescore_all(catalog_root, &log.records, &args),
-        ReplayCommand::Stats(_) => unreachable!("handled above"),
+        ReplayCommand::Stats(_) | ReplayCommand::Html(_) => unreachable!("handled above"),
     };
     finish(log, result)
 }
@@ -91,21 +109,40 @@ fn finish(log: EpisodeLog, result: anyhow::Result<()>) -> anyhow::Result<()> {
     result
 }
 
-/// Every record of every log; a bad line anywhere fails the whole command, naming file and line.
-pub fn read_all(files: &[PathBuf]) -> anyhow::Result<Vec<EpisodeRecord>> {
+/// Every record of every log with its log's index and its line; a bad line anywhere fails the
+/// whole command, naming file and line.
+fn read_all(files: &[PathBuf]) -> anyhow::Result<Vec<(usize, usize, EpisodeRecord)>> {
     let mut out = Vec::new();
-    for f in files {
+    for (i, f) in files.iter().enumerate() {
         let log = read_episodes(f)?;
         if let Some(err) = log.error {
             return Err(err.into());
         }
-        out.extend(log.records.into_iter().map(|(_, r)| r));
+        out.extend(log.records.into_iter().map(|(line, r)| (i, line, r)));
     }
     Ok(out)
 }
 
+fn html(args: HtmlArgs) -> anyhow::Result<()> {
+    let episodes = read_all(&args.files)?;
+    let logs: Vec<String> = args.files.iter().map(|f| f.display().to_string()).collect();
+    let title = args.title.clone().unwrap_or_else(|| logs.join(", "));
+    let page = render_html(&title, &logs, &episodes);
+    std::fs::write(&args.out, page).map_err(|e| empathy_gym::Error::io(&args.out, e))?;
+    println!(
+        "{} episodes from {} logs written to {}",
+        episodes.len(),
+        logs.len(),
+        args.out.display()
+    );
+    Ok(())
+}
+
 fn stats(args: StatsArgs) -> anyhow::Result<()> {
-    let records = read_all(&args.files)?;
+    let records: Vec<EpisodeRecord> = read_all(&args.files)?
+        .into_iter()
+        .map(|(_, _, r)| r)
+        .collect();
     let opts = StatsOptions {
         by: if args.by.is_empty() {
             By::ALL.to_vec()
