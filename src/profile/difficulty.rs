@@ -87,7 +87,7 @@ impl Knobs {
         if self.quantum == 0 || self.step_cap < self.quantum || self.step_cap > 100 {
             return bad("quantum", "needs 0 < quantum <= step_cap <= 100");
         }
-        if self.step_cap % self.quantum != 0 {
+        if !self.step_cap.is_multiple_of(self.quantum) {
             return bad("step_cap", "must be a multiple of quantum");
         }
         for (field, v) in [
