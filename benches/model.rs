@@ -2,7 +2,8 @@
 //! (forward + backward + AdamW over rank-16 adapters, 1 x 512 and 4 x 512 tokens), with the peak
 //! resident memory of each case (VmHWM, reset between cases).
 //!
-//! Run: `cargo bench --bench model` (needs models/ from scripts/fetch-models.sh). On a GPU build
+//! Run: `cargo bench --bench model` (needs the models from scripts/fetch-models.sh;
+//! fails, listing the places tried, when they are missing). On a GPU build
 //! (`--features cuda`) the environment picks the device and sizes:
 //! `BENCH_DEVICE=cuda BENCH_DTYPE=bf16 BENCH_BATCHES=1,16,64 cargo bench --features cuda --bench model`.
 //! The device is synchronized inside every timed iteration, and each case prints
@@ -15,8 +16,8 @@ use candle_core::{DType, Device};
 use candle_nn::{AdamW, Optimizer, ParamsAdamW};
 use criterion::{Criterion, SamplingMode, Throughput};
 use empathy_gym::model::{
-    default_policy_path, load_model, AdapterMode, ChatMessage, LoadOptions, LoraConfig, Pass, Role,
-    SamplingParams,
+    find_model, load_model, AdapterMode, ChatMessage, LoadOptions, LoraConfig, Pass, Role,
+    SamplingParams, DEFAULT_POLICY,
 };
 
 /// New tokens per sequence in the decode cases.
@@ -129,14 +130,8 @@ fn device_name(dev: &Device) -> &'static str {
 }
 
 fn main() -> anyhow::Result<()> {
-    let path = default_policy_path();
-    if !path.is_file() {
-        println!(
-            "skipped: {} is absent (run scripts/fetch-models.sh)",
-            path.display()
-        );
-        return Ok(());
-    }
+    // A missing model is an error (non-zero exit, every place tried), never a silent skip.
+    let path = find_model(DEFAULT_POLICY)?;
     let mut c = Criterion::default().configure_from_args();
     let (dev, dtype, batches) = setup()?;
     let base = LoadOptions {

@@ -1,7 +1,7 @@
 //! Appraised turns per second for a batch of 64 live dialogues on CPU (issue: the simulator must
 //! stay under 10% of a training step; target >= 100 turns/s on 2 cores).
 //!
-//! Run: `cargo bench --bench simulator`. Prints a markdown table (copy it into results/perf/simulator.md).
+//! Run: `cargo bench --bench simulator` (fails, listing the places tried, without the embedder). Prints a markdown table (copy it into results/perf/simulator.md).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -25,10 +25,8 @@ fn main() -> anyhow::Result<()> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let catalog = Catalog::load(&root)?;
     let t0 = Instant::now();
-    let embedder = Arc::new(Embedder::load(
-        &root.join("models/all-minilm-l6-v2"),
-        &candle_core::Device::Cpu,
-    )?);
+    // A missing model is an error (non-zero exit, every place tried), never a silent skip.
+    let embedder = Arc::new(Embedder::load_default()?);
     let sim = Appraiser::load(&root, embedder)?;
     let load_s = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();

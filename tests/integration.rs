@@ -13,15 +13,25 @@ mod cuda;
 mod factual;
 #[path = "integration/grpo.rs"]
 mod grpo;
+#[path = "integration/locate.rs"]
+mod locate;
 #[path = "integration/lora.rs"]
 mod lora;
 #[path = "integration/model.rs"]
 mod model;
 #[path = "integration/model_fixtures.rs"]
 mod model_fixtures;
+#[path = "integration/readme.rs"]
+mod readme;
+#[path = "integration/replay_html.rs"]
+mod replay_html;
+#[path = "integration/replay_stats.rs"]
+mod replay_stats;
 #[path = "integration/sanity.rs"]
 mod sanity;
 #[path = "integration/train.rs"]
 mod train;
 #[path = "integration/train_cli.rs"]
 mod train_cli;
+#[path = "integration/words.rs"]
+mod words;

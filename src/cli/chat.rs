@@ -4,7 +4,7 @@ use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use empathy_gym::episode::{DialogueEnv, Policy, PolicyRequest, Turn};
+use empathy_gym::episode::{end_word, DialogueEnv, Policy, PolicyRequest, Turn};
 use empathy_gym::model::{default_policy_path, load_model, ChatModel, LoadOptions};
 use empathy_gym::profile::{Catalog, Difficulty, KnobOverrides, ProfileId};
 use empathy_gym::reward::{Aggregate, RewardMode};
@@ -129,8 +129,8 @@ fn watch(
     }
     let rec = env.record(&sim, policy.describe());
     println!(
-        "end: {:?}, final emotion {}, reward {:.2}",
-        rec.end,
+        "end: {}, final emotion {}, reward {:.2}",
+        end_word(rec.end),
         rec.final_emotion(),
         rec.reward.unwrap_or(0.0)
     );

@@ -4,7 +4,9 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use empathy_gym::episode::{EpisodeWriter, ModelPolicy};
-use empathy_gym::eval::empathy::{per_profile_table, run_empathy, score, summary_table};
+use empathy_gym::eval::empathy::{
+    empathy_chart, per_profile_table, run_empathy, score, summary_table, CHART_FILE,
+};
 use empathy_gym::model::{default_policy_path, load_model, ChatModel, LoadOptions};
 use empathy_gym::profile::{Catalog, Split};
 
@@ -139,13 +141,11 @@ fn empathy(catalog_root: &Path, args: &EmpathyArgs) -> anyhow::Result<()> {
     }
     let summary = summary_table(&scores);
     std::fs::write(args.out.join("empathy.md"), summary.to_markdown())?;
-    std::fs::write(
-        args.out.join("empathy.csv"),
-        per_profile_table(&rows).to_csv(),
-    )?;
+    per_profile_table(&rows).write_csv(&args.out.join("empathy.csv"))?;
+    std::fs::write(args.out.join(CHART_FILE), empathy_chart(&rows).to_svg())?;
     println!("{}", summary.to_markdown());
     println!(
-        "written to {} (empathy.md, empathy.csv, episodes-N.jsonl in model order)",
+        "written to {} (empathy.md, empathy.csv, {CHART_FILE}, episodes-N.jsonl in model order)",
         args.out.display()
     );
     Ok(())

@@ -1,11 +1,14 @@
-//! `empathy-gym replay show|verify|rescore FILE.jsonl`.
+//! `empathy-gym replay show|verify|rescore FILE.jsonl`, `replay stats FILE.jsonl...` and
+//! `replay html FILE.jsonl... --out report.html`.
 
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use empathy_gym::episode::{read_episodes, EpisodeRecord, EpisodeWriter};
+use empathy_gym::episode::{read_episodes, EpisodeLog, EpisodeRecord, EpisodeWriter};
 use empathy_gym::profile::{Catalog, Difficulty};
-use empathy_gym::replay::{render_transcript, rerun, verify, RerunSettings};
+use empathy_gym::replay::{
+    episode_stats, render_html, render_transcript, rerun, verify, By, RerunSettings, StatsOptions,
+};
 use empathy_gym::reward::{Aggregate, RewardMode};
 
 use super::common::load_simulator;
@@ -19,6 +22,12 @@ pub enum ReplayCommand {
     Verify { file: PathBuf },
     /// Re-score the logged assistant turns under another difficulty or reward mode.
     Rescore(RescoreArgs),
+    /// Aggregate logs by profile, scenario, persona, difficulty, reward mode, end and step range:
+    /// mean reward, mean final emotion, ends, mean reply length.
+    Stats(StatsArgs),
+    /// One self-contained HTML page: the episodes with filters, each transcript beside its
+    /// emotion curve, and the run overview by step.
+    Html(HtmlArgs),
 }
 
 #[derive(Debug, Args)]
@@ -35,10 +44,42 @@ pub struct RescoreArgs {
     pub out: Option<PathBuf>,
 }
 
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// Episode logs (JSONL), read together.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Group by these, comma separated: profile, scenario, persona, difficulty, reward_mode, end,
+    /// step (default: all of them).
+    #[arg(long, value_delimiter = ',')]
+    pub by: Vec<By>,
+    /// Steps per step range (default: about ten ranges over the logged steps).
+    #[arg(long)]
+    pub step_bin: Option<u64>,
+    /// Also write the table as CSV here.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct HtmlArgs {
+    /// Episode logs (JSONL), shown together.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// The page to write.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// The page's title (default: the log names).
+    #[arg(long)]
+    pub title: Option<String>,
+}
+
 pub fn run(catalog_root: &Path, cmd: ReplayCommand) -> anyhow::Result<()> {
-    let file = match &cmd {
-        ReplayCommand::Show { file } | ReplayCommand::Verify { file } => file.clone(),
-        ReplayCommand::Rescore(a) => a.file.clone(),
+    let file = match cmd {
+        ReplayCommand::Stats(args) => return stats(args),
+        ReplayCommand::Html(args) => return html(args),
+        ReplayCommand::Show { ref file } | ReplayCommand::Verify { ref file } => file.clone(),
+        ReplayCommand::Rescore(ref a) => a.file.clone(),
     };
     let log = read_episodes(&file)?;
     let result = match cmd {
@@ -50,7 +91,13 @@ pub fn run(catalog_root: &Path, cmd: ReplayCommand) -> anyhow::Result<()> {
         }
         ReplayCommand::Verify { .. } => verify_all(catalog_root, &file, &log.records),
         ReplayCommand::Rescore(args) => rescore_all(catalog_root, &log.records, &args),
+        ReplayCommand::Stats(_) | ReplayCommand::Html(_) => unreachable!("handled above"),
     };
+    finish(log, result)
+}
+
+/// A log cut by a bad line: report what was processed, then fail naming the line.
+fn finish(log: EpisodeLog, result: anyhow::Result<()>) -> anyhow::Result<()> {
     if let Some(err) = log.error {
         eprintln!(
             "processed {} complete episodes before the bad line",
@@ -60,6 +107,57 @@ pub fn run(catalog_root: &Path, cmd: ReplayCommand) -> anyhow::Result<()> {
         return Err(err.into());
     }
     result
+}
+
+/// Every record of every log with its log's index and its line; a bad line anywhere fails the
+/// whole command, naming file and line.
+fn read_all(files: &[PathBuf]) -> anyhow::Result<Vec<(usize, usize, EpisodeRecord)>> {
+    let mut out = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        let log = read_episodes(f)?;
+        if let Some(err) = log.error {
+            return Err(err.into());
+        }
+        out.extend(log.records.into_iter().map(|(line, r)| (i, line, r)));
+    }
+    Ok(out)
+}
+
+fn html(args: HtmlArgs) -> anyhow::Result<()> {
+    let episodes = read_all(&args.files)?;
+    let logs: Vec<String> = args.files.iter().map(|f| f.display().to_string()).collect();
+    let title = args.title.clone().unwrap_or_else(|| logs.join(", "));
+    let page = render_html(&title, &logs, &episodes);
+    std::fs::write(&args.out, page).map_err(|e| empathy_gym::Error::io(&args.out, e))?;
+    println!(
+        "{} episodes from {} logs written to {}",
+        episodes.len(),
+        logs.len(),
+        args.out.display()
+    );
+    Ok(())
+}
+
+fn stats(args: StatsArgs) -> anyhow::Result<()> {
+    let records: Vec<EpisodeRecord> = read_all(&args.files)?
+        .into_iter()
+        .map(|(_, _, r)| r)
+        .collect();
+    let opts = StatsOptions {
+        by: if args.by.is_empty() {
+            By::ALL.to_vec()
+        } else {
+            args.by
+        },
+        step_bin: args.step_bin,
+    };
+    let table = episode_stats(&records, &opts);
+    print!("{}", table.to_markdown());
+    if let Some(path) = &args.csv {
+        table.write_csv(path)?;
+        println!("written to {}", path.display());
+    }
+    Ok(())
 }
 
 fn verify_all(

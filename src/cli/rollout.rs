@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use empathy_gym::episode::{
-    rollout, EpisodeJob, EpisodeRecord, EpisodeWriter, RolloutOptions, ScriptedPolicy,
+    end_word, rollout, EpisodeJob, EpisodeRecord, EpisodeWriter, RolloutOptions, ScriptedPolicy,
 };
 use empathy_gym::profile::{Catalog, Difficulty, ProfileId, Split};
 use empathy_gym::reward::{Aggregate, RewardMode};
@@ -80,7 +80,7 @@ pub fn run(catalog_root: &std::path::Path, args: RolloutArgs) -> anyhow::Result<
             "{}:{}  {:<9} final {:>3}  reward {:.3}  turns {}",
             rec.profile.scenario,
             rec.profile.persona,
-            rec.end.map_or("?".to_string(), |e| format!("{e:?}")),
+            end_word(rec.end),
             rec.final_emotion(),
             rec.reward.unwrap_or(0.0),
             rec.assistant_turns().len()

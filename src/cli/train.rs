@@ -64,11 +64,11 @@ pub fn run(catalog_root: &Path, args: TrainArgs) -> anyhow::Result<()> {
     let model = load_policy(&cfg, &dev)?;
     let g = &cfg.file.grpo;
     eprintln!(
-        "training {} on {} profiles ({:?}, {}): {} steps of {} profiles x {} dialogues -> {}",
+        "training {} on {} profiles ({}, {}): {} steps of {} profiles x {} dialogues -> {}",
         model.name,
         profiles.len(),
         cfg.file.env.split,
-        cfg.file.env.difficulty.as_str(),
+        cfg.file.env.difficulty,
         g.steps,
         g.profiles_per_step,
         g.group_size,

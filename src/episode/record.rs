@@ -45,6 +45,29 @@ pub enum End {
     MaxTurns,
 }
 
+impl End {
+    /// The snake_case word of the JSONL `end` field.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            End::Resolved => "resolved",
+            End::Left => "left",
+            End::MaxTurns => "max_turns",
+        }
+    }
+}
+
+impl std::fmt::Display for End {
+    /// The word the config files and the JSONL use (never the Rust variant name).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An optional end as a word: `-` while the dialogue has not ended.
+pub fn end_word(end: Option<End>) -> &'static str {
+    end.map_or("-", End::as_str)
+}
+
 /// Which profile was played.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ProfileRef {

@@ -2,10 +2,10 @@
 //! changes clamped to +-10, at most 10 turns. Score = mean final emotion; success = share ending
 //! at 100; failure = share ending below 10.
 
-use crate::episode::{rollout, EpisodeJob, EpisodeRecord, Policy, RolloutOptions};
+use crate::episode::{end_word, rollout, EpisodeJob, EpisodeRecord, Policy, RolloutOptions};
 use crate::error::Result;
 use crate::profile::{Catalog, Difficulty, KnobOverrides, ProfileId};
-use crate::report::Table;
+use crate::report::{BarChart, BarSeries, Table};
 use crate::sim::Simulator;
 
 /// The SAGE knobs on top of the moderate preset (Sentient benchmark: start 40, clamp +-10, 10 turns).
@@ -103,11 +103,61 @@ pub fn per_profile_table(rows: &[(String, EpisodeRecord)]) -> Table {
             model.clone(),
             format!("{}:{}", r.profile.scenario, r.profile.persona),
             r.final_emotion().to_string(),
-            r.end.map_or(String::new(), |e| format!("{e:?}")),
+            end_word(r.end).to_string(),
             r.assistant_turns().len().to_string(),
         ]);
     }
     t
+}
+
+/// The chart file `eval empathy` writes beside empathy.md and empathy.csv.
+pub const CHART_FILE: &str = "empathy.svg";
+
+/// Grouped bars: each model's mean final emotion per scenario of the evaluated profiles, and
+/// over all of them (the SAGE score), on a 0-100 axis.
+pub fn empathy_chart(rows: &[(String, EpisodeRecord)]) -> BarChart {
+    let mut models: Vec<&str> = Vec::new();
+    let mut scenarios: Vec<&str> = Vec::new();
+    for (m, r) in rows {
+        if !models.contains(&m.as_str()) {
+            models.push(m);
+        }
+        if !scenarios.contains(&r.profile.scenario.as_str()) {
+            scenarios.push(&r.profile.scenario);
+        }
+    }
+    scenarios.sort_unstable();
+    let mean = |model: &str, scenario: Option<&str>| {
+        let finals: Vec<f64> = rows
+            .iter()
+            .filter(|(m, r)| m == model && scenario.is_none_or(|s| r.profile.scenario == s))
+            .map(|(_, r)| f64::from(r.final_emotion()))
+            .collect();
+        if finals.is_empty() {
+            f64::NAN
+        } else {
+            finals.iter().sum::<f64>() / finals.len() as f64
+        }
+    };
+    let series = models
+        .iter()
+        .map(|&m| {
+            let mut values: Vec<f64> = scenarios.iter().map(|&s| mean(m, Some(s))).collect();
+            values.push(mean(m, None));
+            BarSeries::new(m, values)
+        })
+        .collect();
+    let mut categories: Vec<String> = scenarios.iter().map(|s| s.to_string()).collect();
+    categories.push("all".into());
+    BarChart {
+        title: "SAGE mean final emotion by scenario".into(),
+        x_label: "scenario (all = the SAGE score)".into(),
+        y_label: "mean final emotion (0-100)".into(),
+        categories,
+        series,
+        y_range: Some((0.0, 100.0)),
+        ..BarChart::default()
+    }
 }
 
 #[cfg(test)]
@@ -155,6 +205,24 @@ mod tests {
         assert_eq!(s.mean_final, 41.25);
         assert_eq!(s.success_rate, 0.25);
         assert_eq!(s.failure_rate, 0.5);
+    }
+
+    #[test]
+    fn chart_has_a_bar_per_model_and_scenario_plus_all() {
+        let mut b = rec(20);
+        b.profile.scenario = "a".into();
+        let rows = vec![
+            ("base".to_string(), rec(100)),
+            ("base".to_string(), b.clone()),
+            ("tuned".to_string(), rec(60)),
+            ("tuned".to_string(), b),
+        ];
+        let c = empathy_chart(&rows);
+        assert_eq!(c.categories, ["a", "s", "all"]);
+        assert_eq!(c.series[0].name, "base");
+        assert_eq!(c.series[0].values, [20.0, 100.0, 60.0]);
+        assert_eq!(c.series[1].values, [20.0, 60.0, 40.0]);
+        assert!(c.to_svg().starts_with("<?xml"));
     }
 
     #[test]

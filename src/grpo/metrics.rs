@@ -4,11 +4,11 @@
 //! so a crash loses at most the row being written. On `--resume` from step N, rows after N (written
 //! after the checkpoint, by the run that crashed) and a half-written last line are dropped, and the
 //! file is rewritten atomically before appending: the CSV then matches an uninterrupted run.
+//! Reading and writing go through the `csv` crate; the cell text is this module's.
 //! Cells are plain numbers (floats in Rust's shortest round-trip form, `skipped` as 0/1); a value
 //! that was not measured (`kl` without a reference, `grad_norm` of a skipped step) is an empty cell.
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -98,7 +98,19 @@ pub const COLUMNS: [&str; 24] = [
 
 /// The header line (without newline).
 pub fn header() -> String {
-    COLUMNS.join(",")
+    csv_line(&COLUMNS)
+}
+
+/// One CSV record as text without its newline, written by the `csv` crate.
+fn csv_line<S: AsRef<[u8]>>(cells: &[S]) -> String {
+    let mut w = csv::WriterBuilder::new()
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_writer(Vec::new());
+    // Writing into memory cannot fail.
+    w.write_record(cells).expect("CSV into memory");
+    let bytes = w.into_inner().expect("CSV into memory");
+    let text = String::from_utf8(bytes).expect("cells are UTF-8");
+    text.trim_end_matches('\n').to_string()
 }
 
 fn opt(x: Option<f64>) -> String {
@@ -106,9 +118,10 @@ fn opt(x: Option<f64>) -> String {
 }
 
 impl StepMetrics {
-    /// The CSV line (without newline).
-    pub fn to_row(&self) -> String {
-        let cells = [
+    /// The cells in [`COLUMNS`] order: floats in Rust's shortest round-trip form, `skipped` as
+    /// 0/1, an unmeasured value as an empty cell.
+    pub fn cells(&self) -> [String; 24] {
+        [
             self.step.to_string(),
             self.reward_mean.to_string(),
             self.reward_std.to_string(),
@@ -133,29 +146,42 @@ impl StepMetrics {
             self.lr.to_string(),
             opt(self.grad_norm),
             u8::from(self.skipped).to_string(),
-        ];
-        cells.join(",")
+        ]
+    }
+
+    /// The CSV line (without newline).
+    pub fn to_row(&self) -> String {
+        csv_line(&self.cells())
     }
 
     /// Parses one CSV line; `file` and `line` (1-based) name it in errors.
     pub fn from_row(row: &str, file: &Path, line: usize) -> Result<Self> {
-        let cells: Vec<&str> = row.split(',').collect();
+        let mut records = reader(row.as_bytes()).into_records();
+        match records.next() {
+            Some(Ok(rec)) => Self::from_record(&rec, file, line),
+            Some(Err(e)) => Err(csv_err(file, line, e)),
+            None => Err(Error::input(file, format!("line {line}"), "empty row")),
+        }
+    }
+
+    /// Reads one parsed record; `file` and `line` (1-based) name it in errors.
+    fn from_record(cells: &csv::StringRecord, file: &Path, line: usize) -> Result<Self> {
         let at = |col: usize| format!("line {line}, column {}", COLUMNS[col]);
         if cells.len() != COLUMNS.len() {
             let msg = format!("expected {} cells, found {}", COLUMNS.len(), cells.len());
             return Err(Error::input(file, format!("line {line}"), msg));
         }
         let num = |col: usize| -> Result<f64> {
-            cells[col]
-                .parse()
-                .map_err(|_| Error::input(file, at(col), format!("not a number: {:?}", cells[col])))
+            cells[col].parse().map_err(|_| {
+                Error::input(file, at(col), format!("not a number: {:?}", &cells[col]))
+            })
         };
         let int = |col: usize| -> Result<u64> {
             cells[col].parse().map_err(|_| {
                 Error::input(
                     file,
                     at(col),
-                    format!("not a whole number: {:?}", cells[col]),
+                    format!("not a whole number: {:?}", &cells[col]),
                 )
             })
         };
@@ -166,7 +192,7 @@ impl StepMetrics {
                 num(col).map(Some)
             }
         };
-        let skipped = match cells[23] {
+        let skipped = match &cells[23] {
             "0" => false,
             "1" => true,
             other => {
@@ -206,31 +232,47 @@ impl StepMetrics {
     }
 }
 
+/// A headerless, flexible reader: the header and the cell counts are checked here, so that the
+/// errors name the file, the line and the column.
+fn reader<R: std::io::Read>(input: R) -> csv::Reader<R> {
+    csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(input)
+}
+
+fn csv_err(file: &Path, line: usize, e: csv::Error) -> Error {
+    Error::input(file, format!("line {line}"), format!("not CSV: {e}"))
+}
+
 /// Appends rows to a metrics CSV.
 pub struct MetricsWriter {
     path: PathBuf,
-    file: fs::File,
+    csv: csv::Writer<fs::File>,
 }
 
 impl MetricsWriter {
     /// Starts a new file at `path` (replacing any old one) with the header.
     pub fn create(path: &Path) -> Result<Self> {
-        fs::write(path, format!("{}\n", header())).map_err(|e| Error::io(path, e))?;
+        write_file(path, &[])?;
         Self::append_to(path)
     }
 
     /// Continues the file of a run resumed after step `last_step`: keeps the header and the rows
-    /// up to `last_step`, drops later rows and a half-written last line. Creates the file when it
-    /// does not exist.
+    /// up to `last_step`, drops later rows and a half-written last line, and replaces the file
+    /// atomically (temp file, then rename). Creates the file when it does not exist.
     pub fn resume(path: &Path, last_step: u64) -> Result<Self> {
         let text = match fs::read_to_string(path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Self::create(path),
             Err(e) => return Err(Error::io(path, e)),
         };
-        let kept = kept_lines(&text, path, last_step)?;
+        let kept: Vec<StepMetrics> = complete_rows(&text, path)?
+            .into_iter()
+            .filter(|r| r.step <= last_step)
+            .collect();
         let tmp = path.with_extension("csv.tmp");
-        fs::write(&tmp, kept).map_err(|e| Error::io(&tmp, e))?;
+        write_file(&tmp, &kept)?;
         fs::rename(&tmp, path).map_err(|e| Error::io(path, e))?;
         Self::append_to(path)
     }
@@ -242,16 +284,16 @@ impl MetricsWriter {
             .map_err(|e| Error::io(path, e))?;
         Ok(Self {
             path: path.to_path_buf(),
-            file,
+            csv: writer(file),
         })
     }
 
-    /// Appends one row and flushes it.
+    /// Appends one row and flushes it (one write of the whole line).
     pub fn append(&mut self, m: &StepMetrics) -> Result<()> {
-        let line = format!("{}\n", m.to_row());
-        self.file
-            .write_all(line.as_bytes())
-            .and_then(|_| self.file.flush())
+        self.csv
+            .write_record(m.cells())
+            .map_err(std::io::Error::from)
+            .and_then(|_| self.csv.flush())
             .map_err(|e| Error::io(&self.path, e))
     }
 
@@ -261,42 +303,59 @@ impl MetricsWriter {
     }
 }
 
-/// The header plus the complete rows with step <= `last_step`, as text to write back.
-fn kept_lines(text: &str, path: &Path, last_step: u64) -> Result<String> {
-    let mut out = format!("{}\n", header());
-    let mut lines = text.split_inclusive('\n').enumerate();
-    match lines.next() {
-        Some((_, h)) if h.trim_end() == header() => {}
-        None => return Ok(out),
-        Some((_, h)) => {
+fn writer<W: std::io::Write>(out: W) -> csv::Writer<W> {
+    csv::WriterBuilder::new()
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_writer(out)
+}
+
+/// Writes the header and `rows` to `path`, replacing it.
+fn write_file(path: &Path, rows: &[StepMetrics]) -> Result<()> {
+    let file = fs::File::create(path).map_err(|e| Error::io(path, e))?;
+    let mut w = writer(file);
+    let records =
+        std::iter::once(COLUMNS.map(String::from)).chain(rows.iter().map(StepMetrics::cells));
+    for record in records {
+        w.write_record(&record)
+            .map_err(|e| Error::io(path, e.into()))?;
+    }
+    w.flush().map_err(|e| Error::io(path, e))
+}
+
+/// Every complete row of a metrics file: the header must be this version's, and a last line
+/// without its newline (half-written by a crash) is dropped.
+fn complete_rows(text: &str, path: &Path) -> Result<Vec<StepMetrics>> {
+    let complete = &text[..text.rfind('\n').map_or(0, |i| i + 1)];
+    let mut records = reader(complete.as_bytes()).into_records();
+    match records.next() {
+        None => return Ok(Vec::new()),
+        Some(Err(e)) => return Err(csv_err(path, 1, e)),
+        Some(Ok(h)) if h.iter().eq(COLUMNS) => {}
+        Some(Ok(h)) => {
+            let found: Vec<&str> = h.iter().collect();
             let msg = format!(
                 "header {:?} differs from this version's columns; move the old file away",
-                h.trim_end()
+                found.join(",")
             );
             return Err(Error::input(path, "line 1", msg));
         }
     }
-    for (i, line) in lines {
-        if !line.ends_with('\n') {
-            break; // half-written by a crash
-        }
-        let row = StepMetrics::from_row(line.trim_end(), path, i + 1)?;
-        if row.step <= last_step {
-            out.push_str(line);
-        }
-    }
-    Ok(out)
+    records
+        .map(|rec| {
+            let rec = rec.map_err(|e| {
+                let line = e.position().map_or(0, |p| p.line() as usize);
+                csv_err(path, line, e)
+            })?;
+            let line = rec.position().map_or(0, |p| p.line() as usize);
+            StepMetrics::from_record(&rec, path, line)
+        })
+        .collect()
 }
 
 /// Reads every complete row of a metrics CSV (for reports and plots).
 pub fn read_metrics(path: &Path) -> Result<Vec<StepMetrics>> {
     let text = fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    let kept = kept_lines(&text, path, u64::MAX)?;
-    kept.lines()
-        .enumerate()
-        .skip(1)
-        .map(|(i, l)| StepMetrics::from_row(l, path, i + 1))
-        .collect()
+    complete_rows(&text, path)
 }
 
 #[cfg(test)]

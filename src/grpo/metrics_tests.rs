@@ -1,5 +1,7 @@
 //! Unit tests of the metrics CSV.
 
+use std::io::Write;
+
 use super::*;
 
 fn row(step: u64) -> StepMetrics {

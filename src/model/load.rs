@@ -1,6 +1,6 @@
 //! `load_model`: one entry point for an HF folder or a GGUF file, returning a ready `ChatModel`
-//! (network, tokenizer, chat template, stop tokens, optional LoRA adapters), plus where the
-//! default models live on disk.
+//! (network, tokenizer, chat template, stop tokens, optional LoRA adapters), and the default
+//! policy's path.
 
 use std::path::{Path, PathBuf};
 
@@ -18,20 +18,16 @@ use super::tokenizer::tokenizer_from_gguf;
 use super::weights::model_err;
 use crate::error::Result;
 
-/// Default policy, relative to the models folder (DESIGN.md sec. 4).
-pub const DEFAULT_POLICY: &str = "smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf";
+use super::locate::ModelSearch;
+pub use super::locate::DEFAULT_POLICY;
 
-/// The models folder: `$EMPATHY_GYM_MODELS`, else `models/` in the repository root.
-pub fn models_dir() -> PathBuf {
-    match std::env::var_os("EMPATHY_GYM_MODELS") {
-        Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("models"),
-    }
-}
-
-/// Path of the default policy model.
+/// Path of the default policy model: in the first models folder that holds it, else where the
+/// first models folder would hold it (loading it then fails listing every place tried).
 pub fn default_policy_path() -> PathBuf {
-    models_dir().join(DEFAULT_POLICY)
+    let search = ModelSearch::from_env();
+    search
+        .find(Path::new(DEFAULT_POLICY))
+        .unwrap_or_else(|_| search.dir().join(DEFAULT_POLICY))
 }
 
 /// How to load a model.
@@ -61,7 +57,10 @@ impl Default for LoadOptions {
 /// Loads an HF folder (config.json, safetensors, tokenizer.json) or a `.gguf` file.
 pub fn load_model(path: &Path, device: &Device, opts: &LoadOptions) -> Result<ChatModel> {
     if !path.exists() {
-        return Err(model_err(path, "model not found; run scripts/fetch-models.sh to download the default models, or pass an HF model folder or a .gguf file"));
+        if path.ends_with(DEFAULT_POLICY) {
+            return Err(ModelSearch::from_env().not_found(Path::new(DEFAULT_POLICY)));
+        }
+        return Err(model_err(path, "model not found; pass an HF model folder or a .gguf file, or run scripts/fetch-models.sh for the default models"));
     }
     let (mut model, tokenizer, template, source, name) = if path.is_dir() {
         load_hf_parts(path, device, opts.dtype)?
@@ -139,14 +138,12 @@ fn load_gguf_parts(path: &Path, device: &Device, dtype: DType) -> Result<Parts> 
         Some(t) => t,
         None => template_from_vocab(&tokenizer, path)?,
     };
-    let name = g
-        .meta_str("general.name")
-        .map(str::to_string)
-        .unwrap_or_else(|_| {
-            path.file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default()
-        });
+    // The file's own name (SmolLM2-135M-Instruct.Q4_1), not general.name, which converters fill
+    // with title-cased build tags ("Smollm2 135M 8k Lc100K Mix1 Ep2").
+    let name = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let weights = gguf_weights(&mut g, &cfg, dtype, device)?;
     let model = Llama::new(cfg, weights, device)?;
     Ok((

@@ -51,6 +51,7 @@ pub struct Coverage {
 impl Catalog {
     /// Loads and cross-checks the catalog under `root`.
     pub fn load(root: &Path) -> Result<Self> {
+        check_root(root)?;
         let personas = load_all(&root.join("personas"), Persona::load, |p| p.id.clone())?;
         let scenarios = load_all(&root.join("scenarios"), Scenario::load, |s| s.id.clone())?;
         for s in scenarios.values() {
@@ -159,6 +160,26 @@ impl Catalog {
                 .count(),
         }
     }
+}
+
+/// A root without the catalog folders is most often a command run outside the repository.
+fn check_root(root: &Path) -> Result<()> {
+    let missing: Vec<&str> = ["scenarios", "personas", "data"]
+        .into_iter()
+        .filter(|d| !root.join(d).is_dir())
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(Error::input(
+        root,
+        "catalog folder",
+        format!(
+            "no {}/ here; run the command in the repository (the folder holding scenarios/, \
+             personas/ and data/), or point at it with --catalog DIR or EMPATHY_GYM_CATALOG",
+            missing.join("/, no ")
+        ),
+    ))
 }
 
 fn load_all<T>(

@@ -31,6 +31,13 @@ impl Difficulty {
     }
 }
 
+impl std::fmt::Display for Difficulty {
+    /// The word the config files and the JSONL use (never the Rust variant name).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl std::str::FromStr for Difficulty {
     type Err = String;
     fn from_str(s: &str) -> std::result::Result<Self, String> {
@@ -80,7 +87,7 @@ impl Knobs {
         if self.quantum == 0 || self.step_cap < self.quantum || self.step_cap > 100 {
             return bad("quantum", "needs 0 < quantum <= step_cap <= 100");
         }
-        if self.step_cap % self.quantum != 0 {
+        if !self.step_cap.is_multiple_of(self.quantum) {
             return bad("step_cap", "must be a multiple of quantum");
         }
         for (field, v) in [

@@ -15,6 +15,23 @@ pub enum Split {
     Test,
 }
 
+impl Split {
+    /// The word used in configs and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Split::Train => "train",
+            Split::Test => "test",
+        }
+    }
+}
+
+impl std::fmt::Display for Split {
+    /// The word the config files and the JSONL use (never the Rust variant name).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl std::str::FromStr for Split {
     type Err = String;
     fn from_str(s: &str) -> std::result::Result<Self, String> {

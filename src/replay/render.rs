@@ -1,6 +1,6 @@
 //! Plain-text transcripts with the emotion curve, for `replay show`.
 
-use crate::episode::{EpisodeRecord, Turn};
+use crate::episode::{end_word, EpisodeRecord, Turn};
 
 /// A one-line curve of emotions 0-100 with block characters.
 pub fn sparkline(values: &[u8]) -> String {
@@ -14,20 +14,24 @@ pub fn sparkline(values: &[u8]) -> String {
 /// A readable transcript: header, turns with emotion and delta, reasons, and the end.
 pub fn render_transcript(line: usize, r: &EpisodeRecord) -> String {
     let mut out = format!(
-        "── line {line} · {}:{} · {:?} · seed {} · {:?} reward {:.3} · end {:?}\n",
+        "── line {line} · {}:{} · {} · seed {} · {} reward {:.3} · end {}\n",
         r.profile.scenario,
         r.profile.persona,
         r.profile.difficulty,
         r.simulator.seed,
         r.reward_mode,
         r.reward.unwrap_or(0.0),
-        r.end
+        end_word(r.end)
     );
     let emotions = r.emotions();
     out.push_str(&format!(
-        "   emotion {} {:?}\n",
+        "   emotion {} [{}]\n",
         sparkline(&emotions),
         emotions
+            .iter()
+            .map(u8::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
     ));
     for t in &r.turns {
         match t {

@@ -1,6 +1,6 @@
 //! Re-running a logged dialogue through the environment with its assistant turns.
 
-use crate::episode::{step_batch, DialogueEnv, EpisodeRecord, Turn};
+use crate::episode::{end_word, step_batch, DialogueEnv, EpisodeRecord, Turn};
 use crate::error::{Error, Result};
 use crate::profile::{Catalog, Difficulty, KnobOverrides, ProfileId};
 use crate::reward::{Aggregate, RewardMode};
@@ -106,15 +106,20 @@ pub fn verify(
     if record.end != again.end {
         return Ok(Some(Mismatch {
             turn: None,
-            what: format!("end: logged {:?}, re-run {:?}", record.end, again.end),
+            what: format!(
+                "end: logged {}, re-run {}",
+                end_word(record.end),
+                end_word(again.end)
+            ),
         }));
     }
     if record.reward != again.reward {
         return Ok(Some(Mismatch {
             turn: None,
             what: format!(
-                "reward: logged {:?}, re-run {:?}",
-                record.reward, again.reward
+                "reward: logged {}, re-run {}",
+                reward_text(record.reward),
+                reward_text(again.reward)
             ),
         }));
     }
@@ -140,7 +145,11 @@ fn describe(logged: &Turn, rerun: &Turn) -> String {
             if ea != eb {
                 format!("user emotion: logged {ea}, re-run {eb}")
             } else if da != db {
-                format!("user delta: logged {da:?}, re-run {db:?}")
+                format!(
+                    "user delta: logged {}, re-run {}",
+                    delta_text(*da),
+                    delta_text(*db)
+                )
             } else if a != b {
                 format!("user text: logged {a:?}, re-run {b:?}")
             } else {
@@ -156,4 +165,13 @@ impl From<Mismatch> for Error {
     fn from(m: Mismatch) -> Self {
         Error::Other(m.to_string())
     }
+}
+/// A logged emotion change as text: `+5`, or `none` on the opening message.
+fn delta_text(d: Option<i32>) -> String {
+    d.map_or_else(|| "none".to_string(), |x| format!("{x:+}"))
+}
+
+/// A logged reward as text: the number in full, or `none` before the dialogue ended.
+fn reward_text(r: Option<f64>) -> String {
+    r.map_or_else(|| "none".to_string(), |x| x.to_string())
 }

@@ -11,4 +11,4 @@ pub mod table;
 pub use axis::Axis;
 pub use bar_chart::{BarChart, BarSeries};
 pub use line_chart::{LineChart, Series};
-pub use table::{csv_field, markdown_cell, Table};
+pub use table::{markdown_cell, Table};

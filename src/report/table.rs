@@ -25,14 +25,25 @@ impl Table {
         self.rows.push(cells.into_iter().map(Into::into).collect());
     }
 
-    /// RFC 4180 CSV: comma separated, `\n` line ends, fields quoted only when needed.
+    /// RFC 4180 CSV written by the `csv` crate: comma separated, `\n` line ends, fields quoted
+    /// only when needed.
     pub fn to_csv(&self) -> String {
-        let mut out = String::new();
-        push_csv_line(&mut out, &self.headers);
-        for row in &self.rows {
-            push_csv_line(&mut out, &self.padded(row));
+        let mut w = csv::WriterBuilder::new()
+            .terminator(csv::Terminator::Any(b'\n'))
+            .from_writer(Vec::new());
+        let records =
+            std::iter::once(self.headers.clone()).chain(self.rows.iter().map(|r| self.padded(r)));
+        for record in records {
+            // Writing to memory cannot fail.
+            w.write_record(&record).expect("CSV into memory");
         }
-        out
+        let bytes = w.into_inner().expect("CSV into memory");
+        String::from_utf8(bytes).expect("cells are UTF-8")
+    }
+
+    /// Writes [`Table::to_csv`] to `path`.
+    pub fn write_csv(&self, path: &std::path::Path) -> crate::error::Result<()> {
+        std::fs::write(path, self.to_csv()).map_err(|e| crate::error::Error::io(path, e))
     }
 
     /// A GitHub-flavoured markdown table; `|` in cells is escaped and newlines become spaces.
@@ -71,29 +82,11 @@ impl Table {
     }
 }
 
-/// Quotes one CSV field when it holds a comma, a quote, a CR or LF, or leading/trailing spaces;
-/// inner quotes are doubled (RFC 4180 section 2, rules 6 and 7).
-pub fn csv_field(field: &str) -> String {
-    let needs_quotes =
-        field.contains([',', '"', '\n', '\r']) || field.starts_with(' ') || field.ends_with(' ');
-    if needs_quotes {
-        format!("\"{}\"", field.replace('"', "\"\""))
-    } else {
-        field.to_string()
-    }
-}
-
 /// Escapes a markdown table cell: `|` would end the cell, a newline would end the row.
 pub fn markdown_cell(cell: &str) -> String {
     cell.replace('\\', "\\\\")
         .replace('|', "\\|")
         .replace(['\r', '\n'], " ")
-}
-
-fn push_csv_line(out: &mut String, cells: &[String]) {
-    let line: Vec<String> = cells.iter().map(|c| csv_field(c)).collect();
-    out.push_str(&line.join(","));
-    out.push('\n');
 }
 
 fn push_md_line(out: &mut String, cells: &[String]) {
@@ -114,13 +107,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn csv_quotes_only_fields_that_need_it() {
-        assert_eq!(csv_field("plain"), "plain");
-        assert_eq!(csv_field("a,b"), "\"a,b\"");
-        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
-        assert_eq!(csv_field("two\nlines"), "\"two\nlines\"");
-        assert_eq!(csv_field(" padded"), "\" padded\"");
-        assert_eq!(csv_field(""), "");
+    fn csv_quotes_only_fields_that_need_it_and_reads_back() {
+        let mut t = Table::new(["a", "b"]);
+        t.push_row(["plain", "a,b"]);
+        t.push_row(["say \"hi\"", "two\nlines"]);
+        let csv = t.to_csv();
+        assert_eq!(
+            csv,
+            "a,b\nplain,\"a,b\"\n\"say \"\"hi\"\"\",\"two\nlines\"\n"
+        );
+        let mut r = csv::Reader::from_reader(csv.as_bytes());
+        let back: Vec<Vec<String>> = r
+            .records()
+            .map(|rec| rec.unwrap().iter().map(str::to_string).collect())
+            .collect();
+        assert_eq!(back, t.rows);
     }
 
     #[test]

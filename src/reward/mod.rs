@@ -16,6 +16,23 @@ pub enum RewardMode {
     Trait,
 }
 
+impl RewardMode {
+    /// The word used in configs, on the command line and in the JSONL.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RewardMode::Behavior => "behavior",
+            RewardMode::Trait => "trait",
+        }
+    }
+}
+
+impl std::fmt::Display for RewardMode {
+    /// The word the config files and the JSONL use (never the Rust variant name).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl std::str::FromStr for RewardMode {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
@@ -40,6 +57,24 @@ pub enum Aggregate {
     Mean,
     /// Per-turn rewards delta_t / 100; their sum (e_T - e_0) / 100 is the total.
     Dense,
+}
+
+impl Aggregate {
+    /// The word used in configs, on the command line and in the JSONL.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Aggregate::Final => "final",
+            Aggregate::Mean => "mean",
+            Aggregate::Dense => "dense",
+        }
+    }
+}
+
+impl std::fmt::Display for Aggregate {
+    /// The word the config files and the JSONL use (never the Rust variant name).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl std::str::FromStr for Aggregate {

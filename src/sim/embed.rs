@@ -16,6 +16,7 @@ use candle_transformers::models::bert::{BertModel, Config};
 use tokenizers::Tokenizer;
 
 use crate::error::{Error, Result};
+use crate::model::{ModelSearch, DEFAULT_EMBEDDER};
 
 /// Longest input in tokens (the model was trained with 128; sentence-transformers truncates there).
 const MAX_TOKENS: usize = 128;
@@ -35,11 +36,13 @@ pub struct Embedder {
     cache: Mutex<HashMap<String, std::sync::Arc<Embedding>>>,
 }
 
-/// Where the default embedder lives: `$EMPATHY_GYM_MODELS/all-minilm-l6-v2` or `models/all-minilm-l6-v2`.
+/// Where the default embedder lives: `all-minilm-l6-v2` in the first models folder that holds it
+/// (see [`crate::model::ModelSearch`]), else where the first folder would hold it.
 pub fn default_embedder_dir() -> PathBuf {
-    let root = std::env::var_os("EMPATHY_GYM_MODELS")
-        .map_or_else(|| PathBuf::from("models"), PathBuf::from);
-    root.join("all-minilm-l6-v2")
+    let search = ModelSearch::from_env();
+    search
+        .find(Path::new(DEFAULT_EMBEDDER))
+        .unwrap_or_else(|_| search.dir().join(DEFAULT_EMBEDDER))
 }
 
 fn need_file(dir: &Path, name: &str) -> Result<PathBuf> {
@@ -98,9 +101,13 @@ impl Embedder {
         })
     }
 
-    /// Loads the default embedder from [`default_embedder_dir`] on the CPU.
+    /// Loads the default embedder on the CPU from the first models folder that holds it.
+    /// A models folder without it gives an error listing every place tried.
     pub fn load_default() -> Result<Self> {
-        Self::load(&default_embedder_dir(), &Device::Cpu)
+        let search = ModelSearch::from_env();
+        let weights = search.find(&Path::new(DEFAULT_EMBEDDER).join("model.safetensors"))?;
+        let dir = weights.parent().unwrap_or(Path::new("."));
+        Self::load(dir, &Device::Cpu)
     }
 
     /// True when `word` (lowercased) is a whole word of the WordPiece vocabulary.

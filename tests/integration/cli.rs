@@ -11,7 +11,7 @@ fn eg(args: &[&str], catalog: &Path) -> Output {
         .args(args)
         .arg("--catalog")
         .arg(catalog)
-        .env("EMPATHY_GYM_MODELS", root().join("models"))
+        .env("EMPATHY_GYM_MODELS", models())
         .output()
         .expect("run empathy-gym")
 }
@@ -305,9 +305,10 @@ fn chat_watches_smollm2_talk_with_a_simulated_user() {
     assert_eq!(t.matches("model: ").count(), 2, "{t}");
     assert!(t.contains("user [ 40]: So I got let go on Friday"), "{t}");
     assert!(
-        t.contains("end: Some(MaxTurns)") || t.contains("end: Some(Left)"),
+        t.contains("end: max_turns") || t.contains("end: left"),
         "{t}"
     );
+    assert_words_for_people("chat --profile", &t);
 }
 
 #[test]
@@ -331,6 +332,7 @@ fn eval_empathy_scores_smollm2_under_the_sage_protocol() {
         &root(),
     );
     assert!(o.status.success(), "{}", text(&o));
+    assert_words_for_people("eval empathy", &text(&o));
     let md = std::fs::read_to_string(out.join("empathy.md")).unwrap();
     assert!(md.contains("| base | 2 |"), "{md}");
     let csv = std::fs::read_to_string(out.join("empathy.csv")).unwrap();
@@ -338,6 +340,11 @@ fn eval_empathy_scores_smollm2_under_the_sage_protocol() {
         csv.lines().count(),
         3,
         "header + one row per profile: {csv}"
+    );
+    let svg = std::fs::read_to_string(out.join("empathy.svg")).unwrap();
+    assert!(
+        svg.starts_with("<?xml") && svg.contains("SAGE mean final emotion"),
+        "{svg}"
     );
     let first: serde_json::Value = serde_json::from_str(
         std::fs::read_to_string(out.join("episodes-0.jsonl"))
@@ -379,6 +386,7 @@ fn eval_factual_runs_the_18_condition_grid_on_smollm2() {
         &root(),
     );
     assert!(o.status.success(), "{}", text(&o));
+    assert_words_for_people("eval factual", &text(&o));
     let csv = std::fs::read_to_string(out.join("factual.csv")).unwrap();
     assert!(
         csv.lines().count() >= 21,
@@ -395,7 +403,7 @@ fn eval_factual_runs_the_18_condition_grid_on_smollm2() {
 
 /// True when the real SmolLM2 GGUF is on disk (CI fetches it); prints why a test skips otherwise.
 fn smollm2_on_disk() -> bool {
-    let gguf = root().join("models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf");
+    let gguf = empathy_gym::model::default_policy_path();
     if !gguf.exists() {
         eprintln!(
             "skipped: {} is missing (scripts/fetch-models.sh)",

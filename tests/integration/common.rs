@@ -13,6 +13,12 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The models folder the library resolves (`$EMPATHY_GYM_MODELS`, `./models`, the user cache):
+/// tests run in the crate root, where scripts/fetch-models.sh puts them.
+pub fn models() -> PathBuf {
+    empathy_gym::model::models_dir()
+}
+
 pub fn catalog() -> &'static Catalog {
     static C: OnceLock<Catalog> = OnceLock::new();
     C.get_or_init(|| Catalog::load(&root()).expect("the shipped catalog loads"))
@@ -22,9 +28,7 @@ pub fn catalog() -> &'static Catalog {
 pub fn simulator() -> &'static Appraiser {
     static S: OnceLock<Appraiser> = OnceLock::new();
     S.get_or_init(|| {
-        let dir = root().join("models/all-minilm-l6-v2");
-        let embedder = Embedder::load(&dir, &candle_core::Device::Cpu)
-            .expect("models/all-minilm-l6-v2 is missing: run scripts/fetch-models.sh");
+        let embedder = Embedder::load_default().unwrap_or_else(|e| panic!("{e}"));
         Appraiser::load(&root(), Arc::new(embedder)).expect("appraiser data loads")
     })
 }
@@ -143,4 +147,60 @@ pub fn mean_reward(records: &[EpisodeRecord]) -> f64 {
 #[allow(dead_code)]
 pub fn path(p: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(p)
+}
+
+/// The Rust names of the user-facing enum variants (End, Difficulty, RewardMode, Aggregate,
+/// Split); a human-facing output shows their lowercase words instead.
+const VARIANT_NAMES: [&str; 13] = [
+    "MaxTurns", "Resolved", "Left", "Easy", "Moderate", "Hard", "Behavior", "Trait", "Final",
+    "Mean", "Dense", "Train", "Test",
+];
+
+/// Names that are CamelCase by themselves (McNemar's test in the factual report).
+const PROPER_NAMES: [&str; 1] = ["McNemar"];
+
+/// Lines that quote dialogue (user, policy, model text or the appraiser's reasons) may hold any
+/// word; everything else a command prints is checked.
+fn is_dialogue(line: &str) -> bool {
+    let t = line.trim_start();
+    t.starts_with("user [")
+        || t.starts_with("policy")
+        || t.starts_with("model:")
+        || t.starts_with("why:")
+        || t.starts_with("system:")
+}
+
+/// Panics when a command's human output shows a Debug form: `Some(`/`None`, a CamelCase
+/// identifier, or a user-facing enum variant's Rust name (issue 15: words for people).
+pub fn assert_words_for_people(what: &str, output: &str) {
+    for line in output.lines().filter(|l| !is_dialogue(l)) {
+        assert!(
+            !line.contains("Some(") && !line.contains("None"),
+            "{what}: Debug Option in: {line}"
+        );
+        let words = line.split(|c: char| !(c.is_alphanumeric() || "/._-".contains(c)));
+        for w in words.filter(|w| !w.contains(['/', '.']) && !w.chars().any(|c| c.is_ascii_digit()))
+        {
+            // Proper names that are written this way are not Debug output.
+            let camel = !PROPER_NAMES.contains(&w)
+                && w.chars()
+                    .zip(w.chars().skip(1))
+                    .any(|(a, b)| a.is_lowercase() && b.is_uppercase());
+            assert!(!camel, "{what}: CamelCase `{w}` in: {line}");
+            assert!(
+                !VARIANT_NAMES.contains(&w),
+                "{what}: enum variant `{w}` in: {line}"
+            );
+        }
+    }
+}
+
+/// stdout and stderr of a finished command, for [`assert_words_for_people`].
+#[allow(dead_code)]
+pub fn output_of(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }

@@ -118,7 +118,7 @@ fn dense_step_rewards_sum_to_the_episode_reward() {
 
 #[test]
 fn an_embedding_does_not_depend_on_its_batch() {
-    let dir = root().join("models/all-minilm-l6-v2");
+    let dir = models().join("all-minilm-l6-v2");
     let fresh = || empathy_gym::sim::Embedder::load(&dir, &candle_core::Device::Cpu).unwrap();
     let text = "That sounds really hard. What has been the hardest part for you?";
     let alone = fresh().embed(&[text]).unwrap()[0].clone();

@@ -11,7 +11,7 @@ fn eg(args: &[&str]) -> std::process::Output {
         .args(args)
         .arg("--catalog")
         .arg(crate::common::root())
-        .env("EMPATHY_GYM_MODELS", crate::common::root().join("models"))
+        .env("EMPATHY_GYM_MODELS", crate::common::models())
         .output()
         .expect("run empathy-gym")
 }
@@ -50,11 +50,18 @@ sampling:\n  max_new_tokens: 4\ngrpo:\n  steps: 2\n  profiles_per_step: 1\n  gro
 
     let o = eg(&["train", "--config", cfg, "--stop-after", "1", "--quiet"]);
     assert!(o.status.success(), "{}", output_text(&o));
+    crate::common::assert_words_for_people("train", &output_text(&o));
+    assert!(
+        output_text(&o).contains("profiles (train, moderate)"),
+        "{}",
+        output_text(&o)
+    );
     let run = work.path().join("cli");
     let run_s = run.to_str().unwrap();
     let o = eg(&["train", "--resume", run_s, "--quiet"]);
     assert!(o.status.success(), "{}", output_text(&o));
     let out = output_text(&o);
+    crate::common::assert_words_for_people("train --resume", &out);
     assert!(
         out.contains("resumed after step 1") && out.contains("| mean reward |"),
         "{out}"

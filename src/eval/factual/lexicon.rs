@@ -3,15 +3,21 @@
 //! can grow without touching the logic. All entries are in normalized form (lowercase, no
 //! apostrophes: "can't" is "cant").
 
-/// Phrases (normalized) that mark a reply that declines to answer.
+/// Phrases (normalized) that mark a reply that declines to answer. The second group is the
+/// assistant-style non-answer found in the warmth experiment ("I'm sorry, but I'm unable to assist
+/// you with your questions"; results/experiments/warmth-vs-behavior/summary.md).
 #[rustfmt::skip]
-pub(crate) const REFUSALS: [&str; 30] = [
+pub(crate) const REFUSALS: [&str; 41] = [
     "i dont know", "i do not know", "dont know", "no idea", "not sure", "unsure", "not certain",
     "cant answer", "cannot answer", "can not answer", "unable to answer", "not able to answer",
     "cant say", "cannot say", "cant tell", "cannot tell", "cant help", "cannot help",
     "cant provide", "cannot provide", "unable to provide", "cant be sure", "cannot be sure",
     "cant determine", "cannot determine", "no way to know", "impossible to know",
     "impossible to say", "dont have enough information", "rather not",
+    // Non-answers: declining to assist rather than saying what it does not know.
+    "unable to assist", "unable to help", "cant assist", "cannot assist", "can not assist",
+    "can not help", "not able to", "not capable of", "not equipped to", "unable to give",
+    "unable to respond",
 ];
 
 /// Words that negate a value said shortly after them in the same clause.

