@@ -2,11 +2,15 @@
 //! SmolLM2-135M sizes for 1 x 256 tokens on CPU: `frozen_matmul` vs plain matmul for one MLP
 //! projection ([256, 576] x [1536, 576]^T; plain matmul's backward also computes the [1536, 576]
 //! weight gradient that LoRA throws away), `softmax_train` vs `candle_nn::ops::softmax` on one
-//! layer's attention scores, `rms_norm_train` vs `rms_norm_slow`, `rope_train` vs `rope_i_slow`.
+//! layer's attention scores, `rms_norm_train` vs `rms_norm_slow`, `rope_train` vs `rope_i_slow`,
+//! and `target_logprobs` vs the composition of candle ops it replaced, on the logits of one
+//! 512-token sequence ([512, 49152]).
 
 use candle_core::{DType, Device, Tensor, Var};
 use criterion::{criterion_group, criterion_main, Criterion};
-use empathy_gym::model::ops::{frozen_matmul, rms_norm_train, rope_train, softmax_train};
+use empathy_gym::model::ops::{
+    frozen_matmul, rms_norm_train, rope_train, softmax_train, target_logprobs,
+};
 
 fn inputs() -> anyhow::Result<(Var, Tensor)> {
     let dev = Device::Cpu;
@@ -107,5 +111,51 @@ fn bench_norm_rope(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_matmul, bench_softmax, bench_norm_rope);
+/// log p(target) as `model::logprobs` computed it before `target_logprobs`: max (detached),
+/// subtract, exp, sum, log, gather.
+fn logprobs_composed(logits: &Tensor, targets: &Tensor) -> candle_core::Result<Tensor> {
+    use candle_core::D;
+    let max = logits.max_keepdim(D::Minus1)?.detach();
+    let lse = (logits
+        .broadcast_sub(&max)?
+        .exp()?
+        .sum_keepdim(D::Minus1)?
+        .log()?
+        + max)?;
+    (logits.gather(&targets.unsqueeze(D::Minus1)?, D::Minus1)? - lse)?.squeeze(D::Minus1)
+}
+
+fn bench_logprob(c: &mut Criterion) {
+    let dev = Device::Cpu;
+    let logits = Var::from_tensor(
+        &(Tensor::randn(0f32, 1f32, (512, 49152), &dev).expect("logits") * 3.0).expect("scale"),
+    )
+    .expect("var");
+    let targets = Tensor::arange(0u32, 512, &dev).expect("targets");
+    let mut group = c.benchmark_group("token log-prob fwd+bwd [512, 49152]");
+    group.sample_size(20);
+    group.bench_function("target_logprobs (custom op)", |b| {
+        b.iter(|| {
+            let y = target_logprobs(&logits, &targets).expect("target_logprobs");
+            let grads = y.sum_all().and_then(|s| s.backward()).expect("backward");
+            grads.get(&logits).expect("grad").dims().len()
+        })
+    });
+    group.bench_function("composition of candle ops", |b| {
+        b.iter(|| {
+            let y = logprobs_composed(&logits, &targets).expect("composed");
+            let grads = y.sum_all().and_then(|s| s.backward()).expect("backward");
+            grads.get(&logits).expect("grad").dims().len()
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    bench_matmul,
+    bench_softmax,
+    bench_norm_rope,
+    bench_logprob
+);
 criterion_main!(benches);

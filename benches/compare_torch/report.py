@@ -51,10 +51,19 @@ def main():
         o = [d.get(c, (float("nan"), float("nan"))) for d in ours]
         t = [d.get(c, (float("nan"), float("nan"))) for d in torch]
         ratios = [a[0] / b[0] for a, b in zip(o, t) if b[0] > 0]
-        ratio = f"{min(ratios):.2f}-{max(ratios):.2f}x" if ratios else "?"
+        if not ratios:
+            ratio = "?"
+        elif len(ratios) == 1:
+            ratio = f"{ratios[0]:.2f}x"
+        else:
+            ratio = f"{min(ratios):.2f}-{max(ratios):.2f}x"
         print(f"| {c} | {' / '.join(f'{x[0]:.1f}' for x in o)} | "
               f"{' / '.join(f'{x[0]:.1f}' for x in t)} | {ratio} | "
               f"{max(x[1] for x in o):.0f} / {max(x[1] for x in t):.0f} |")
+    versions = [line.strip() for r in range(1, rounds + 1)
+                for line in open(os.path.join(logdir, f"torch-{r}.md")) if line.startswith("torch ")]
+    if versions:
+        print(f"\nPyTorch side: {versions[0]} (bench_torch.py).")
     print("\nLoad average (1 min) before -> after each run:\n")
     for r in range(1, rounds + 1):
         print(f"- round {r}: ours {load(os.path.join(logdir, f'ours-{r}.load'))}, "
