@@ -10,6 +10,7 @@ use candle_core::{DType, Device, Tensor, Var};
 use criterion::{criterion_group, criterion_main, Criterion};
 use empathy_gym::model::ops::{
     frozen_matmul, rms_norm_train, rope_train, softmax_train, target_logprobs,
+    target_logprobs_composed,
 };
 
 fn inputs() -> anyhow::Result<(Var, Tensor)> {
@@ -111,20 +112,6 @@ fn bench_norm_rope(c: &mut Criterion) {
     group.finish();
 }
 
-/// log p(target) as `model::logprobs` computed it before `target_logprobs`: max (detached),
-/// subtract, exp, sum, log, gather.
-fn logprobs_composed(logits: &Tensor, targets: &Tensor) -> candle_core::Result<Tensor> {
-    use candle_core::D;
-    let max = logits.max_keepdim(D::Minus1)?.detach();
-    let lse = (logits
-        .broadcast_sub(&max)?
-        .exp()?
-        .sum_keepdim(D::Minus1)?
-        .log()?
-        + max)?;
-    (logits.gather(&targets.unsqueeze(D::Minus1)?, D::Minus1)? - lse)?.squeeze(D::Minus1)
-}
-
 fn bench_logprob(c: &mut Criterion) {
     let dev = Device::Cpu;
     let logits = Var::from_tensor(
@@ -143,7 +130,7 @@ fn bench_logprob(c: &mut Criterion) {
     });
     group.bench_function("composition of candle ops", |b| {
         b.iter(|| {
-            let y = logprobs_composed(&logits, &targets).expect("composed");
+            let y = target_logprobs_composed(&logits, &targets).expect("composed");
             let grads = y.sum_all().and_then(|s| s.backward()).expect("backward");
             grads.get(&logits).expect("grad").dims().len()
         })

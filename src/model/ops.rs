@@ -200,8 +200,9 @@ pub fn target_logprobs(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
     target_logprobs_composed(&logits, targets)
 }
 
-/// The device-independent log p(target): candle ops only.
-fn target_logprobs_composed(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
+/// The device-independent log p(target): candle ops only (what the CPU op replaced there; the
+/// lora_ops benchmark compares the two).
+pub fn target_logprobs_composed(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
     let logits = logits.to_dtype(DType::F32)?;
     let max = logits.max_keepdim(D::Minus1)?.detach();
     let lse = (logits

@@ -204,3 +204,36 @@ pub fn output_of(o: &std::process::Output) -> String {
         String::from_utf8_lossy(&o.stderr)
     )
 }
+
+/// Runs the built binary with `args` against the shipped catalog and the resolved models.
+pub fn eg(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_empathy-gym"))
+        .args(args)
+        .arg("--catalog")
+        .arg(root())
+        .env("EMPATHY_GYM_MODELS", models())
+        .output()
+        .expect("run empathy-gym")
+}
+
+/// Writes a scripted policy with `replies` into `dir` and rolls it out over the test split at
+/// `difficulty` with `seed` into `out`; fails the test with the command's output otherwise.
+pub fn scripted_rollout(dir: &Path, replies: &[&str], difficulty: &str, seed: u64, out: &Path) {
+    let script = dir.join("script.yaml");
+    let lines: String = replies.iter().map(|r| format!("  - {r:?}\n")).collect();
+    std::fs::write(&script, format!("replies:\n{lines}")).expect("write the script");
+    let o = eg(&[
+        "rollout",
+        "--policy",
+        &format!("script:{}", script.display()),
+        "--split",
+        "test",
+        "--difficulty",
+        difficulty,
+        "--seed",
+        &seed.to_string(),
+        "--out",
+        out.to_str().expect("utf-8 path"),
+    ]);
+    assert!(o.status.success(), "{}", output_of(&o));
+}

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::Instant;
 
 use empathy_gym::episode::{read_episodes, End, EpisodeRecord, EpisodeWriter};
@@ -13,34 +13,12 @@ use empathy_gym::profile::Difficulty;
 
 use super::common::*;
 
-fn eg(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_empathy-gym"))
-        .args(args)
-        .arg("--catalog")
-        .arg(root())
-        .env("EMPATHY_GYM_MODELS", models())
-        .output()
-        .expect("run empathy-gym")
-}
-
-fn rollout(dir: &Path, difficulty: &str, out: &Path) {
-    let script = dir.join("script.yaml");
-    std::fs::write(&script, "replies:\n  - \"That sounds so hard. What has been the worst part?\"\n  - \"It makes sense you feel that way. How are you holding up?\"\n").unwrap();
-    let o = eg(&[
-        "rollout",
-        "--policy",
-        &format!("script:{}", script.display()),
-        "--split",
-        "test",
-        "--difficulty",
-        difficulty,
-        "--seed",
-        "9",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", output_of(&o));
-}
+/// The scripted listener these tests roll out, and its seed.
+const REPLIES: &[&str] = &[
+    "That sounds so hard. What has been the worst part?",
+    "It makes sense you feel that way. How are you holding up?",
+];
+const SEED: u64 = 9;
 
 /// The browser: Debian's chromium on PATH (scripts/test.sh installs it).
 fn chromium() -> &'static str {
@@ -120,8 +98,8 @@ fn count(records: &[EpisodeRecord], f: impl Fn(&EpisodeRecord) -> bool) -> Strin
 fn the_page_lists_filters_and_shows_episodes_in_chromium() {
     let dir = temp_dir();
     let (easy, hard) = (dir.path().join("easy.jsonl"), dir.path().join("hard.jsonl"));
-    rollout(dir.path(), "easy", &easy);
-    rollout(dir.path(), "hard", &hard);
+    scripted_rollout(dir.path(), REPLIES, "easy", SEED, &easy);
+    scripted_rollout(dir.path(), REPLIES, "hard", SEED, &hard);
     let page = dir.path().join("report.html");
     let o = eg(&[
         "replay",
@@ -214,7 +192,7 @@ fn big_log(base: &[EpisodeRecord], n: usize, out: &Path) {
 fn ten_thousand_episodes_render_in_under_ten_seconds() {
     let dir = temp_dir();
     let small = dir.path().join("small.jsonl");
-    rollout(dir.path(), "moderate", &small);
+    scripted_rollout(dir.path(), REPLIES, "moderate", SEED, &small);
     let base: Vec<EpisodeRecord> = read_episodes(&small)
         .unwrap()
         .records

@@ -2,42 +2,18 @@
 //! numbers that match the records themselves.
 
 use std::path::Path;
-use std::process::{Command, Output};
 
 use empathy_gym::episode::{read_episodes, End};
 use empathy_gym::replay::STATS_COLUMNS;
 
 use super::common::*;
 
-fn eg(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_empathy-gym"))
-        .args(args)
-        .arg("--catalog")
-        .arg(root())
-        .env("EMPATHY_GYM_MODELS", models())
-        .output()
-        .expect("run empathy-gym")
-}
-
-/// A scripted rollout of the test split at `difficulty` into `out`.
-fn rollout(dir: &Path, difficulty: &str, out: &Path) {
-    let script = dir.join("script.yaml");
-    std::fs::write(&script, "replies:\n  - \"That sounds so hard. What has been the worst part?\"\n  - \"You should just move on.\"\n").unwrap();
-    let o = eg(&[
-        "rollout",
-        "--policy",
-        &format!("script:{}", script.display()),
-        "--split",
-        "test",
-        "--difficulty",
-        difficulty,
-        "--seed",
-        "5",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", output_of(&o));
-}
+/// The scripted listener these tests roll out, and its seed.
+const REPLIES: &[&str] = &[
+    "That sounds so hard. What has been the worst part?",
+    "You should just move on.",
+];
+const SEED: u64 = 5;
 
 fn csv_rows(path: &Path) -> (Vec<String>, Vec<Vec<String>>) {
     let mut r = csv::Reader::from_path(path).unwrap();
@@ -53,8 +29,8 @@ fn csv_rows(path: &Path) -> (Vec<String>, Vec<Vec<String>>) {
 fn stats_aggregate_several_logs_on_stdout_and_as_csv() {
     let dir = temp_dir();
     let (easy, hard) = (dir.path().join("easy.jsonl"), dir.path().join("hard.jsonl"));
-    rollout(dir.path(), "easy", &easy);
-    rollout(dir.path(), "hard", &hard);
+    scripted_rollout(dir.path(), REPLIES, "easy", SEED, &easy);
+    scripted_rollout(dir.path(), REPLIES, "hard", SEED, &hard);
     let csv = dir.path().join("stats.csv");
     let o = eg(&[
         "replay",
@@ -132,7 +108,7 @@ fn stats_aggregate_several_logs_on_stdout_and_as_csv() {
 fn stats_group_only_by_what_was_asked_and_reject_unknown_words() {
     let dir = temp_dir();
     let log = dir.path().join("run.jsonl");
-    rollout(dir.path(), "moderate", &log);
+    scripted_rollout(dir.path(), REPLIES, "moderate", SEED, &log);
     let o = eg(&[
         "replay",
         "stats",

@@ -44,16 +44,6 @@ fn the_checker_catches_debug_forms() {
     );
 }
 
-fn eg(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_empathy-gym"))
-        .args(args)
-        .arg("--catalog")
-        .arg(root())
-        .env("EMPATHY_GYM_MODELS", models())
-        .output()
-        .expect("run empathy-gym")
-}
-
 #[test]
 fn validate_rollout_and_replay_print_words_for_people() {
     let dir = temp_dir();
