@@ -3,8 +3,6 @@
 //! The model-backed commands (chat, eval, train) are checked in their own tests in cli.rs and
 //! train_cli.rs with the same `assert_words_for_people`.
 
-use std::process::Command;
-
 use empathy_gym::episode::End;
 use empathy_gym::profile::{Difficulty, Split};
 use empathy_gym::reward::{Aggregate, RewardMode};
