@@ -15,6 +15,7 @@ pub mod report;
 pub mod reward;
 pub mod seed;
 pub mod sim;
+pub mod sweep;
 pub mod train;
 
 pub use error::{Error, Result};

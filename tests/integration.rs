@@ -29,6 +29,8 @@ mod replay_html;
 mod replay_stats;
 #[path = "integration/sanity.rs"]
 mod sanity;
+#[path = "integration/sweep.rs"]
+mod sweep;
 #[path = "integration/train.rs"]
 mod train;
 #[path = "integration/train_cli.rs"]

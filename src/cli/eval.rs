@@ -95,7 +95,7 @@ pub fn run(catalog_root: &Path, cmd: EvalCommand) -> anyhow::Result<()> {
     }
 }
 
-fn empathy(catalog_root: &Path, args: &EmpathyArgs) -> anyhow::Result<()> {
+pub fn empathy(catalog_root: &Path, args: &EmpathyArgs) -> anyhow::Result<()> {
     let catalog = Catalog::load(catalog_root)?;
     let mut ids = catalog.split(args.split).to_vec();
     ids.truncate(args.limit.unwrap_or(ids.len()));
@@ -164,7 +164,7 @@ fn load_named(spec: &Path, base: &Option<PathBuf>) -> anyhow::Result<ChatModel> 
     Ok(empathy_gym::train::load_checkpoint_policy(spec)?.0)
 }
 
-fn factual(args: &FactualArgs) -> anyhow::Result<()> {
+pub fn factual(args: &FactualArgs) -> anyhow::Result<()> {
     use empathy_gym::eval::factual::{
         build_report, load_answers, load_qa, model_answerer::ModelAnswerer, rescore,
         run_factual_records, write_answers,

@@ -12,6 +12,7 @@ mod export;
 mod replay;
 mod rollout;
 mod summary;
+mod sweep;
 mod train;
 mod validate;
 
@@ -45,6 +46,9 @@ pub enum Command {
     Train(train::TrainArgs),
     /// Merge a run's adapters into an HF model folder.
     Export(export::ExportArgs),
+    /// Grids of training runs: run locally or as a Slurm array, status, collect.
+    #[command(subcommand)]
+    Sweep(sweep::SweepCommand),
 }
 
 /// Runs one parsed command line.
@@ -57,5 +61,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Chat(args) => chat::run(&cli.catalog, args),
         Command::Train(args) => train::run(&cli.catalog, args),
         Command::Export(args) => export::run(args),
+        Command::Sweep(cmd) => sweep::run(&cli.catalog, cmd),
     }
 }

@@ -56,6 +56,25 @@ pub fn run(catalog_root: &Path, args: TrainArgs) -> anyhow::Result<()> {
         (None, Some(file)) => TrainConfig::load(file, &sets)?,
         (None, None) => anyhow::bail!("say what to train: --config FILE.yaml or --resume RUN_DIR"),
     };
+    train(
+        catalog_root,
+        cfg,
+        args.resume.is_some(),
+        args.stop_after,
+        args.quiet,
+    )?;
+    Ok(())
+}
+
+/// Trains `cfg` (continuing its run directory when `resume`), prints the summary and where the
+/// files are; returns the steps done. `sweep cell` trains through this too.
+pub fn train(
+    catalog_root: &Path,
+    cfg: TrainConfig,
+    resume: bool,
+    stop_after: Option<u64>,
+    quiet: bool,
+) -> anyhow::Result<u64> {
     let catalog = Catalog::load(catalog_root)?;
     let profiles = profiles(&catalog, &cfg)?;
     let sim = load_simulator(catalog_root)?;
@@ -81,21 +100,22 @@ pub fn run(catalog_root: &Path, args: TrainArgs) -> anyhow::Result<()> {
         sim: &sim,
         reward: &EnvReward,
         profiles,
-        progress: !args.quiet,
+        progress: !quiet,
     };
-    let mut trainer = match args.resume {
-        Some(_) => Trainer::resume(parts)?,
-        None => Trainer::start(parts)?,
+    let mut trainer = if resume {
+        Trainer::resume(parts)?
+    } else {
+        Trainer::start(parts)?
     };
     let resumed_at = trainer.steps_done();
     if resumed_at > 0 {
         eprintln!("resumed after step {resumed_at}");
     }
-    trainer.run(args.stop_after)?;
+    trainer.run(stop_after)?;
     let rows = read_metrics(&run_dir.join(METRICS_FILE))?;
     print_summary(&rows);
     print_where(&run_dir, trainer.steps_done());
-    Ok(())
+    Ok(trainer.steps_done())
 }
 
 /// A summary row: its name and how to read it off a metrics row.

@@ -24,6 +24,9 @@ pub struct Series {
     pub name: String,
     /// Data points; non-finite points are skipped.
     pub points: Vec<(f64, f64)>,
+    /// An optional shaded band `(x, low, high)` drawn under the line in its colour (e.g. the spread
+    /// across seeds); empty for none.
+    pub band: Vec<(f64, f64, f64)>,
 }
 
 impl Series {
@@ -32,7 +35,26 @@ impl Series {
         Series {
             name: name.into(),
             points,
+            band: Vec::new(),
         }
+    }
+
+    /// The same series with a shaded band `(x, low, high)` under it.
+    pub fn with_band(mut self, band: Vec<(f64, f64, f64)>) -> Self {
+        self.band = band;
+        self
+    }
+
+    /// The band as a closed outline: the low edge left to right, then the high edge back.
+    fn band_outline(&self) -> Vec<(f64, f64)> {
+        let finite: Vec<_> = self
+            .band
+            .iter()
+            .filter(|(x, lo, hi)| x.is_finite() && lo.is_finite() && hi.is_finite())
+            .collect();
+        let low = finite.iter().map(|&&(x, lo, _)| (x, lo));
+        let high = finite.iter().rev().map(|&&(x, _, hi)| (x, hi));
+        low.chain(high).collect()
     }
 }
 
@@ -84,12 +106,12 @@ impl LineChart {
         let finite = || {
             self.series
                 .iter()
-                .flat_map(|s| s.points.iter())
+                .flat_map(|s| s.points.iter().copied().chain(s.band_outline()))
                 .filter(|(x, y)| x.is_finite() && y.is_finite())
         };
         let (mut x0, mut x1) = (f64::INFINITY, f64::NEG_INFINITY);
         let (mut y0, mut y1) = (f64::INFINITY, f64::NEG_INFINITY);
-        for &(x, y) in finite() {
+        for (x, y) in finite() {
             x0 = x0.min(x);
             x1 = x1.max(x);
             y0 = y0.min(y);
@@ -134,6 +156,21 @@ impl LineChart {
                 0.0,
                 false,
             );
+        }
+        for (i, s) in self.series.iter().enumerate() {
+            let outline: Vec<(f64, f64)> = s
+                .band_outline()
+                .into_iter()
+                .map(|(x, y)| {
+                    (
+                        xa.map(x, frame.left, frame.right),
+                        ya.map(y, frame.bottom, frame.top),
+                    )
+                })
+                .collect();
+            if outline.len() >= 4 {
+                svg.polygon(&outline, color(i), 0.18);
+            }
         }
         for (i, s) in self.series.iter().enumerate() {
             let pts: Vec<(f64, f64)> = s
@@ -274,5 +311,22 @@ mod tests {
         let svg = LineChart::default().to_svg();
         check_xml(&svg).unwrap();
         assert!(!svg.contains("<polyline"));
+    }
+
+    #[test]
+    fn a_band_is_one_polygon_under_its_line_and_widens_the_axis() {
+        let mut c = chart();
+        c.series[0] = c.series[0]
+            .clone()
+            .with_band(vec![(0.0, 0.1, 0.2), (10.0, 0.3, 0.4), (20.0, 0.5, 0.9)]);
+        let svg = c.to_svg();
+        check_xml(&svg).unwrap();
+        assert_eq!(svg.matches("<polygon").count(), 1);
+        // Painted before the lines, so the lines stay on top.
+        assert!(svg.find("<polygon").unwrap() < svg.find("<polyline").unwrap());
+        // Outline: 3 low points then 3 high points back.
+        assert_eq!(c.series[0].band_outline().len(), 6);
+        assert_eq!(c.series[0].band_outline()[3], (20.0, 0.9));
+        assert!(c.axes().1.max >= 0.9);
     }
 }

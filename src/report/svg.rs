@@ -145,6 +145,21 @@ impl Svg {
         );
     }
 
+    /// A closed polygon through `points` (pixel coordinates), filled with `fill` at `opacity`.
+    pub fn polygon(&mut self, points: &[(f64, f64)], fill: &str, opacity: f64) {
+        let pts: Vec<String> = points
+            .iter()
+            .map(|&(x, y)| format!("{},{}", num(x), num(y)))
+            .collect();
+        let _ = writeln!(
+            self.body,
+            "<polygon points=\"{}\" fill=\"{}\" fill-opacity=\"{}\" stroke=\"none\"/>",
+            pts.join(" "),
+            escape(fill),
+            num(opacity)
+        );
+    }
+
     /// A filled circle.
     pub fn circle(&mut self, cx: f64, cy: f64, r: f64, fill: &str) {
         let _ = writeln!(

@@ -103,12 +103,13 @@ fn check_file(f: &TrainConfigFile, path: &Path) -> Result<()> {
         && f.run != ".."
         && f.run
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+            .all(|c| c.is_ascii_alphanumeric() || "-_.+=,".contains(c));
     if !run_ok {
         return bad(
             "run",
             format!(
-                "{:?} is not a usable run name: use letters, digits, '-', '_' or '.'",
+                "{:?} is not a usable run name: use letters, digits and - _ . + = , (a sweep \
+                 names its cells like `difficulty=hard,seed=0`)",
                 f.run
             ),
         );

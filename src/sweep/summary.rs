@@ -1,0 +1,393 @@
+//! What `sweep collect` writes: `summary.csv` (one row per cell), `summary.md` (mean ± std and
+//! 95% t-intervals across seeds per combination of the axes, and per axis value) and the plots
+//! (training reward per axis value with a band across cells, held-out score per cell).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::cell::fragment;
+use super::collect::{BaseResult, CellResult};
+use super::spec::{show, Sweep};
+use super::stats::{spread, Spread};
+use crate::error::{Error, Result};
+use crate::report::{BarChart, BarSeries, LineChart, Series, Table};
+
+/// One row per cell.
+pub const SUMMARY_CSV: &str = "summary.csv";
+/// The readable summary.
+pub const SUMMARY_MD: &str = "summary.md";
+/// Held-out score per cell.
+pub const SAGE_SVG: &str = "sage-by-cell.svg";
+
+fn num(x: Option<f64>) -> String {
+    x.map(|v| format!("{v:.6}")).unwrap_or_default()
+}
+
+/// `summary.csv`: cell, index, one column per axis (its dotted key), seed, status, steps,
+/// final_reward, sage_score, sage_success, sage_failure, factual_error, factual_change and its
+/// interval, wall_s (last, so rows compare without timings).
+pub fn summary_table(sweep: &Sweep, results: &[CellResult]) -> Table {
+    let mut headers = vec!["cell".to_string(), "index".to_string()];
+    headers.extend(sweep.axes.iter().map(|a| a.key.clone()));
+    headers.extend(
+        [
+            "seed",
+            "status",
+            "steps",
+            "final_reward",
+            "sage_score",
+            "sage_success",
+            "sage_failure",
+            "factual_error",
+            "factual_change",
+            "factual_change_low",
+            "factual_change_high",
+            "wall_s",
+        ]
+        .map(String::from),
+    );
+    let mut t = Table::new(headers);
+    for r in results {
+        let mut row = vec![r.cell.name.clone(), r.cell.index.to_string()];
+        row.extend(r.cell.values.iter().map(|(_, v)| show(v)));
+        let change = r.factual.and_then(|f| f.change);
+        row.extend([
+            r.cell.seed.to_string(),
+            r.state.word().to_string(),
+            r.curve.last().map_or(0, |c| c.0).to_string(),
+            num(r.final_reward),
+            num(r.sage.as_ref().map(|s| s.mean_final)),
+            num(r.sage.as_ref().map(|s| s.success_rate)),
+            num(r.sage.as_ref().map(|s| s.failure_rate)),
+            num(r.factual.map(|f| f.error_rate)),
+            num(change.map(|c| c.0)),
+            num(change.map(|c| c.1)),
+            num(change.map(|c| c.2)),
+            r.wall_s.map(|w| format!("{w:.1}")).unwrap_or_default(),
+        ]);
+        t.push_row(row);
+    }
+    t
+}
+
+/// A measure the summary aggregates, read off a finished cell.
+struct Measure {
+    name: &'static str,
+    decimals: usize,
+    get: fn(&CellResult) -> Option<f64>,
+}
+
+const MEASURES: [Measure; 5] = [
+    Measure {
+        name: "final reward",
+        decimals: 3,
+        get: |r| r.final_reward,
+    },
+    Measure {
+        name: "SAGE score",
+        decimals: 1,
+        get: |r| r.sage.as_ref().map(|s| s.mean_final),
+    },
+    Measure {
+        name: "SAGE success",
+        decimals: 2,
+        get: |r| r.sage.as_ref().map(|s| s.success_rate),
+    },
+    Measure {
+        name: "SAGE failure",
+        decimals: 2,
+        get: |r| r.sage.as_ref().map(|s| s.failure_rate),
+    },
+    Measure {
+        name: "factual change (points)",
+        decimals: 1,
+        get: |r| r.factual.and_then(|f| f.change).map(|c| 100.0 * c.0),
+    },
+];
+
+/// The measures that some finished cell has.
+fn measures_present(results: &[CellResult]) -> Vec<&'static Measure> {
+    MEASURES
+        .iter()
+        .filter(|m| results.iter().any(|r| (m.get)(r).is_some()))
+        .collect()
+}
+
+fn cell_spread(group: &[&CellResult], m: &Measure) -> String {
+    let xs: Vec<f64> = group.iter().filter_map(|r| (m.get)(r)).collect();
+    spread(&xs).map_or(String::new(), |s: Spread| s.show(m.decimals))
+}
+
+/// Groups finished cells by `key`, keeping first-seen order.
+fn group_by<'a>(
+    results: &'a [CellResult],
+    key: impl Fn(&CellResult) -> String,
+) -> Vec<(String, Vec<&'a CellResult>)> {
+    let mut groups: Vec<(String, Vec<&CellResult>)> = Vec::new();
+    for r in results.iter().filter(|r| r.final_reward.is_some()) {
+        let k = key(r);
+        match groups.iter_mut().find(|(g, _)| *g == k) {
+            Some((_, v)) => v.push(r),
+            None => groups.push((k, vec![r])),
+        }
+    }
+    groups
+}
+
+/// `summary.md`.
+pub fn summary_markdown(
+    sweep: &Sweep,
+    results: &[CellResult],
+    base: &[BaseResult],
+    plots: &[PathBuf],
+) -> String {
+    let done = results.iter().filter(|r| r.final_reward.is_some()).count();
+    let mut md = format!("# Sweep `{}`\n\n", sweep.name);
+    md.push_str(&format!(
+        "{done} of {} cells finished. Written by `empathy-gym sweep collect {}`.\n\n",
+        results.len(),
+        sweep.dir.display()
+    ));
+    md.push_str("Axes: ");
+    let axes: Vec<String> = sweep
+        .axes
+        .iter()
+        .map(|a| {
+            let vals: Vec<String> = a.values.iter().map(show).collect();
+            format!("`{}` ({})", a.key, vals.join(", "))
+        })
+        .collect();
+    md.push_str(&axes.join("; "));
+    let seeds: Vec<String> = sweep.seeds.iter().map(u64::to_string).collect();
+    md.push_str(&format!("; seeds {}.\n\n", seeds.join(", ")));
+    md.push_str(
+        "*final reward*: mean training reward over the last 10% of steps. *SAGE score*: mean final \
+         emotion (0-100) of the held-out users at moderate difficulty, whatever the training \
+         difficulty; success = share ending at 100, failure = share ending below 10. *factual \
+         change*: error-rate change against the base model in percentage points. Cells show mean ± \
+         standard deviation [95% t-interval of the mean] across seeds.\n\n",
+    );
+    for b in base {
+        let mut parts = Vec::new();
+        if let Some(s) = &b.sage {
+            parts.push(format!(
+                "SAGE score {:.1} (success {:.2}, failure {:.2}, {} dialogues)",
+                s.mean_final, s.success_rate, s.failure_rate, s.episodes
+            ));
+        }
+        if let Some(f) = &b.factual {
+            parts.push(format!("factual error {:.1}%", 100.0 * f.error_rate));
+        }
+        if !parts.is_empty() {
+            md.push_str(&format!(
+                "Base model `{}` before training: {}.\n\n",
+                b.model,
+                parts.join("; ")
+            ));
+        }
+    }
+    let measures = measures_present(results);
+    md.push_str("## By combination\n\n");
+    let mut headers: Vec<String> = sweep.axes.iter().map(|a| a.label.clone()).collect();
+    headers.push("seeds".into());
+    headers.extend(measures.iter().map(|m| m.name.to_string()));
+    let mut t = Table::new(headers);
+    for (_, group) in group_by(results, |r| r.cell.combination()) {
+        let mut row: Vec<String> = group[0].cell.values.iter().map(|(_, v)| show(v)).collect();
+        row.push(group.len().to_string());
+        row.extend(measures.iter().map(|m| cell_spread(&group, m)));
+        t.push_row(row);
+    }
+    md.push_str(&t.to_markdown());
+    for (i, axis) in sweep.axes.iter().enumerate() {
+        if axis.values.len() < 2 {
+            continue;
+        }
+        md.push_str(&format!(
+            "\n## By `{}` (every finished cell with that value, other axes pooled)\n\n",
+            axis.key
+        ));
+        let mut headers = vec![axis.label.clone(), "cells".to_string()];
+        headers.extend(measures.iter().map(|m| m.name.to_string()));
+        let mut t = Table::new(headers);
+        for (value, group) in group_by(results, |r| show(&r.cell.values[i].1)) {
+            let mut row = vec![value, group.len().to_string()];
+            row.extend(measures.iter().map(|m| cell_spread(&group, m)));
+            t.push_row(row);
+        }
+        md.push_str(&t.to_markdown());
+    }
+    if !plots.is_empty() {
+        md.push_str("\n## Plots\n\n");
+        for p in plots {
+            let name = p.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+            md.push_str(&format!("![{name}]({name})\n\n"));
+        }
+    }
+    md.push_str("\n## Cells\n\n");
+    let mut t = Table::new(["cell", "status", "final reward", "SAGE score", "minutes"]);
+    for r in results {
+        t.push_row([
+            r.cell.name.clone(),
+            r.state.to_string(),
+            r.final_reward.map(|v| format!("{v:.3}")).unwrap_or_default(),
+            r.sage
+                .as_ref()
+                .map(|s| format!("{:.1}", s.mean_final))
+                .unwrap_or_default(),
+            r.wall_s.map(|w| format!("{:.1}", w / 60.0)).unwrap_or_default(),
+        ]);
+    }
+    md.push_str(&t.to_markdown());
+    md
+}
+
+/// Mean reward per step over `cells`, with a band of ± one standard deviation across them.
+fn mean_curve(name: &str, cells: &[&CellResult]) -> Series {
+    let mut by_step: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
+    for r in cells {
+        for &(step, v) in &r.curve {
+            by_step.entry(step).or_default().push(v);
+        }
+    }
+    let mut points = Vec::new();
+    let mut band = Vec::new();
+    for (step, vals) in by_step {
+        if let Some(s) = spread(&vals) {
+            points.push((step as f64, s.mean));
+            band.push((step as f64, s.mean - s.std, s.mean + s.std));
+        }
+    }
+    Series::new(format!("{name} (n={})", cells.len()), points).with_band(band)
+}
+
+/// The training reward per value of each axis with two or more values (`reward-by-LABEL.svg`);
+/// one curve over every cell when no axis varies.
+pub fn reward_charts(sweep: &Sweep, results: &[CellResult]) -> Vec<(String, String)> {
+    let mut charts = Vec::new();
+    let chart = |title: String, series: Vec<Series>| {
+        LineChart {
+            title,
+            x_label: "step".into(),
+            y_label: "mean training reward (band: ± 1 std across cells)".into(),
+            series,
+            ..LineChart::default()
+        }
+        .to_svg()
+    };
+    for (i, axis) in sweep.axes.iter().enumerate() {
+        if axis.values.len() < 2 {
+            continue;
+        }
+        let series: Vec<Series> = axis
+            .values
+            .iter()
+            .map(|v| {
+                let cells: Vec<&CellResult> = results
+                    .iter()
+                    .filter(|r| &r.cell.values[i].1 == v && !r.curve.is_empty())
+                    .collect();
+                mean_curve(&show(v), &cells)
+            })
+            .collect();
+        let file = format!(
+            "reward-by-{}.svg",
+            fragment(&serde_yaml::Value::String(axis.label.clone()))
+        );
+        charts.push((
+            file,
+            chart(format!("Training reward by {}", axis.label), series),
+        ));
+    }
+    if charts.is_empty() {
+        let cells: Vec<&CellResult> = results.iter().filter(|r| !r.curve.is_empty()).collect();
+        charts.push((
+            "reward.svg".into(),
+            chart(
+                "Training reward".into(),
+                vec![mean_curve("every cell", &cells)],
+            ),
+        ));
+    }
+    charts
+}
+
+/// The held-out SAGE score per cell: one group of bars per combination, one bar per seed.
+pub fn sage_chart(sweep: &Sweep, results: &[CellResult]) -> Option<String> {
+    if results.iter().all(|r| r.sage.is_none()) {
+        return None;
+    }
+    let groups = group_by(results, |r| r.cell.combination());
+    let series = sweep
+        .seeds
+        .iter()
+        .map(|&seed| {
+            let values = groups
+                .iter()
+                .map(|(_, g)| {
+                    g.iter()
+                        .find(|r| r.cell.seed == seed)
+                        .and_then(|r| r.sage.as_ref().map(|s| s.mean_final))
+                        .unwrap_or(f64::NAN)
+                })
+                .collect();
+            BarSeries::new(format!("seed {seed}"), values)
+        })
+        .collect();
+    Some(
+        BarChart {
+            title: "Held-out SAGE score per cell".into(),
+            x_label: "cell".into(),
+            y_label: "mean final emotion (0-100)".into(),
+            categories: groups.into_iter().map(|(k, _)| k).collect(),
+            series,
+            ..BarChart::default()
+        }
+        .to_svg(),
+    )
+}
+
+/// Writes summary.csv, the plots and summary.md into the sweep folder; returns their paths.
+pub fn write_summary(
+    sweep: &Sweep,
+    results: &[CellResult],
+    base: &[BaseResult],
+) -> Result<Vec<PathBuf>> {
+    let dir = &sweep.dir;
+    let write = |name: &str, text: &str| -> Result<PathBuf> {
+        let p = dir.join(name);
+        std::fs::write(&p, text).map_err(|e| Error::io(&p, e))?;
+        Ok(p)
+    };
+    let mut files = vec![dir.join(SUMMARY_CSV)];
+    summary_table(sweep, results).write_csv(&files[0])?;
+    let mut plots = Vec::new();
+    for (name, svg) in reward_charts(sweep, results) {
+        plots.push(write(&name, &svg)?);
+    }
+    if let Some(svg) = sage_chart(sweep, results) {
+        plots.push(write(SAGE_SVG, &svg)?);
+    }
+    files.push(write(
+        SUMMARY_MD,
+        &summary_markdown(sweep, results, base, &plots),
+    )?);
+    files.extend(plots);
+    Ok(files)
+}
+
+/// The folder names under `dir` (sorted), e.g. the base models that were evaluated.
+pub fn subfolders(dir: &Path) -> Result<Vec<PathBuf>> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for e in entries {
+        let e = e.map_err(|e| Error::io(dir, e))?;
+        if e.path().is_dir() {
+            out.push(e.path());
+        }
+    }
+    out.sort();
+    Ok(out)
+}
