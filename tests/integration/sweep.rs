@@ -132,7 +132,7 @@ fn a_killed_local_sweep_resumes_and_matches_an_uninterrupted_one() -> Result<()>
     assert!(a[0].starts_with("cell,index,env.difficulty,seed,status,steps,final_reward,sage_score"), "{}", a[0]);
     assert!(a[1].starts_with("\"difficulty=moderate,seed=0\",0,moderate,0,done,6,0."), "{}", a[1]);
     let md = std::fs::read_to_string(tmp.path().join("whole/summary.md"))?;
-    assert!(md.contains("2 of 2 cells finished") && md.contains("## By `env.difficulty`"), "{md}");
+    assert!(md.contains("2 of 2 cells finished") && md.contains("## By combination"), "{md}");
     assert!(md.contains("Base model `") && md.contains("factual error"), "{md}");
     for svg in ["reward-by-difficulty.svg", "sage-by-cell.svg"] {
         let text = std::fs::read_to_string(tmp.path().join("whole").join(svg))?;

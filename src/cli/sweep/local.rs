@@ -38,7 +38,7 @@ pub fn run(catalog_root: &Path, file: &Path, jobs: usize) -> anyhow::Result<()> 
             .expect("valid template"),
     );
     bar.set_position(total - todo.len() as u64);
-    bar.println(format!(
+    say(&bar, format!(
         "sweep {}: {} cells, {} to run, {jobs} at a time -> {}",
         sweep.name,
         total,
@@ -69,7 +69,7 @@ pub fn run(catalog_root: &Path, file: &Path, jobs: usize) -> anyhow::Result<()> 
                     if !status.success() {
                         failed.push(cell.name.clone());
                     }
-                    bar.println(line);
+                    say(&bar, line);
                 }
             }
         }
@@ -90,6 +90,15 @@ pub fn run(catalog_root: &Path, file: &Path, jobs: usize) -> anyhow::Result<()> 
         );
     }
     Ok(())
+}
+
+/// A line above the bar, or on stdout when there is no bar (not a terminal).
+fn say(bar: &ProgressBar, line: String) {
+    if bar.is_hidden() {
+        println!("{line}");
+    } else {
+        bar.println(line);
+    }
 }
 
 fn spawn(catalog_root: &Path, file: &Path, sweep: &Sweep, cell: &Cell) -> anyhow::Result<Child> {
