@@ -316,9 +316,11 @@ mod tests {
     #[test]
     fn a_band_is_one_polygon_under_its_line_and_widens_the_axis() {
         let mut c = chart();
-        c.series[0] = c.series[0]
-            .clone()
-            .with_band(vec![(0.0, 0.1, 0.2), (10.0, 0.3, 0.4), (20.0, 0.5, 0.9)]);
+        c.series[0] = c.series[0].clone().with_band(vec![
+            (0.0, 0.1, 0.2),
+            (10.0, 0.3, 0.4),
+            (20.0, 0.5, 0.9),
+        ]);
         let svg = c.to_svg();
         check_xml(&svg).unwrap();
         assert_eq!(svg.matches("<polygon").count(), 1);

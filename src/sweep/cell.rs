@@ -61,10 +61,9 @@ pub fn expand(axes: &[Axis], seeds: &[u64], excludes: &[Exclude]) -> Vec<Cell> {
             .collect();
     }
     let excluded = |combo: &[usize]| {
-        excludes.iter().any(|ex| {
-            ex.iter()
-                .all(|(a, v)| &axes[*a].values[combo[*a]] == v)
-        })
+        excludes
+            .iter()
+            .any(|ex| ex.iter().all(|(a, v)| &axes[*a].values[combo[*a]] == v))
     };
     let mut cells = Vec::new();
     for combo in combos.iter().filter(|c| !excluded(c)) {

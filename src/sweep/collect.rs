@@ -225,6 +225,8 @@ mod tests {
         assert_eq!(b.change, None);
         let e = read_factual(tmp.path(), "other").unwrap_err().to_string();
         assert!(e.contains("no overall row for `other`"), "{e}");
-        assert!(read_factual(&tmp.path().join("none"), BASE).unwrap().is_none());
+        assert!(read_factual(&tmp.path().join("none"), BASE)
+            .unwrap()
+            .is_none());
     }
 }

@@ -111,7 +111,10 @@ mod tests {
             "exec '/opt/eg/empathy-gym' --catalog '/src/eg' sweep cell '/src/eg/it'\\''s.yaml' \
              --index \"$SLURM_ARRAY_TASK_ID\"",
         ] {
-            assert!(script.lines().any(|l| l == line), "missing {line:?} in\n{script}");
+            assert!(
+                script.lines().any(|l| l == line),
+                "missing {line:?} in\n{script}"
+            );
         }
         // Every #SBATCH line comes before the first command, as sbatch requires.
         let first_cmd = script.lines().position(|l| l.starts_with("set ")).unwrap();

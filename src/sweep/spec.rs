@@ -218,14 +218,16 @@ impl Sweep {
         if name.is_empty() || fragment(&Value::String(name.clone())) != name {
             return Err(bad(
                 "name",
-                format!("`{name}` must be letters, digits, `.`, `_`, `+` or `-` (it names a folder)"),
+                format!(
+                    "`{name}` must be letters, digits, `.`, `_`, `+` or `-` (it names a folder)"
+                ),
             ));
         }
         let base = match raw.base {
             Value::String(p) => Base::File(PathBuf::from(p)),
-            Value::Mapping(m) => Base::Inline(
-                serde_yaml::to_string(&m).map_err(|e| bad("base", e.to_string()))?,
-            ),
+            Value::Mapping(m) => {
+                Base::Inline(serde_yaml::to_string(&m).map_err(|e| bad("base", e.to_string()))?)
+            }
             _ => {
                 return Err(bad(
                     "base",
@@ -445,7 +447,10 @@ fn parse_axes(axes: &Mapping, set: &[Override], path: &Path) -> Result<Vec<Axis>
         for (i, a) in values.iter().enumerate() {
             if let Some(b) = values[..i].iter().find(|b| fragment(b) == fragment(a)) {
                 let msg = if a == b {
-                    format!("`{}` is listed twice: the cells would be duplicates", show(a))
+                    format!(
+                        "`{}` is listed twice: the cells would be duplicates",
+                        show(a)
+                    )
                 } else {
                     format!(
                         "`{}` and `{}` give the same cell name part `{}`: the cells would be \
@@ -605,7 +610,10 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(s.cells.len(), 6);
-        assert!(s.cells.iter().all(|c| !c.name.starts_with("difficulty=hard,lr=0.001")));
+        assert!(s
+            .cells
+            .iter()
+            .all(|c| !c.name.starts_with("difficulty=hard,lr=0.001")));
         assert_eq!(s.cells[5].index, 5);
     }
 
@@ -623,7 +631,10 @@ mod tests {
     #[test]
     fn bad_files_are_named_errors() {
         let e = err("base: {}\naxes:\n  env.difficulty: []\n");
-        assert!(e.contains("sweeps/s.yaml: axes.env.difficulty: the axis has no values"), "{e}");
+        assert!(
+            e.contains("sweeps/s.yaml: axes.env.difficulty: the axis has no values"),
+            "{e}"
+        );
         let e = err("base: {}\naxes:\n  env.difficulty: hard\n");
         assert!(e.contains("axes.env.difficulty: expected a list"), "{e}");
         let e = err("base: {}\naxes:\n  env.difficulty: [hard, hard]\n");
@@ -635,9 +646,15 @@ mod tests {
         let e = err("base: {}\naxes:\n  x: [1]\nseeds: [3, 3]\n");
         assert!(e.contains("seeds: seed 3 is listed twice"), "{e}");
         let e = err("base: {}\naxes:\n  x: [1, 2]\nexclude:\n  - {y: 1}\n");
-        assert!(e.contains("exclude[0].y: not an axis; the axes are x"), "{e}");
+        assert!(
+            e.contains("exclude[0].y: not an axis; the axes are x"),
+            "{e}"
+        );
         let e = err("base: {}\naxes:\n  x: [1, 2]\nexclude:\n  - {x: 3}\n");
-        assert!(e.contains("exclude[0].x: `3` is not a value of the axis (1, 2)"), "{e}");
+        assert!(
+            e.contains("exclude[0].x: `3` is not a value of the axis (1, 2)"),
+            "{e}"
+        );
         let e = err("base: {}\naxes:\n  x: [1]\nexclude:\n  - {x: 1}\n");
         assert!(e.contains("every combination is excluded"), "{e}");
         let e = err("base: {}\naxes: {}\n");
@@ -661,13 +678,22 @@ mod tests {
         );
         let s = parse("base: {}\naxes:\n  grpo.steps: [2, many]\n").unwrap();
         let e = s.validate().unwrap_err().to_string();
-        assert!(e.contains("axes.grpo.steps: the value `many` does not fit"), "{e}");
+        assert!(
+            e.contains("axes.grpo.steps: the value `many` does not fit"),
+            "{e}"
+        );
         let s = parse("base: {}\naxes:\n  optim.lr: [0.001, -1.0]\n").unwrap();
         let e = s.validate().unwrap_err().to_string();
-        assert!(e.contains("axes.optim.lr: the value `-1.0` does not fit"), "{e}");
+        assert!(
+            e.contains("axes.optim.lr: the value `-1.0` does not fit"),
+            "{e}"
+        );
         let s = parse("base: no/such.yaml\naxes:\n  optim.lr: [0.001]\n").unwrap();
         let e = s.validate().unwrap_err().to_string();
-        assert!(e.contains("base: cannot read the base config no/such.yaml"), "{e}");
+        assert!(
+            e.contains("base: cannot read the base config no/such.yaml"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -77,7 +77,9 @@ pub fn read_state(dir: &Path, steps: u64) -> Result<CellState> {
             Error::input(
                 &done,
                 "document",
-                format!("unreadable done marker ({e}); delete it to run the cell's evaluations again"),
+                format!(
+                    "unreadable done marker ({e}); delete it to run the cell's evaluations again"
+                ),
             )
         })?;
         return Ok(CellState::Done(marker));
@@ -129,7 +131,10 @@ mod tests {
         assert_eq!(s, CellState::Training { step: 0, of: 4 });
         assert_eq!(s.to_string(), "started: step 0 of 4");
         std::fs::write(dir.join(FAILED_FILE), "out of memory\nmore").unwrap();
-        assert_eq!(read_state(&dir, 4).unwrap().to_string(), "failed: out of memory");
+        assert_eq!(
+            read_state(&dir, 4).unwrap().to_string(),
+            "failed: out of memory"
+        );
         let m = DoneMarker {
             cell: "x".into(),
             steps: 4,
@@ -137,7 +142,11 @@ mod tests {
         };
         write_done(&dir, &m).unwrap();
         assert_eq!(read_state(&dir, 4).unwrap(), CellState::Done(m));
-        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2, "no temporary file left");
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            2,
+            "no temporary file left"
+        );
         std::fs::write(dir.join(DONE_FILE), "{").unwrap();
         let e = read_state(&dir, 4).unwrap_err().to_string();
         assert!(e.contains("unreadable done marker"), "{e}");

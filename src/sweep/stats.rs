@@ -29,7 +29,8 @@ pub fn t975(df: usize) -> f64 {
         return T975[df - 1];
     }
     let (z, d) = (1.959_964_f64, df.max(1) as f64);
-    z + (z.powi(3) + z) / (4.0 * d) + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * d * d)
+    z + (z.powi(3) + z) / (4.0 * d)
+        + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * d * d)
 }
 
 /// The spread of the finite values among `xs` (`None` when there are none).
@@ -87,7 +88,10 @@ mod tests {
         assert!((s.mean - 3.0).abs() < 1e-12);
         assert!((s.std - 2.645751).abs() < 1e-6);
         let (lo, hi) = s.ci.unwrap();
-        assert!((lo + 3.572941).abs() < 1e-5 && (hi - 9.572941).abs() < 1e-5, "{lo} {hi}");
+        assert!(
+            (lo + 3.572941).abs() < 1e-5 && (hi - 9.572941).abs() < 1e-5,
+            "{lo} {hi}"
+        );
         assert_eq!(s.show(2), "3.00 ± 2.65 [-3.57, 9.57]");
     }
 

@@ -222,7 +222,10 @@ pub fn summary_markdown(
     if !plots.is_empty() {
         md.push_str("\n## Plots\n\n");
         for p in plots {
-            let name = p.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default();
             md.push_str(&format!("![{name}]({name})\n\n"));
         }
     }
@@ -232,12 +235,16 @@ pub fn summary_markdown(
         t.push_row([
             r.cell.name.clone(),
             r.state.to_string(),
-            r.final_reward.map(|v| format!("{v:.3}")).unwrap_or_default(),
+            r.final_reward
+                .map(|v| format!("{v:.3}"))
+                .unwrap_or_default(),
             r.sage
                 .as_ref()
                 .map(|s| format!("{:.1}", s.mean_final))
                 .unwrap_or_default(),
-            r.wall_s.map(|w| format!("{:.1}", w / 60.0)).unwrap_or_default(),
+            r.wall_s
+                .map(|w| format!("{:.1}", w / 60.0))
+                .unwrap_or_default(),
         ]);
     }
     md.push_str(&t.to_markdown());

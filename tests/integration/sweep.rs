@@ -15,7 +15,14 @@ use crate::train::tiny_model_dir;
 
 /// A sweep file over a tiny model: `axes` and `seeds` as YAML, 1-turn dialogues, short replies,
 /// and the two evaluations on the smallest sizes.
-fn sweep_file(dir: &Path, model: &Path, name: &str, steps: u32, axes: &str, seeds: &str) -> PathBuf {
+fn sweep_file(
+    dir: &Path,
+    model: &Path,
+    name: &str,
+    steps: u32,
+    axes: &str,
+    seeds: &str,
+) -> PathBuf {
     let text = format!(
         "name: {name}\ndir: {out}\nbase:\n  model: {{path: {model}}}\n  lora: {{rank: 2}}\n  \
          env: {{knobs: {{max_turns: 1}}}}\n  sampling: {{max_new_tokens: 4}}\n  \
@@ -46,7 +53,8 @@ fn rows_without_timing(dir: &Path) -> Vec<String> {
 }
 
 fn metrics_rows(cell: &Path) -> usize {
-    std::fs::read_to_string(cell.join("metrics.csv")).map_or(0, |t| t.lines().count().saturating_sub(1))
+    std::fs::read_to_string(cell.join("metrics.csv"))
+        .map_or(0, |t| t.lines().count().saturating_sub(1))
 }
 
 #[test]
@@ -54,11 +62,31 @@ fn bad_sweep_files_are_refused_before_anything_runs() -> Result<()> {
     let tmp = crate::common::temp_dir();
     let model = tmp.path().join("no-model-needed");
     let cases = [
-        ("  grpo.stepz: [2]\n", "axes.grpo.stepz: the value `2` does not fit", "unknown field `stepz`"),
-        ("  env.difficulty: []\n", "axes.env.difficulty: the axis has no values", ""),
-        ("  grpo.steps: [2, many]\n", "axes.grpo.steps: the value `many` does not fit", "invalid type"),
-        ("  env.difficulty: [hard, hard]\n", "axes.env.difficulty: `hard` is listed twice", ""),
-        ("  env.difficulty: [extreme]\n", "axes.env.difficulty: the value `extreme` does not fit", "unknown variant"),
+        (
+            "  grpo.stepz: [2]\n",
+            "axes.grpo.stepz: the value `2` does not fit",
+            "unknown field `stepz`",
+        ),
+        (
+            "  env.difficulty: []\n",
+            "axes.env.difficulty: the axis has no values",
+            "",
+        ),
+        (
+            "  grpo.steps: [2, many]\n",
+            "axes.grpo.steps: the value `many` does not fit",
+            "invalid type",
+        ),
+        (
+            "  env.difficulty: [hard, hard]\n",
+            "axes.env.difficulty: `hard` is listed twice",
+            "",
+        ),
+        (
+            "  env.difficulty: [extreme]\n",
+            "axes.env.difficulty: the value `extreme` does not fit",
+            "unknown variant",
+        ),
     ];
     for (i, (axes, want, also)) in cases.iter().enumerate() {
         let file = sweep_file(tmp.path(), &model, &format!("bad{i}"), 2, axes, "[0]");
@@ -66,8 +94,14 @@ fn bad_sweep_files_are_refused_before_anything_runs() -> Result<()> {
             let o = eg(&["sweep", cmd, file.to_str().unwrap()]);
             let out = output_of(&o);
             assert_eq!(o.status.code(), Some(2), "{cmd} {axes}: {out}");
-            assert!(out.contains(&format!("bad{i}.yaml: {want}")) && out.contains(also), "{out}");
-            assert!(!tmp.path().join(format!("bad{i}")).exists(), "nothing starts: {out}");
+            assert!(
+                out.contains(&format!("bad{i}.yaml: {want}")) && out.contains(also),
+                "{out}"
+            );
+            assert!(
+                !tmp.path().join(format!("bad{i}")).exists(),
+                "nothing starts: {out}"
+            );
         }
     }
     Ok(())
@@ -94,11 +128,20 @@ fn a_killed_local_sweep_resumes_and_matches_an_uninterrupted_one() -> Result<()>
         .stderr(Stdio::null())
         .spawn()?;
     let cells = tmp.path().join("killed/cells");
-    let (first, second) = (cells.join("difficulty=moderate,seed=0"), cells.join("difficulty=hard,seed=0"));
+    let (first, second) = (
+        cells.join("difficulty=moderate,seed=0"),
+        cells.join("difficulty=hard,seed=0"),
+    );
     let start = Instant::now();
     while metrics_rows(&second) < 3 {
-        assert!(child.try_wait()?.is_none(), "the sweep ended before it could be killed");
-        assert!(start.elapsed() < Duration::from_secs(600), "the sweep made no progress");
+        assert!(
+            child.try_wait()?.is_none(),
+            "the sweep ended before it could be killed"
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(600),
+            "the sweep made no progress"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     child.kill()?;
@@ -107,17 +150,34 @@ fn a_killed_local_sweep_resumes_and_matches_an_uninterrupted_one() -> Result<()>
     // The cell process died with the sweep: its lock is free again.
     std::thread::sleep(Duration::from_millis(300));
     let lock = std::fs::File::open(second.join(".lock"))?;
-    assert!(lock.try_lock().is_ok(), "a cell process outlived the killed sweep");
+    assert!(
+        lock.try_lock().is_ok(),
+        "a cell process outlived the killed sweep"
+    );
     drop(lock);
-    let status = eg_ok(&["sweep", "status", tmp.path().join("killed").to_str().unwrap()]);
-    assert!(status.contains("| 0 | difficulty=moderate,seed=0 | done (6 steps) |"), "{status}");
-    assert!(status.contains("difficulty=hard,seed=0 | started: step"), "{status}");
+    let status = eg_ok(&[
+        "sweep",
+        "status",
+        tmp.path().join("killed").to_str().unwrap(),
+    ]);
+    assert!(
+        status.contains("| 0 | difficulty=moderate,seed=0 | done (6 steps) |"),
+        "{status}"
+    );
+    assert!(
+        status.contains("difficulty=hard,seed=0 | started: step"),
+        "{status}"
+    );
     assert!(status.contains("1 of 2 cells done"), "{status}");
 
     let out = eg_ok(&["sweep", "run", killed.to_str().unwrap()]);
     assert!(out.contains("2 cells, 1 to run"), "{out}");
     let first_log = std::fs::read_to_string(first.join("cell.log"))?;
-    assert_eq!(first_log.matches("cell 0:").count(), 1, "the finished cell ran again: {first_log}");
+    assert_eq!(
+        first_log.matches("cell 0:").count(),
+        1,
+        "the finished cell ran again: {first_log}"
+    );
     let second_log = std::fs::read_to_string(second.join("cell.log"))?;
     assert!(second_log.contains("resumed after step 2"), "{second_log}");
 
@@ -126,17 +186,37 @@ fn a_killed_local_sweep_resumes_and_matches_an_uninterrupted_one() -> Result<()>
         assert!(out.contains("2 of 2 cells done"), "{out}");
         crate::common::assert_words_for_people("sweep collect", &out);
     }
-    let (a, b) = (rows_without_timing(&tmp.path().join("whole")), rows_without_timing(&tmp.path().join("killed")));
+    let (a, b) = (
+        rows_without_timing(&tmp.path().join("whole")),
+        rows_without_timing(&tmp.path().join("killed")),
+    );
     assert_eq!(a, b);
     assert_eq!(a.len(), 3);
-    assert!(a[0].starts_with("cell,index,env.difficulty,seed,status,steps,final_reward,sage_score"), "{}", a[0]);
-    assert!(a[1].starts_with("\"difficulty=moderate,seed=0\",0,moderate,0,done,6,0."), "{}", a[1]);
+    assert!(
+        a[0].starts_with("cell,index,env.difficulty,seed,status,steps,final_reward,sage_score"),
+        "{}",
+        a[0]
+    );
+    assert!(
+        a[1].starts_with("\"difficulty=moderate,seed=0\",0,moderate,0,done,6,0."),
+        "{}",
+        a[1]
+    );
     let md = std::fs::read_to_string(tmp.path().join("whole/summary.md"))?;
-    assert!(md.contains("2 of 2 cells finished") && md.contains("## By combination"), "{md}");
-    assert!(md.contains("Base model `") && md.contains("factual error"), "{md}");
+    assert!(
+        md.contains("2 of 2 cells finished") && md.contains("## By combination"),
+        "{md}"
+    );
+    assert!(
+        md.contains("Base model `") && md.contains("factual error"),
+        "{md}"
+    );
     for svg in ["reward-by-difficulty.svg", "sage-by-cell.svg"] {
         let text = std::fs::read_to_string(tmp.path().join("whole").join(svg))?;
-        assert!(text.starts_with("<?xml") && text.contains("moderate"), "{svg}");
+        assert!(
+            text.starts_with("<?xml") && text.contains("moderate"),
+            "{svg}"
+        );
     }
     Ok(())
 }
@@ -153,7 +233,10 @@ fn wait_for_jobs(name: &str, limit: Duration) {
         if o.status.success() && text.trim().is_empty() {
             return;
         }
-        assert!(start.elapsed() < limit, "the array did not finish in {limit:?}: {text}");
+        assert!(
+            start.elapsed() < limit,
+            "the array did not finish in {limit:?}: {text}"
+        );
         std::thread::sleep(Duration::from_secs(2));
     }
 }
@@ -170,7 +253,14 @@ fn a_2x2_sweep_runs_as_a_slurm_array() -> Result<()> {
     let model = tiny_model_dir()?;
     let tmp = crate::common::temp_dir();
     let name = format!("slurm{}", std::process::id());
-    let file = sweep_file(tmp.path(), model.path(), &name, 2, "  env.difficulty: [moderate, hard]\n", "[0, 1]");
+    let file = sweep_file(
+        tmp.path(),
+        model.path(),
+        &name,
+        2,
+        "  env.difficulty: [moderate, hard]\n",
+        "[0, 1]",
+    );
     let mut text = std::fs::read_to_string(&file)?;
     text.push_str("slurm:\n  time: '00:20:00'\n  cpus_per_task: 1\n  max_parallel: 2\n");
     std::fs::write(&file, text)?;
@@ -179,8 +269,14 @@ fn a_2x2_sweep_runs_as_a_slurm_array() -> Result<()> {
     let script = dir.join("sweep.sbatch");
     assert!(out.contains("4 cells, one array task each"), "{out}");
     let script_text = std::fs::read_to_string(&script)?;
-    assert!(script_text.contains("#SBATCH --array=0-3%2"), "{script_text}");
-    let o = Command::new("sbatch").arg("--test-only").arg(&script).output()?;
+    assert!(
+        script_text.contains("#SBATCH --array=0-3%2"),
+        "{script_text}"
+    );
+    let o = Command::new("sbatch")
+        .arg("--test-only")
+        .arg(&script)
+        .output()?;
     assert!(o.status.success(), "sbatch --test-only: {}", output_of(&o));
 
     let out = eg_ok(&["sweep", "slurm", file.to_str().unwrap(), "--submit"]);
@@ -198,6 +294,9 @@ fn a_2x2_sweep_runs_as_a_slurm_array() -> Result<()> {
     assert!(rows[1..].iter().all(|r| r.contains(",done,2,")), "{rows:?}");
     let md = std::fs::read_to_string(dir.join("summary.md"))?;
     // Two seeds per combination: mean ± std [interval].
-    assert!(md.contains(" ± ") && md.contains("| moderate | 2 |"), "{md}");
+    assert!(
+        md.contains(" ± ") && md.contains("| moderate | 2 |"),
+        "{md}"
+    );
     Ok(())
 }

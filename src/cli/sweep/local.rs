@@ -38,13 +38,16 @@ pub fn run(catalog_root: &Path, file: &Path, jobs: usize) -> anyhow::Result<()> 
             .expect("valid template"),
     );
     bar.set_position(total - todo.len() as u64);
-    say(&bar, format!(
-        "sweep {}: {} cells, {} to run, {jobs} at a time -> {}",
-        sweep.name,
-        total,
-        todo.len(),
-        sweep.dir.display()
-    ));
+    say(
+        &bar,
+        format!(
+            "sweep {}: {} cells, {} to run, {jobs} at a time -> {}",
+            sweep.name,
+            total,
+            todo.len(),
+            sweep.dir.display()
+        ),
+    );
     let mut queue = todo.into_iter();
     let mut running: Vec<(&Cell, Child)> = Vec::new();
     let mut failed = Vec::new();

@@ -132,9 +132,8 @@ fn steps_of(sweep: &Sweep) -> impl Fn(&Cell) -> u64 + '_ {
 
 fn slurm(catalog_root: &Path, file: &Path, submit: bool) -> anyhow::Result<()> {
     let (sweep, _) = prepare(file)?;
-    let abs = |p: &Path| {
-        std::path::absolute(p).with_context(|| format!("resolving {}", p.display()))
-    };
+    let abs =
+        |p: &Path| std::path::absolute(p).with_context(|| format!("resolving {}", p.display()));
     std::fs::create_dir_all(sweep.dir.join(SLURM_LOG_DIR))?;
     let (exe, catalog) = (std::env::current_exe()?, abs(catalog_root)?);
     let (sweep_file, workdir, sweep_dir) = (abs(file)?, std::env::current_dir()?, abs(&sweep.dir)?);
