@@ -119,10 +119,10 @@ fn cell_spread(group: &[&CellResult], m: &Measure) -> String {
 }
 
 /// Groups finished cells by `key`, keeping first-seen order.
-fn group_by<'a>(
-    results: &'a [CellResult],
+fn group_by(
+    results: &[CellResult],
     key: impl Fn(&CellResult) -> String,
-) -> Vec<(String, Vec<&'a CellResult>)> {
+) -> Vec<(String, Vec<&CellResult>)> {
     let mut groups: Vec<(String, Vec<&CellResult>)> = Vec::new();
     for r in results.iter().filter(|r| r.final_reward.is_some()) {
         let k = key(r);
