@@ -65,6 +65,15 @@ impl Anchor {
     }
 }
 
+/// `x,y x,y ...` for a `points` attribute.
+fn points_attr(points: &[(f64, f64)]) -> String {
+    let pts: Vec<String> = points
+        .iter()
+        .map(|&(x, y)| format!("{},{}", num(x), num(y)))
+        .collect();
+    pts.join(" ")
+}
+
 /// An SVG document being written: elements are appended in paint order.
 #[derive(Debug, Clone)]
 pub struct Svg {
@@ -132,14 +141,10 @@ impl Svg {
 
     /// An open polyline through `points` (pixel coordinates).
     pub fn polyline(&mut self, points: &[(f64, f64)], color: &str, width: f64) {
-        let pts: Vec<String> = points
-            .iter()
-            .map(|&(x, y)| format!("{},{}", num(x), num(y)))
-            .collect();
         let _ = writeln!(
             self.body,
             "<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"{}\" stroke-linejoin=\"round\"/>",
-            pts.join(" "),
+            points_attr(points),
             escape(color),
             num(width)
         );
@@ -147,14 +152,10 @@ impl Svg {
 
     /// A closed polygon through `points` (pixel coordinates), filled with `fill` at `opacity`.
     pub fn polygon(&mut self, points: &[(f64, f64)], fill: &str, opacity: f64) {
-        let pts: Vec<String> = points
-            .iter()
-            .map(|&(x, y)| format!("{},{}", num(x), num(y)))
-            .collect();
         let _ = writeln!(
             self.body,
             "<polygon points=\"{}\" fill=\"{}\" fill-opacity=\"{}\" stroke=\"none\"/>",
-            pts.join(" "),
+            points_attr(points),
             escape(fill),
             num(opacity)
         );
