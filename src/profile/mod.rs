@@ -1,5 +1,6 @@
 //! Profiles as data: scenarios, personas, difficulty presets and the train/test split.
 
+pub mod auto;
 pub mod catalog;
 mod check;
 pub mod difficulty;
