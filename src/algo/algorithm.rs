@@ -72,7 +72,10 @@ mod tests {
             assert_eq!(a.to_string(), word);
             assert_eq!(serde_yaml::to_string(&a).unwrap().trim(), word);
         }
-        assert_eq!(serde_yaml::from_str::<Credit>("turn").unwrap(), Credit::Turn);
+        assert_eq!(
+            serde_yaml::from_str::<Credit>("turn").unwrap(),
+            Credit::Turn
+        );
         assert!(serde_yaml::from_str::<Algorithm>("dpo").is_err());
     }
 }

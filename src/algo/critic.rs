@@ -106,7 +106,11 @@ impl Critic {
         let mut ids = Vec::with_capacity(batch.len() * t);
         let mut mask = Vec::with_capacity(batch.len() * (t - 1));
         for row in batch {
-            ids.extend(row.iter().copied().chain(std::iter::repeat_n(0, t - row.len())));
+            ids.extend(
+                row.iter()
+                    .copied()
+                    .chain(std::iter::repeat_n(0, t - row.len())),
+            );
             mask.extend((0..t - 1).map(|j| if j + 1 < row.len() { 1f32 } else { 0f32 }));
         }
         let ids = Tensor::from_vec(ids, (batch.len(), t), dev)?;

@@ -64,7 +64,11 @@ pub fn whiten(seqs: &[Vec<f32>]) -> Vec<Vec<f32>> {
         1.0 / (ss / (n - 1) as f64 + WHITEN_EPS).sqrt()
     };
     seqs.iter()
-        .map(|s| s.iter().map(|&x| ((x as f64 - mean) * scale) as f32).collect())
+        .map(|s| {
+            s.iter()
+                .map(|&x| ((x as f64 - mean) * scale) as f32)
+                .collect()
+        })
         .collect()
 }
 

@@ -61,7 +61,10 @@ mod tests {
         // Emotions 40 -> 50 -> 45 -> 60, three turns.
         let e = [40, 50, 45, 60];
         // final: e_T / 100 = 0.6 on the last turn.
-        assert_eq!(turn_rewards(Aggregate::Final, &e, 3, 0.6), vec![0.0, 0.0, 0.6]);
+        assert_eq!(
+            turn_rewards(Aggregate::Final, &e, 3, 0.6),
+            vec![0.0, 0.0, 0.6]
+        );
         // dense: +0.10, -0.05, +0.15 (sum 0.20 = the dense total, nothing left over).
         let d = turn_rewards(Aggregate::Dense, &e, 3, 0.2);
         for (x, y) in d.iter().zip([0.1, -0.05, 0.15]) {

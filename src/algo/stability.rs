@@ -111,7 +111,9 @@ pub fn collapsed(
     repeat_rate: f64,
 ) -> bool {
     let entropy_low = matches!((entropy, base.entropy), (Some(e), Some(b)) if b > 0.0 && e < cfg.entropy_frac * b);
-    let short = base.reply_len.is_some_and(|b| b > 0.0 && reply_len < cfg.length_frac * b);
+    let short = base
+        .reply_len
+        .is_some_and(|b| b > 0.0 && reply_len < cfg.length_frac * b);
     entropy_low || short || repeat_rate > cfg.repeat_rate
 }
 

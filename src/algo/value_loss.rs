@@ -44,7 +44,10 @@ pub fn value_loss(
     let use_clip = l2.gt(&l1.detach())?.to_dtype(v_new.dtype())?;
     let per_token = ((&l1 * (1.0 - &use_clip)?)? + (l2 * &use_clip)?)?;
     let loss = ((per_token * &mask)?.sum_all()? * (0.5 / tokens.max(1) as f64))?;
-    let clipped = (use_clip * &mask)?.sum_all()?.to_dtype(DType::F64)?.to_scalar::<f64>()?;
+    let clipped = (use_clip * &mask)?
+        .sum_all()?
+        .to_dtype(DType::F64)?
+        .to_scalar::<f64>()?;
     Ok(ValueLoss {
         value: loss.to_dtype(DType::F64)?.to_scalar::<f64>()?,
         loss,
@@ -96,7 +99,10 @@ mod tests {
         assert_eq!(out.clipped, 1);
         let g = out.loss.backward().unwrap();
         let g: Vec<Vec<f32>> = g.get(v_new.as_tensor()).unwrap().to_vec2().unwrap();
-        assert!((g[0][0] + 0.25).abs() < 1e-6 && g[0][1] == 0.0 && g[0][2] == 0.0, "{g:?}");
+        assert!(
+            (g[0][0] + 0.25).abs() < 1e-6 && g[0][1] == 0.0 && g[0][2] == 0.0,
+            "{g:?}"
+        );
     }
 
     #[test]

@@ -157,8 +157,11 @@ fn critic_round_trips_when_present() {
     let mut ck = sample(2, 0.75);
     let head = Tensor::new(&[[0.25f32], [-1.0e-7]], &Device::Cpu).unwrap();
     let var = Var::new(&[0.3f32], &Device::Cpu).unwrap();
-    let opt = AdamW::new([("critic.value_head.bias".to_string(), var)], AdamWConfig::default())
-        .unwrap();
+    let opt = AdamW::new(
+        [("critic.value_head.bias".to_string(), var)],
+        AdamWConfig::default(),
+    )
+    .unwrap();
     ck.critic = Some(CriticState {
         tensors: [("critic.value_head.weight".to_string(), head.clone())]
             .into_iter()

@@ -239,7 +239,10 @@ pub fn grpo_loss(
                 low: r.lt(1.0 - cfg.eps_low)?.to_dtype(dtype)?,
                 high: r.gt(1.0 + cfg.eps_high)?.to_dtype(dtype)?,
             };
-            (clip, cispo_surrogate(&r, &new, &adv, cfg.eps_low, cfg.eps_high)?)
+            (
+                clip,
+                cispo_surrogate(&r, &new, &adv, cfg.eps_low, cfg.eps_high)?,
+            )
         }
     };
     let mut per_token = surrogate.neg()?;

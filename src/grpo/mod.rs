@@ -19,7 +19,7 @@ pub use loss::{
     grpo_loss, Aggregation, BatchTotals, LossConfig, LossInputs, LossOutput, LossStats,
 };
 pub use metrics::{read_metrics, MetricsWriter, StepMetrics};
-pub use policy_loss::PolicyLoss;
 pub use optim::{AdamW, AdamWConfig, AdamWState, SkipReason, StepOutcome};
+pub use policy_loss::PolicyLoss;
 pub use rng_state::RngState;
 pub use schedule::LrSchedule;

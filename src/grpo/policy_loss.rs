@@ -42,7 +42,7 @@ pub fn policy_ratio(kind: PolicyLoss, new: &Tensor, old: &Tensor, mask: &Tensor)
         PolicyLoss::Gspo => {
             let counts = mask.sum_keepdim(1)?.clamp(1.0, f64::INFINITY)?;
             let seq = ((&log_ratio * mask)?.sum_keepdim(1)? / counts)?.detach(); // [B, 1]
-            // sg[log s_i] + log pi(y_t) - sg[log pi(y_t)]: value log s_i, gradient grad log pi.
+                                                                                 // sg[log s_i] + log pi(y_t) - sg[log pi(y_t)]: value log s_i, gradient grad log pi.
             let tok = (new - new.detach())?;
             tok.broadcast_add(&seq)?.exp()?
         }
@@ -156,7 +156,12 @@ mod tests {
     fn per_token_advantages_match_per_sequence_ones_when_constant() {
         // [B, T] advantages equal along each row give the [B] result bit for bit.
         let delta = [[0.0, 0.5, 0.0], [0.1, -0.5, 0.3]];
-        let per_seq = run(PolicyLoss::Clip, Aggregation::TokenMean, &delta, seq_adv([1.0, -0.5]));
+        let per_seq = run(
+            PolicyLoss::Clip,
+            Aggregation::TokenMean,
+            &delta,
+            seq_adv([1.0, -0.5]),
+        );
         let rows = Tensor::new(&[[1.0f32, 1.0, 1.0], [-0.5, -0.5, -0.5]], &Device::Cpu).unwrap();
         let per_tok = run(PolicyLoss::Clip, Aggregation::TokenMean, &delta, rows);
         assert_eq!(per_seq.0.to_bits(), per_tok.0.to_bits());

@@ -291,7 +291,12 @@ mod tests {
         assert_eq!(f.grpo.loss.kind, crate::grpo::PolicyLoss::Clip);
         assert_eq!(f.grpo.dynamic_sampling_draws, 0);
         assert_eq!(
-            (f.ppo.gamma, f.ppo.lambda, f.ppo.cliprange_value, f.ppo.critic_warmup),
+            (
+                f.ppo.gamma,
+                f.ppo.lambda,
+                f.ppo.cliprange_value,
+                f.ppo.critic_warmup
+            ),
             (1.0, 1.0, 0.5, 0)
         );
     }
@@ -302,7 +307,10 @@ mod tests {
         assert_eq!(c.file.algorithm, crate::algo::Algorithm::ReinforcePp);
         assert_eq!(c.file.grpo.credit, crate::algo::Credit::Turn);
         let err = load("algorithm: dpo\n", &[]).unwrap_err().to_string();
-        assert!(err.contains("grpo") && err.contains("reinforce_pp"), "{err}");
+        assert!(
+            err.contains("grpo") && err.contains("reinforce_pp"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -343,7 +351,11 @@ mod tests {
                 vec!["ppo.critic_warmup=100"],
                 "ppo.critic_warmup",
             ),
-            ("", vec!["stability.entropy_frac=2"], "stability.entropy_frac"),
+            (
+                "",
+                vec!["stability.entropy_frac=2"],
+                "stability.entropy_frac",
+            ),
         ];
         for (text, sets, field) in cases {
             let err = load(text, &sets).unwrap_err().to_string();

@@ -96,7 +96,11 @@ pub fn critic_update(
             let w = width(chunk);
             let shape = (chunk.len(), w);
             let mask = Tensor::from_vec(padded_masks(chunk, w), shape, dev)?;
-            let v_old = Tensor::from_vec(scatter_tokens(chunk, &old_values[range.clone()], w), shape, dev)?;
+            let v_old = Tensor::from_vec(
+                scatter_tokens(chunk, &old_values[range.clone()], w),
+                shape,
+                dev,
+            )?;
             let ret = Tensor::from_vec(scatter_tokens(chunk, &returns[range], w), shape, dev)?;
             let v_new = critic.values(model, &ids(chunk), Pass::Train)?;
             let out = value_loss(&v_new, &v_old, &ret, &mask, cfg.clip, tokens)?;

@@ -76,7 +76,9 @@ pub fn estimate(
                     .collect(),
             )
         }
-        (Algorithm::Rloo, _) => Advantages::PerSequence(pick(rloo_advantages(rewards, g.group_size)?)),
+        (Algorithm::Rloo, _) => {
+            Advantages::PerSequence(pick(rloo_advantages(rewards, g.group_size)?))
+        }
         (Algorithm::ReinforcePp, _) => {
             let turns = all_turn_rewards(cfg, records, rewards, seqs);
             let tok: Vec<Vec<f32>> = keep
@@ -86,9 +88,8 @@ pub fn estimate(
             Advantages::PerToken(reinforce_pp_advantages(&tok, cfg.file.ppo.gamma))
         }
         (Algorithm::Ppo, _) => {
-            let values = values.ok_or_else(|| {
-                Error::Other("ppo: the critic's values are missing".into())
-            })?;
+            let values = values
+                .ok_or_else(|| Error::Other("ppo: the critic's values are missing".into()))?;
             let turns = all_turn_rewards(cfg, records, rewards, seqs);
             let p = &cfg.file.ppo;
             let (mut advs, mut rets) = (Vec::new(), Vec::new());

@@ -10,7 +10,11 @@ use crate::model::{AdapterMode, ChatModel, Pass};
 
 /// Mean k3 KL per policy token over `seqs` (None when they hold no policy token).
 pub fn kl_sample(model: &ChatModel, seqs: &[&TokenSequence]) -> Result<Option<f64>> {
-    let seqs: Vec<&TokenSequence> = seqs.iter().copied().filter(|s| s.policy_tokens() > 0).collect();
+    let seqs: Vec<&TokenSequence> = seqs
+        .iter()
+        .copied()
+        .filter(|s| s.policy_tokens() > 0)
+        .collect();
     if seqs.is_empty() {
         return Ok(None);
     }

@@ -12,6 +12,7 @@ pub mod load;
 pub mod overrides;
 pub mod policy;
 mod progress;
+mod restore;
 pub mod reward;
 pub mod run_files;
 pub mod sequence;

@@ -19,6 +19,7 @@ use super::estimate::estimate;
 use super::kl_sample::kl_sample;
 use super::policy::TrainPolicy;
 use super::progress::Bars;
+use super::restore::{restore_adapters, restore_vars, set_critic_dropout};
 use super::reward::RewardSource;
 use super::run_files::RunFiles;
 use super::sequence::TokenSequence;
@@ -35,6 +36,9 @@ use crate::model::ChatModel;
 use crate::profile::Profile;
 use crate::seed::derive;
 use crate::sim::Simulator;
+
+#[path = "dynamic_sampling.rs"]
+mod dynamic_sampling;
 
 /// Seed streams of a run (`seed::derive(run_seed, STREAM)`).
 pub mod streams {
@@ -126,7 +130,11 @@ impl<'a> Trainer<'a> {
         match (&mut t.critic, ckpt.critic) {
             (Some((head, opt)), Some(state)) => {
                 let vars = head.trainable(&t.model);
-                restore_vars(&vars, &state.tensors, &ckpt_dir.join(crate::grpo::checkpoint::CRITIC_FILE))?;
+                restore_vars(
+                    &vars,
+                    &state.tensors,
+                    &ckpt_dir.join(crate::grpo::checkpoint::CRITIC_FILE),
+                )?;
                 opt.load_state(state.optimizer)?;
             }
             (Some(_), None) => {
@@ -311,66 +319,6 @@ impl<'a> Trainer<'a> {
             .collect()
     }
 
-    /// DAPO's dynamic sampling (Yu et al. 2025, sec. 3.2): while groups with all-equal rewards
-    /// remain and `grpo.dynamic_sampling_draws` allows, each is replaced by a group on a profile
-    /// freshly drawn from the profile generator (group numbers P, P+1, ... in the episode log,
-    /// which keeps every dialogue played). Returns the number of groups drawn.
-    fn resample(
-        &mut self,
-        step: u64,
-        records: &mut [EpisodeRecord],
-        seqs: &mut [TokenSequence],
-        rewards: &mut [f32],
-        timings: &mut Timings,
-    ) -> Result<u64> {
-        let g = self.cfg.file.grpo.group_size;
-        let budget = self.cfg.file.grpo.dynamic_sampling_draws;
-        let p = self.cfg.file.grpo.profiles_per_step;
-        let sim_stream = derive(derive(self.cfg.file.seed, streams::SIMULATOR), step);
-        let mut drawn = 0usize;
-        let mut round = 0u64;
-        loop {
-            let bad: Vec<usize> = zero_std_groups(rewards, g)?
-                .iter()
-                .enumerate()
-                .filter(|(_, &z)| z)
-                .map(|(i, _)| i)
-                .take(budget - drawn)
-                .collect();
-            if bad.is_empty() {
-                return Ok(drawn as u64);
-            }
-            round += 1;
-            let mut jobs = Vec::with_capacity(bad.len() * g);
-            for k in 0..bad.len() {
-                let group = (p + drawn + k) as u64;
-                let pi = rand::Rng::random_range(&mut self.profile_rng, 0..self.profiles.len());
-                let seed = derive(sim_stream, group);
-                for sample in 0..g {
-                    jobs.push(EpisodeJob {
-                        profile: self.profiles[pi].clone(),
-                        seed,
-                        step,
-                        group,
-                        sample: sample as u64,
-                    });
-                }
-            }
-            let (r2, s2, t2) = self.play(step, &jobs, round)?;
-            let w2 = self.rewards(&r2)?;
-            for (k, &gi) in bad.iter().enumerate() {
-                let (dst, src) = (gi * g..(gi + 1) * g, k * g..(k + 1) * g);
-                records[dst.clone()].clone_from_slice(&r2[src.clone()]);
-                seqs[dst.clone()].clone_from_slice(&s2[src.clone()]);
-                rewards[dst].copy_from_slice(&w2[src]);
-            }
-            timings.rollout_s += t2.rollout_s;
-            timings.simulate_s += t2.simulate_s;
-            timings.generated_tokens += t2.generated_tokens;
-            drawn += bad.len();
-        }
-    }
-
     /// P profiles drawn without replacement, G dialogues each, one simulator seed per group.
     fn jobs(&mut self, step: u64) -> Vec<EpisodeJob> {
         let g = &self.cfg.file.grpo;
@@ -482,7 +430,13 @@ impl<'a> Trainer<'a> {
             };
             set_critic_dropout(&self.model, dropout_seed)?;
             algo.critic = Some(critic_update(
-                &self.model, head, opt, &batch, v_old, returns, &cfg,
+                &self.model,
+                head,
+                opt,
+                &batch,
+                v_old,
+                returns,
+                &cfg,
             )?);
         }
         if self.critic.is_some() && step <= self.cfg.file.ppo.critic_warmup {
@@ -497,84 +451,4 @@ impl<'a> Trainer<'a> {
         let stats = grpo_update(&self.model, &mut self.opt, &batch, &est.advantages, &cfg)?;
         Ok((Some(stats), algo))
     }
-}
-
-/// Seeds the adapters' dropout streams for the critic's update (the policy update re-seeds them
-/// per micro-batch before its own passes, so the two never share masks).
-fn set_critic_dropout(model: &ChatModel, seed: u64) -> Result<()> {
-    if model.lora.as_ref().is_none_or(|l| l.dropout == 0.0) {
-        return Ok(());
-    }
-    let base = derive(seed, u64::MAX);
-    for (bi, block) in model.model.blocks().iter().enumerate() {
-        for (pi, (_, proj)) in block.projections().iter().enumerate() {
-            proj.set_dropout_seed(derive(base, (bi * 8 + pi) as u64))?;
-        }
-    }
-    Ok(())
-}
-
-/// Sets `vars` from `tensors` by name; names and shapes must match exactly.
-fn restore_vars(
-    vars: &[(String, candle_core::Var)],
-    tensors: &std::collections::BTreeMap<String, candle_core::Tensor>,
-    file: &std::path::Path,
-) -> Result<()> {
-    if vars.len() != tensors.len() {
-        return Err(Error::input(
-            file,
-            "tensors",
-            format!(
-                "{} tensors, the model has {}; resume with the run's own config.yaml",
-                tensors.len(),
-                vars.len()
-            ),
-        ));
-    }
-    for (name, var) in vars {
-        let t = tensors
-            .get(name)
-            .filter(|t| t.dims() == var.dims())
-            .ok_or_else(|| {
-                Error::input(
-                    file,
-                    name,
-                    "missing or misshapen; resume with the run's own config.yaml",
-                )
-            })?;
-        var.set(&t.to_dtype(var.dtype())?)?;
-    }
-    Ok(())
-}
-
-/// Sets the model's adapters from a checkpoint; names and shapes must match exactly.
-fn restore_adapters(model: &ChatModel, ckpt: &Checkpoint, dir: &std::path::Path) -> Result<()> {
-    let vars = model.trainable();
-    let file = dir.join(crate::grpo::checkpoint::ADAPTERS_FILE);
-    if vars.len() != ckpt.adapters.len() {
-        return Err(Error::input(
-            &file,
-            "tensors",
-            format!(
-                "{} adapter tensors, the model has {}; resume with the run's own config.yaml",
-                ckpt.adapters.len(),
-                vars.len()
-            ),
-        ));
-    }
-    for (name, var) in vars {
-        let t = ckpt
-            .adapters
-            .get(&name)
-            .filter(|t| t.dims() == var.dims())
-            .ok_or_else(|| {
-                Error::input(
-                    &file,
-                    &name,
-                    "missing or misshapen; resume with the run's own config.yaml",
-                )
-            })?;
-        var.set(&t.to_dtype(var.dtype())?)?;
-    }
-    Ok(())
 }

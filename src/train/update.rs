@@ -101,11 +101,7 @@ impl Advantages {
     /// Every policy token's advantage, sequence after sequence (`tokens[i]` policy tokens each).
     pub fn per_token(&self, tokens: &[usize]) -> Vec<Vec<f32>> {
         match self {
-            Advantages::PerSequence(a) => a
-                .iter()
-                .zip(tokens)
-                .map(|(&x, &n)| vec![x; n])
-                .collect(),
+            Advantages::PerSequence(a) => a.iter().zip(tokens).map(|(&x, &n)| vec![x; n]).collect(),
             Advantages::PerToken(a) => a.clone(),
         }
     }

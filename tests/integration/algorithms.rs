@@ -54,7 +54,7 @@ fn assert_learns(name: &str, rows: &[StepMetrics]) -> (f64, f64) {
 #[test]
 fn ppo_raises_the_reward_and_its_critic_explains_variance() -> Result<()> {
     let rows = learning_run(
-        "algorithm: ppo\nppo:\n  critic_lr: 0.02\n  critic_warmup: 2\n",
+        "algorithm: ppo\nppo:\n  critic_lr: 0.005\n  critic_warmup: 2\n",
         "",
     )?;
     for m in &rows {
@@ -65,13 +65,31 @@ fn ppo_raises_the_reward_and_its_critic_explains_variance() -> Result<()> {
     }
     assert_learns("ppo", &rows);
     // Warm-up: the first two steps train the critic only (no policy tokens trained on).
-    assert!(rows[..2].iter().all(|m| m.policy_tokens == 0 && m.value_loss.is_some()));
+    assert!(rows[..2]
+        .iter()
+        .all(|m| m.policy_tokens == 0 && m.value_loss.is_some()));
     assert!(rows[2..].iter().all(|m| m.policy_tokens > 0));
     // The critic starts at zero (explained variance <= 0) and comes to explain the returns.
-    assert!(rows[0].explained_var.is_none_or(|e| e <= 1e-6), "{:?}", rows[0]);
     assert!(
-        rows.iter().any(|m| m.explained_var.is_some_and(|e| e > 0.0)),
-        "explained variance never rose above 0"
+        rows[0].explained_var.is_none_or(|e| e <= 1e-6),
+        "{:?}",
+        rows[0]
+    );
+    // Measured (2-core CPU): negative while the policy is near random (down to -0.75), then above
+    // 0 on 8 of the last 15 steps, up to 0.137; the critic learns something the mean does not.
+    let late = &rows[15..];
+    let positive = late
+        .iter()
+        .filter(|m| m.explained_var.is_some_and(|e| e > 0.0))
+        .count();
+    assert!(
+        positive >= 5,
+        "explained variance above 0 on {positive} of the last 15 steps"
+    );
+    assert!(
+        late.iter()
+            .any(|m| m.explained_var.is_some_and(|e| e > 0.05)),
+        "explained variance never rose above 0.05"
     );
     Ok(())
 }
@@ -100,16 +118,26 @@ fn lite_ppo_preset_raises_the_reward() -> Result<()> {
     let g = &preset.file.grpo;
     assert_eq!(preset.file.algorithm, empathy_gym::algo::Algorithm::Grpo);
     assert_eq!(g.advantage_scale, empathy_gym::grpo::AdvantageScale::Batch);
-    assert_eq!(g.loss.aggregation, empathy_gym::grpo::Aggregation::TokenMean);
-    let rows = learning_run("", "  advantage_scale: batch\n  loss:\n    aggregation: token_mean\n")?;
+    assert_eq!(
+        g.loss.aggregation,
+        empathy_gym::grpo::Aggregation::TokenMean
+    );
+    let rows = learning_run(
+        "",
+        "  advantage_scale: batch\n  loss:\n    aggregation: token_mean\n",
+    )?;
     assert_learns("lite_ppo", &rows);
     Ok(())
 }
 
 #[test]
 fn gspo_and_cispo_losses_raise_the_reward() -> Result<()> {
+    // Two updates per batch (mu = 2): with one, the ratio is exactly 1 and both objectives'
+    // gradients equal the clipped ratio's; with two, the second update sees ratios away from 1
+    // (GSPO's per sequence, CISPO's clipped weights).
     for kind in ["gspo", "cispo"] {
-        let rows = learning_run("", &format!("  loss:\n    kind: {kind}\n"))?;
+        let grpo = format!("  iterations: 2\n  loss:\n    kind: {kind}\n");
+        let rows = learning_run("", &grpo)?;
         assert_learns(kind, &rows);
     }
     Ok(())
@@ -118,8 +146,14 @@ fn gspo_and_cispo_losses_raise_the_reward() -> Result<()> {
 /// The resume test's configuration (train.rs FULL: two turns, mu = 2, beta > 0, LoRA dropout,
 /// uneven micro-batches) as PPO with a warm-up step and dynamic sampling.
 fn ppo_full() -> String {
-    format!("algorithm: ppo\nppo:\n  critic_lr: 0.01\n  critic_warmup: 1\n  lambda: 0.95\n{}", FULL)
-        .replace("drop_zero_std: true", "drop_zero_std: true\n  dynamic_sampling_draws: 2")
+    format!(
+        "algorithm: ppo\nppo:\n  critic_lr: 0.01\n  critic_warmup: 1\n  lambda: 0.95\n{}",
+        FULL
+    )
+    .replace(
+        "drop_zero_std: true",
+        "drop_zero_std: true\n  dynamic_sampling_draws: 2",
+    )
 }
 
 fn critic_bits(t: &Trainer<'_>) -> Result<Vec<(String, Vec<u32>)>> {
@@ -127,7 +161,13 @@ fn critic_bits(t: &Trainer<'_>) -> Result<Vec<(String, Vec<u32>)>> {
     head.trainable(t.model())
         .into_iter()
         .map(|(n, v)| {
-            let bits = v.as_tensor().flatten_all()?.to_vec1::<f32>()?.iter().map(|x| x.to_bits()).collect();
+            let bits = v
+                .as_tensor()
+                .flatten_all()?
+                .to_vec1::<f32>()?
+                .iter()
+                .map(|x| x.to_bits())
+                .collect();
             Ok((n, bits))
         })
         .collect()
@@ -156,7 +196,11 @@ fn ppo_stopped_and_resumed_run_equals_an_uninterrupted_one() -> Result<()> {
     let reward = share_of_lowercase;
     let a_dir = tempfile::tempdir()?;
     let a = {
-        let mut t = Trainer::start(parts(config(model.path(), a_dir.path(), &ppo_full())?, &reward, 2)?)?;
+        let mut t = Trainer::start(parts(
+            config(model.path(), a_dir.path(), &ppo_full())?,
+            &reward,
+            2,
+        )?)?;
         t.run(None)?;
         ppo_outcome(&t)?
     };
@@ -166,11 +210,18 @@ fn ppo_stopped_and_resumed_run_equals_an_uninterrupted_one() -> Result<()> {
 
     let b_dir = tempfile::tempdir()?;
     {
-        let mut t = Trainer::start(parts(config(model.path(), b_dir.path(), &ppo_full())?, &reward, 2)?)?;
+        let mut t = Trainer::start(parts(
+            config(model.path(), b_dir.path(), &ppo_full())?,
+            &reward,
+            2,
+        )?)?;
         t.run(Some(2))?;
     }
     let ck = b_dir.path().join("t/checkpoints/step-2");
-    assert!(ck.join("critic.safetensors").is_file() && ck.join("critic_optimizer.safetensors").is_file());
+    assert!(
+        ck.join("critic.safetensors").is_file()
+            && ck.join("critic_optimizer.safetensors").is_file()
+    );
     let cfg = TrainConfig::load(&b_dir.path().join("t/config.yaml"), &[])?;
     let mut t = Trainer::resume(parts(cfg, &reward, 2)?)?;
     assert_eq!(t.steps_done(), 2);
@@ -191,7 +242,11 @@ fn dynamic_sampling_replaces_all_equal_groups_and_logs_the_draws() -> Result<()>
     let extra = "sampling:\n  max_new_tokens: 4\nlora:\n  rank: 2\n\
 grpo:\n  steps: 3\n  profiles_per_step: 2\n  group_size: 2\n  dynamic_sampling_draws: 3\n";
     let reward = share_of_e;
-    let mut t = Trainer::start(parts(config(model.path(), results.path(), extra)?, &reward, 1)?)?;
+    let mut t = Trainer::start(parts(
+        config(model.path(), results.path(), extra)?,
+        &reward,
+        1,
+    )?)?;
     let rows = t.run(None)?;
     assert!(rows.iter().all(|m| m.extra_draws <= 3));
     let drawn: u64 = rows.iter().map(|m| m.extra_draws).sum();
