@@ -14,13 +14,23 @@ use crate::episode::EpisodeRecord;
 use crate::error::{Error, Result};
 use crate::grpo::group_advantages;
 
+/// PPO's critic targets: the rollout values and the GAE returns, per policy token of each kept
+/// sequence.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CriticTargets {
+    /// V at rollout time.
+    pub values: Vec<Vec<f32>>,
+    /// GAE returns R = A + V (before whitening A).
+    pub returns: Vec<Vec<f32>>,
+}
+
 /// A step's advantages for the kept sequences, and PPO's critic targets.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Estimate {
     /// The advantages of the kept sequences, in `keep` order.
     pub advantages: Advantages,
-    /// PPO: the rollout values and the GAE returns of the kept sequences, per policy token.
-    pub critic_targets: Option<(Vec<Vec<f32>>, Vec<Vec<f32>>)>,
+    /// PPO: what the critic trains toward.
+    pub critic_targets: Option<CriticTargets>,
 }
 
 /// Per-turn rewards of every dialogue (see `algo::placement`).
@@ -102,7 +112,10 @@ pub fn estimate(
             // Advantages whitened over the batch, as standard PPO (verl `compute_gae_advantage_return`).
             return Ok(Estimate {
                 advantages: Advantages::PerToken(whiten(&advs)),
-                critic_targets: Some((values.to_vec(), rets)),
+                critic_targets: Some(CriticTargets {
+                    values: values.to_vec(),
+                    returns: rets,
+                }),
             });
         }
     };

@@ -421,23 +421,15 @@ impl<'a> Trainer<'a> {
         let est = estimate(&self.cfg, records, rewards, seqs, &keep, values.as_deref())?;
         let tokens: Vec<usize> = batch.iter().map(|s| s.policy_tokens()).collect();
         (algo.adv_mean, algo.adv_std) = advantage_stats(&est.advantages.per_token(&tokens));
-        if let (Some((head, opt)), Some((v_old, returns))) = (&mut self.critic, &est.critic_targets)
-        {
+        if let (Some((head, opt)), Some(targets)) = (&mut self.critic, &est.critic_targets) {
             let cfg = CriticUpdateConfig {
                 clip: self.cfg.file.ppo.cliprange_value,
                 iterations: g.iterations,
                 micro_batch: g.micro_batch,
             };
             set_critic_dropout(&self.model, dropout_seed)?;
-            algo.critic = Some(critic_update(
-                &self.model,
-                head,
-                opt,
-                &batch,
-                v_old,
-                returns,
-                &cfg,
-            )?);
+            let (v, r) = (&targets.values, &targets.returns);
+            algo.critic = Some(critic_update(&self.model, head, opt, &batch, v, r, &cfg)?);
         }
         if self.critic.is_some() && step <= self.cfg.file.ppo.critic_warmup {
             return Ok((None, algo));
