@@ -262,3 +262,29 @@ grpo:\n  steps: 3\n  profiles_per_step: 2\n  group_size: 2\n  dynamic_sampling_d
     }
     Ok(())
 }
+
+#[test]
+fn algorithm_configs_differ_from_the_quickstart_only_where_the_algorithm_needs_it() -> Result<()> {
+    use empathy_gym::algo::Algorithm;
+    let root = crate::common::root();
+    let quick = TrainConfig::load(&root.join("configs/quickstart.yaml"), &[])?.file;
+    for (name, algorithm) in [
+        ("grpo", Algorithm::Grpo),
+        ("ppo", Algorithm::Ppo),
+        ("lite-ppo", Algorithm::Grpo),
+        ("rloo", Algorithm::Rloo),
+        ("reinforce-pp", Algorithm::ReinforcePp),
+    ] {
+        let path = root.join(format!("configs/algorithms/{name}.yaml"));
+        let mut f = TrainConfig::load(&path, &[])?.file;
+        assert_eq!((f.run.as_str(), f.algorithm), (name, algorithm));
+        // Put back what an algorithm may change; everything else is the quickstart's.
+        f.run = quick.run.clone();
+        f.algorithm = quick.algorithm;
+        f.ppo = quick.ppo;
+        f.grpo.drop_zero_std = quick.grpo.drop_zero_std;
+        f.grpo.advantage_scale = quick.grpo.advantage_scale;
+        assert_eq!(f, quick, "{name}");
+    }
+    Ok(())
+}
