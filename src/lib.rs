@@ -4,6 +4,7 @@
 //! for several turns; how the emotion moves is a verifiable reward that a GRPO loop optimizes.
 //! See docs/DESIGN.md for the architecture and the file formats.
 
+pub mod algo;
 pub mod episode;
 pub mod error;
 pub mod eval;

@@ -1,5 +1,7 @@
 //! The one integration test target: each module below is one area of the crate.
 
+#[path = "integration/algorithms.rs"]
+mod algorithms;
 #[path = "integration/cli.rs"]
 mod cli;
 #[path = "integration/common.rs"]

@@ -35,6 +35,10 @@ pub const ADAPTERS_FILE: &str = "adapters.safetensors";
 pub const OPTIMIZER_FILE: &str = "optimizer.safetensors";
 /// Step, RNG states and meta, as JSON.
 pub const STATE_FILE: &str = "state.json";
+/// PPO's critic tensors (its LoRA adapters and the value head), when the run has a critic.
+pub const CRITIC_FILE: &str = "critic.safetensors";
+/// The critic's optimizer moments and step.
+pub const CRITIC_OPTIMIZER_FILE: &str = "critic_optimizer.safetensors";
 
 /// Everything a resumed run needs.
 #[derive(Debug, Clone)]
@@ -49,6 +53,17 @@ pub struct Checkpoint {
     pub rngs: BTreeMap<String, RngState>,
     /// Small free-form metadata (run name, config hash, ...).
     pub meta: serde_json::Value,
+    /// PPO's critic (adapters, value head, optimizer); `None` for critic-free algorithms.
+    pub critic: Option<CriticState>,
+}
+
+/// What a resumed PPO run needs of its critic.
+#[derive(Debug, Clone)]
+pub struct CriticState {
+    /// Critic adapters and value head by name.
+    pub tensors: BTreeMap<String, Tensor>,
+    /// The critic's AdamW state.
+    pub optimizer: AdamWState,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -100,6 +115,12 @@ fn write_contents(tmp: &Path, ckpt: &Checkpoint) -> Result<()> {
         .map_err(|e| Error::Other(format!("checkpoint: cannot serialize adapters: {e}")))?;
     write_synced(&tmp.join(ADAPTERS_FILE), &adapters)?;
     write_synced(&tmp.join(OPTIMIZER_FILE), &ckpt.optimizer.to_bytes()?)?;
+    if let Some(c) = &ckpt.critic {
+        let bytes = safetensors::serialize(c.tensors.iter(), None)
+            .map_err(|e| Error::Other(format!("checkpoint: cannot serialize the critic: {e}")))?;
+        write_synced(&tmp.join(CRITIC_FILE), &bytes)?;
+        write_synced(&tmp.join(CRITIC_OPTIMIZER_FILE), &c.optimizer.to_bytes()?)?;
+    }
     let state = StateFile {
         schema: CHECKPOINT_SCHEMA.to_string(),
         step: ckpt.step,
@@ -177,12 +198,27 @@ pub fn load_checkpoint(dir: &Path, device: &Device) -> Result<Checkpoint> {
     let opt_path = dir.join(OPTIMIZER_FILE);
     let bytes = fs::read(&opt_path).map_err(|e| Error::io(&opt_path, e))?;
     let optimizer = AdamWState::from_bytes(&bytes, device, &opt_path)?;
+    let critic_path = dir.join(CRITIC_FILE);
+    let critic = if critic_path.is_file() {
+        let bytes = fs::read(&critic_path).map_err(|e| Error::io(&critic_path, e))?;
+        let tensors = candle_core::safetensors::load_buffer(&bytes, device)
+            .map_err(|e| Error::input(&critic_path, "safetensors", format!("{e}")))?
+            .into_iter()
+            .collect();
+        let opt_path = dir.join(CRITIC_OPTIMIZER_FILE);
+        let bytes = fs::read(&opt_path).map_err(|e| Error::io(&opt_path, e))?;
+        let optimizer = AdamWState::from_bytes(&bytes, device, &opt_path)?;
+        Some(CriticState { tensors, optimizer })
+    } else {
+        None
+    };
     Ok(Checkpoint {
         step: state.step,
         adapters,
         optimizer,
         rngs: state.rngs,
         meta: state.meta,
+        critic,
     })
 }
 

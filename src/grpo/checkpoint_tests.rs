@@ -25,6 +25,7 @@ fn sample(step: u64, fill: f32) -> Checkpoint {
             .into_iter()
             .collect(),
         meta: serde_json::json!({"run": "test", "config_hash": "abc"}),
+        critic: None,
     }
 }
 
@@ -56,6 +57,8 @@ fn round_trip_is_exact() {
     }
     assert_eq!(back.optimizer.step, 0);
     assert_eq!(bits(&back.optimizer.m["a"]), bits(&ck.optimizer.m["a"]));
+    assert!(back.critic.is_none());
+    assert!(!dir.join(CRITIC_FILE).exists());
     // No temp names remain after a clean save.
     let names: Vec<String> = fs::read_dir(checkpoints_dir(run.path()))
         .unwrap()
@@ -146,4 +149,30 @@ fn leftover_names() {
     assert_eq!(parse_step_name("step-12"), Some(12));
     assert_eq!(parse_step_name("step-"), None);
     assert_eq!(parse_step_name("step-+1"), None);
+}
+
+#[test]
+fn critic_round_trips_when_present() {
+    let run = tempfile::tempdir().unwrap();
+    let mut ck = sample(2, 0.75);
+    let head = Tensor::new(&[[0.25f32], [-1.0e-7]], &Device::Cpu).unwrap();
+    let var = Var::new(&[0.3f32], &Device::Cpu).unwrap();
+    let opt = AdamW::new(
+        [("critic.value_head.bias".to_string(), var)],
+        AdamWConfig::default(),
+    )
+    .unwrap();
+    ck.critic = Some(CriticState {
+        tensors: [("critic.value_head.weight".to_string(), head.clone())]
+            .into_iter()
+            .collect(),
+        optimizer: opt.state(),
+    });
+    let dir = save_checkpoint(run.path(), &ck).unwrap();
+    let back = load_checkpoint(&dir, &Device::Cpu).unwrap();
+    let c = back.critic.expect("the critic comes back");
+    assert_eq!(bits(&c.tensors["critic.value_head.weight"]), bits(&head));
+    assert!(c.optimizer.m.contains_key("critic.value_head.bias"));
+    // The policy's adapters file holds no critic tensor (export reads it alone).
+    assert_eq!(back.adapters.len(), 2);
 }

@@ -17,6 +17,7 @@
 use candle_core::{DType, Tensor};
 use serde::{Deserialize, Serialize};
 
+use super::policy_loss::{cispo_surrogate, policy_ratio, PolicyLoss};
 use crate::error::{Error, Result};
 
 /// How per-token losses become one scalar.
@@ -49,6 +50,10 @@ pub struct LossConfig {
     /// Token aggregation (default `token_mean`).
     #[serde(default)]
     pub aggregation: Aggregation,
+    /// The objective: `clip` (default, PPO's clipped token ratio), `gspo` (sequence-level
+    /// ratio) or `cispo` (clipped, stop-gradient importance weights); see [`PolicyLoss`].
+    #[serde(default)]
+    pub kind: PolicyLoss,
 }
 
 fn default_eps_low() -> f64 {
@@ -65,6 +70,7 @@ impl Default for LossConfig {
             eps_high: default_eps_high(),
             beta: 0.0,
             aggregation: Aggregation::TokenMean,
+            kind: PolicyLoss::Clip,
         }
     }
 }
@@ -79,7 +85,8 @@ pub struct LossInputs<'a> {
     pub logp_old: &'a Tensor,
     /// Log-probs under the reference policy; needed when beta > 0, used for the KL stat if given.
     pub logp_ref: Option<&'a Tensor>,
-    /// One advantage per sequence.
+    /// One advantage per sequence `[B]`, or one per token `[B, T]` (PPO, REINFORCE++, turn
+    /// credit).
     pub advantages: &'a Tensor,
     /// 1 on policy tokens, 0 on user, system and padding tokens (any dtype; any non-zero counts
     /// as 1, so the mask cannot weight tokens).
@@ -212,15 +219,33 @@ pub fn grpo_loss(
     let new = clean(inputs.logp_new)?;
     let old = clean(&inputs.logp_old.detach())?;
     let mask = keep.to_dtype(dtype)?;
-    let adv = inputs
-        .advantages
-        .detach()
-        .to_dtype(dtype)?
-        .reshape((b, 1))?;
+    let adv = inputs.advantages.detach().to_dtype(dtype)?;
+    let adv = if adv.rank() == 1 {
+        adv.reshape((b, 1))?
+    } else {
+        adv
+    };
 
-    let ratio = (&new - &old)?.exp()?;
-    let clip = ClipMasks::new(&ratio.detach(), &adv, cfg)?;
-    let mut per_token = clip.surrogate(&ratio, &adv, cfg)?.neg()?;
+    let ratio = policy_ratio(cfg.kind, &new, &old, &mask)?;
+    let (clip, surrogate) = match cfg.kind {
+        PolicyLoss::Clip | PolicyLoss::Gspo => {
+            let clip = ClipMasks::new(&ratio.detach(), &adv, cfg)?;
+            let s = clip.surrogate(&ratio, &adv, cfg)?;
+            (clip, s)
+        }
+        PolicyLoss::Cispo => {
+            let r = ratio.detach();
+            let clip = ClipMasks {
+                low: r.lt(1.0 - cfg.eps_low)?.to_dtype(dtype)?,
+                high: r.gt(1.0 + cfg.eps_high)?.to_dtype(dtype)?,
+            };
+            (
+                clip,
+                cispo_surrogate(&r, &new, &adv, cfg.eps_low, cfg.eps_high)?,
+            )
+        }
+    };
+    let mut per_token = surrogate.neg()?;
     let kl = match inputs.logp_ref {
         Some(lref) => {
             let d = (clean(&lref.detach())? - &new)?;
@@ -245,7 +270,8 @@ pub fn grpo_loss(
     Ok(LossOutput { loss, stats })
 }
 
-/// Which tokens the clip holds still, as 0/1 tensors `[B, T]` in the log-probs' dtype.
+/// Which tokens the clip holds still, as 0/1 tensors `[B, T]` in the log-probs' dtype (CISPO: the
+/// tokens whose importance weight was clipped, whatever the advantage's sign).
 struct ClipMasks {
     /// A < 0 and r < 1 - eps_low.
     low: Tensor,
@@ -320,9 +346,9 @@ fn check_shapes(inputs: &LossInputs) -> Result<(usize, usize)> {
             )));
         }
     }
-    if inputs.advantages.dims() != [b] {
+    if inputs.advantages.dims() != [b] && inputs.advantages.dims() != [b, t] {
         return Err(Error::Other(format!(
-            "grpo_loss: advantages have shape {:?}, expected [{b}]",
+            "grpo_loss: advantages have shape {:?}, expected [{b}] or [{b}, {t}]",
             inputs.advantages.dims()
         )));
     }

@@ -66,10 +66,31 @@ pub struct StepMetrics {
     pub grad_norm: Option<f64>,
     /// Whether the optimizer skipped this step (non-finite loss or gradient).
     pub skipped: bool,
+    /// Mean advantage over the update's policy tokens (token-weighted).
+    pub adv_mean: f64,
+    /// Population std of the advantage over the update's policy tokens.
+    pub adv_std: f64,
+    /// Change of `reply_len_mean` since the previous step (empty on the first step).
+    pub reply_len_delta: Option<f64>,
+    /// Share of the batch's replies that repeat an earlier reply of the batch word for word.
+    pub repeat_rate: f64,
+    /// k3 KL of the policy before the update to the reference, estimated on the first
+    /// `stability.kl_sample` dialogues (empty when that is 0), whatever beta is.
+    pub kl_sample: Option<f64>,
+    /// PPO: the critic's clipped value loss (empty for critic-free algorithms).
+    pub value_loss: Option<f64>,
+    /// PPO: explained variance of the rollout's values as predictors of the returns.
+    pub explained_var: Option<f64>,
+    /// PPO: share of policy tokens whose value error was clipped.
+    pub value_clip_frac: Option<f64>,
+    /// Groups drawn beyond `profiles_per_step` by dynamic sampling (DAPO).
+    pub extra_draws: u64,
+    /// The collapse flag (rule in docs/DESIGN.md "Stability metrics").
+    pub collapse: bool,
 }
 
 /// Column names, in file order.
-pub const COLUMNS: [&str; 24] = [
+pub const COLUMNS: [&str; 34] = [
     "step",
     "reward_mean",
     "reward_std",
@@ -94,6 +115,16 @@ pub const COLUMNS: [&str; 24] = [
     "lr",
     "grad_norm",
     "skipped",
+    "adv_mean",
+    "adv_std",
+    "reply_len_delta",
+    "repeat_rate",
+    "kl_sample",
+    "value_loss",
+    "explained_var",
+    "value_clip_frac",
+    "extra_draws",
+    "collapse",
 ];
 
 /// The header line (without newline).
@@ -120,7 +151,7 @@ fn opt(x: Option<f64>) -> String {
 impl StepMetrics {
     /// The cells in [`COLUMNS`] order: floats in Rust's shortest round-trip form, `skipped` as
     /// 0/1, an unmeasured value as an empty cell.
-    pub fn cells(&self) -> [String; 24] {
+    pub fn cells(&self) -> [String; 34] {
         [
             self.step.to_string(),
             self.reward_mean.to_string(),
@@ -146,6 +177,16 @@ impl StepMetrics {
             self.lr.to_string(),
             opt(self.grad_norm),
             u8::from(self.skipped).to_string(),
+            self.adv_mean.to_string(),
+            self.adv_std.to_string(),
+            opt(self.reply_len_delta),
+            self.repeat_rate.to_string(),
+            opt(self.kl_sample),
+            opt(self.value_loss),
+            opt(self.explained_var),
+            opt(self.value_clip_frac),
+            self.extra_draws.to_string(),
+            u8::from(self.collapse).to_string(),
         ]
     }
 
@@ -192,15 +233,15 @@ impl StepMetrics {
                 num(col).map(Some)
             }
         };
-        let skipped = match &cells[23] {
-            "0" => false,
-            "1" => true,
-            other => {
-                return Err(Error::input(
+        let flag = |col: usize| -> Result<bool> {
+            match &cells[col] {
+                "0" => Ok(false),
+                "1" => Ok(true),
+                other => Err(Error::input(
                     file,
-                    at(23),
+                    at(col),
                     format!("expected 0 or 1, found {other:?}"),
-                ))
+                )),
             }
         };
         Ok(Self {
@@ -227,7 +268,17 @@ impl StepMetrics {
             tokens_per_s: num(20)?,
             lr: num(21)?,
             grad_norm: maybe(22)?,
-            skipped,
+            skipped: flag(23)?,
+            adv_mean: num(24)?,
+            adv_std: num(25)?,
+            reply_len_delta: maybe(26)?,
+            repeat_rate: num(27)?,
+            kl_sample: maybe(28)?,
+            value_loss: maybe(29)?,
+            explained_var: maybe(30)?,
+            value_clip_frac: maybe(31)?,
+            extra_draws: int(32)?,
+            collapse: flag(33)?,
         })
     }
 }

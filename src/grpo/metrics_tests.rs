@@ -30,6 +30,16 @@ fn row(step: u64) -> StepMetrics {
         lr: 1e-5,
         grad_norm: Some(0.75),
         skipped: false,
+        adv_mean: 0.0,
+        adv_std: 0.5,
+        reply_len_delta: None,
+        repeat_rate: 0.25,
+        kl_sample: Some(0.002),
+        value_loss: None,
+        explained_var: Some(-0.5),
+        value_clip_frac: None,
+        extra_draws: 2,
+        collapse: true,
     }
 }
 
@@ -46,9 +56,9 @@ fn row_text_is_pinned() {
     let r = row(3);
     assert_eq!(
         r.to_row(),
-        "3,0.45,0.1,0.25,45,0.125,0,,0.01,0.02,1.5,1200,37.5,12.25,0.5,3,0.25,1,1.5,0.125,97.96,0.00001,0.75,0"
+        "3,0.45,0.1,0.25,45,0.125,0,,0.01,0.02,1.5,1200,37.5,12.25,0.5,3,0.25,1,1.5,0.125,97.96,0.00001,0.75,0,0,0.5,,0.25,0.002,,-0.5,,2,1"
     );
-    assert_eq!(header().split(',').count(), 24);
+    assert_eq!(header().split(',').count(), 34);
     assert!(header().starts_with("step,reward_mean,reward_std,frac_reward_zero_std"));
     let back = StepMetrics::from_row(&r.to_row(), Path::new("m.csv"), 2).unwrap();
     assert_eq!(back, r);

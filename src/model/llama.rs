@@ -85,6 +85,42 @@ impl Llama {
         Ok(())
     }
 
+    /// Attaches the critic's own LoRA adapters (PPO) to the configured projections, beside the
+    /// policy's: both share the frozen base weights. A is drawn from a stream seeded with `seed`.
+    pub fn attach_critic_lora(&mut self, lora: &LoraConfig, seed: u64) -> Result<()> {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        for b in self.blocks.iter_mut() {
+            let targets = [
+                (LoraTarget::Q, &mut b.q),
+                (LoraTarget::K, &mut b.k),
+                (LoraTarget::V, &mut b.v),
+                (LoraTarget::O, &mut b.o),
+                (LoraTarget::Gate, &mut b.gate),
+                (LoraTarget::Up, &mut b.up),
+                (LoraTarget::Down, &mut b.down),
+            ];
+            for (t, p) in targets {
+                if lora.targets.contains(&t) {
+                    p.attach_critic_adapter(lora, &mut rng)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The critic adapters with full names, e.g. "critic.layers.3.attn.q_proj.lora_a".
+    pub fn critic_trainable(&self) -> Vec<(String, Var)> {
+        let mut out = Vec::new();
+        for (i, b) in self.blocks.iter().enumerate() {
+            for (name, p) in b.projections() {
+                for (leaf, var) in p.critic_trainable() {
+                    out.push((format!("critic.layers.{i}.{name}.{leaf}"), var));
+                }
+            }
+        }
+        out
+    }
+
     /// Full fine-tuning: every projection's base weight becomes trainable (embeddings and norms
     /// stay frozen).
     pub fn make_projections_trainable(&mut self) -> Result<()> {

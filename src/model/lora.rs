@@ -132,6 +132,8 @@ pub enum AdapterMode {
     On,
     /// Base only: the frozen reference policy.
     Off,
+    /// Base plus the critic's own adapter (PPO's value network shares the frozen base).
+    Critic,
 }
 
 /// Training or inference numerics.
@@ -158,6 +160,7 @@ pub struct LoraLinear {
     weight: Tensor,
     bias: Option<Tensor>,
     adapter: Option<Adapter>,
+    critic: Option<Adapter>,
     full: Option<Var>,
 }
 
@@ -178,6 +181,7 @@ impl LoraLinear {
             weight,
             bias,
             adapter: None,
+            critic: None,
             full: None,
         }
     }
@@ -188,6 +192,18 @@ impl LoraLinear {
     /// `kaiming_uniform_(a = sqrt(5))` gives: bound = sqrt(6 / ((1 + 5) * in)) = 1 / sqrt(in).
     /// The dropout stream is seeded from `rng` too; `set_dropout_seed` re-seeds it.
     pub fn attach_adapter(&mut self, cfg: &LoraConfig, rng: &mut ChaCha8Rng) -> Result<()> {
+        self.adapter = Some(self.new_adapter(cfg, rng)?);
+        Ok(())
+    }
+
+    /// Adds the critic's own adapter (PPO), initialised like the policy's (B = 0), used only by
+    /// `AdapterMode::Critic` forwards.
+    pub fn attach_critic_adapter(&mut self, cfg: &LoraConfig, rng: &mut ChaCha8Rng) -> Result<()> {
+        self.critic = Some(self.new_adapter(cfg, rng)?);
+        Ok(())
+    }
+
+    fn new_adapter(&self, cfg: &LoraConfig, rng: &mut ChaCha8Rng) -> Result<Adapter> {
         cfg.check().map_err(candle_core::Error::Msg)?;
         let (out_dim, in_dim) = self.weight.dims2()?;
         let device = self.weight.device();
@@ -197,14 +213,13 @@ impl LoraLinear {
             .collect();
         let a = Var::from_tensor(&Tensor::from_vec(a, (cfg.rank, in_dim), device)?)?;
         let b = Var::zeros((out_dim, cfg.rank), DType::F32, device)?;
-        self.adapter = Some(Adapter {
+        Ok(Adapter {
             a,
             b,
             scale: cfg.scale(),
             dropout: cfg.dropout,
             dropout_rng: Mutex::new(ChaCha8Rng::seed_from_u64(rng.random())),
-        });
-        Ok(())
+        })
     }
 
     /// Full fine-tuning: the base weight becomes a Var (trained with plain matmul backward).
@@ -220,7 +235,10 @@ impl LoraLinear {
 
     /// Re-seeds the dropout mask stream of the adapter (no effect without one or at dropout 0).
     pub fn set_dropout_seed(&self, seed: u64) -> Result<()> {
-        if let Some(ad) = &self.adapter {
+        let critic_seed = crate::seed::derive(seed, 1);
+        let both = [(&self.adapter, seed), (&self.critic, critic_seed)];
+        for (ad, seed) in both {
+            let Some(ad) = ad else { continue };
             let mut rng = ad
                 .dropout_rng
                 .lock()
@@ -266,7 +284,12 @@ impl LoraLinear {
         if let Some(b) = &self.bias {
             y = y.broadcast_add(&b.to_dtype(y.dtype())?)?;
         }
-        if let (AdapterMode::On, Some(ad)) = (mode, &self.adapter) {
+        let adapter = match mode {
+            AdapterMode::On => self.adapter.as_ref(),
+            AdapterMode::Critic => self.critic.as_ref(),
+            AdapterMode::Off => None,
+        };
+        if let Some(ad) = adapter {
             let delta = match pass {
                 Pass::Infer => adapter_infer(ad, &x2)?,
                 Pass::Train => adapter_train(ad, &x2)?,
@@ -287,6 +310,17 @@ impl LoraLinear {
             out.push(("lora_b".to_string(), ad.b.clone()));
         }
         out
+    }
+
+    /// The critic adapter's tensors ("lora_a", "lora_b"), if attached.
+    pub fn critic_trainable(&self) -> Vec<(String, Var)> {
+        match &self.critic {
+            Some(ad) => vec![
+                ("lora_a".to_string(), ad.a.clone()),
+                ("lora_b".to_string(), ad.b.clone()),
+            ],
+            None => Vec::new(),
+        }
     }
 
     /// W + (alpha/rank) B A, for export.

@@ -140,6 +140,7 @@ fn check_file(f: &TrainConfigFile, path: &Path) -> Result<()> {
         );
     }
     check_grpo(f, path)?;
+    check_ppo(f, path)?;
     check_optim(f, path)?;
     if f.checkpoint.every == 0 {
         return bad("checkpoint.every", "must be at least 1 (default 10)".into());
@@ -180,6 +181,40 @@ fn check_grpo(f: &TrainConfigFile, path: &Path) -> Result<()> {
             "grpo.loss.beta",
             "must be >= 0 (default 0: no KL, no reference pass)",
         );
+    }
+    Ok(())
+}
+
+fn check_ppo(f: &TrainConfigFile, path: &Path) -> Result<()> {
+    let bad = |field: &str, msg: &str| Err(Error::input(path, field, msg.to_string()));
+    let p = &f.ppo;
+    if !(0.0..=1.0).contains(&p.gamma) {
+        return bad("ppo.gamma", "must be in [0, 1] (default 1, verl)");
+    }
+    if !(0.0..=1.0).contains(&p.lambda) {
+        return bad("ppo.lambda", "must be in [0, 1] (default 1, verl)");
+    }
+    if !positive(p.cliprange_value) {
+        return bad("ppo.cliprange_value", "must be > 0 (default 0.5, verl)");
+    }
+    if !positive(p.critic_lr) {
+        return bad("ppo.critic_lr", "must be a positive number (default 1e-5)");
+    }
+    if p.critic_warmup >= f.grpo.steps && f.algorithm.has_critic() {
+        return bad(
+            "ppo.critic_warmup",
+            "must be below grpo.steps, or the policy is never trained (default 0)",
+        );
+    }
+    let s = &f.stability;
+    for (field, x) in [
+        ("stability.entropy_frac", s.entropy_frac),
+        ("stability.length_frac", s.length_frac),
+        ("stability.repeat_rate", s.repeat_rate),
+    ] {
+        if !(0.0..=1.0).contains(&x) {
+            return bad(field, "must be in [0, 1] (defaults 0.2, 0.3, 0.5)");
+        }
     }
     Ok(())
 }
@@ -252,6 +287,31 @@ mod tests {
         assert_eq!(c.sampling.max_new_tokens, 96);
         assert_eq!(c.model_path, default_policy_path());
         assert_eq!(c.batch_size(), 16);
+        assert_eq!(f.algorithm, crate::algo::Algorithm::Grpo);
+        assert_eq!(f.grpo.credit, crate::algo::Credit::Episode);
+        assert_eq!(f.grpo.loss.kind, crate::grpo::PolicyLoss::Clip);
+        assert_eq!(f.grpo.dynamic_sampling_draws, 0);
+        assert_eq!(
+            (
+                f.ppo.gamma,
+                f.ppo.lambda,
+                f.ppo.cliprange_value,
+                f.ppo.critic_warmup
+            ),
+            (1.0, 1.0, 0.5, 0)
+        );
+    }
+
+    #[test]
+    fn algorithm_is_an_enum_and_unknown_words_name_the_choices() {
+        let c = load("algorithm: reinforce_pp\ngrpo:\n  credit: turn\n", &[]).unwrap();
+        assert_eq!(c.file.algorithm, crate::algo::Algorithm::ReinforcePp);
+        assert_eq!(c.file.grpo.credit, crate::algo::Credit::Turn);
+        let err = load("algorithm: dpo\n", &[]).unwrap_err().to_string();
+        assert!(
+            err.contains("grpo") && err.contains("reinforce_pp"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -285,6 +345,18 @@ mod tests {
             ("", vec!["optim.lr=-1"], "optim.lr"),
             ("", vec!["lora.rank=0"], "lora"),
             ("", vec!["grpo.loss.beta=-0.1"], "grpo.loss.beta"),
+            ("", vec!["ppo.lambda=1.5"], "ppo.lambda"),
+            ("", vec!["ppo.cliprange_value=0"], "ppo.cliprange_value"),
+            (
+                "algorithm: ppo\n",
+                vec!["ppo.critic_warmup=100"],
+                "ppo.critic_warmup",
+            ),
+            (
+                "",
+                vec!["stability.entropy_frac=2"],
+                "stability.entropy_frac",
+            ),
         ];
         for (text, sets, field) in cases {
             let err = load(text, &sets).unwrap_err().to_string();

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::algo::{Algorithm, Credit, PpoConfig, StabilityConfig};
 use crate::grpo::{AdamWConfig, AdvantageScale, LossConfig};
 use crate::model::LoraConfig;
 use crate::profile::{Difficulty, KnobOverrides, Split};
@@ -25,6 +26,10 @@ pub struct TrainConfigFile {
     /// Seed of every random stream of the run (default 0).
     #[serde(default)]
     pub seed: u64,
+    /// The advantage estimator: `grpo` (default), `ppo`, `rloo` or `reinforce_pp` (DESIGN
+    /// section 9; `configs/algorithms/` has one file per choice).
+    #[serde(default)]
+    pub algorithm: Algorithm,
     /// The policy model.
     #[serde(default)]
     pub model: ModelSection,
@@ -40,9 +45,15 @@ pub struct TrainConfigFile {
     /// GRPO sizes and the loss.
     #[serde(default)]
     pub grpo: GrpoSection,
+    /// PPO's critic and GAE (used by `algorithm: ppo`; `gamma` also by `reinforce_pp`).
+    #[serde(default)]
+    pub ppo: PpoConfig,
     /// AdamW, schedule and gradient clipping.
     #[serde(default)]
     pub optim: AdamWConfig,
+    /// The subsampled KL estimate and the collapse flag's thresholds.
+    #[serde(default)]
+    pub stability: StabilityConfig,
     /// How often to checkpoint.
     #[serde(default)]
     pub checkpoint: CheckpointSection,
@@ -201,6 +212,16 @@ pub struct GrpoSection {
     /// advantage, but still count in token_mean's normalizer when kept).
     #[serde(default)]
     pub drop_zero_std: bool,
+    /// How GRPO's advantage is spread over the turns: `episode` (default, one per dialogue) or
+    /// `turn` (each turn's return-to-go, normalized across the group at the same turn index;
+    /// meaningful with `env.aggregate: dense`).
+    #[serde(default)]
+    pub credit: Credit,
+    /// DAPO's dynamic sampling (Yu et al. 2025): groups whose rewards are all equal are replaced
+    /// by groups on freshly drawn profiles, at most this many extra groups per step (default 0:
+    /// off). The count drawn is logged as `extra_draws`.
+    #[serde(default)]
+    pub dynamic_sampling_draws: usize,
     /// Dialogues per forward/backward pass; gradients accumulate over the batch (default 4).
     #[serde(default = "default_micro_batch")]
     pub micro_batch: usize,
@@ -234,6 +255,8 @@ impl Default for GrpoSection {
             iterations: default_iterations(),
             advantage_scale: AdvantageScale::default(),
             drop_zero_std: false,
+            credit: Credit::default(),
+            dynamic_sampling_draws: 0,
             micro_batch: default_micro_batch(),
             loss: LossConfig::default(),
         }

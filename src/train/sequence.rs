@@ -97,6 +97,39 @@ pub fn padded_masks(seqs: &[&TokenSequence], width: usize) -> Vec<f32> {
     out
 }
 
+/// Per-policy-token values of several sequences laid out as right-padded `[B, width]` rows: the
+/// values of row i go, in order, to the columns where its target mask is 1; other columns are 0.
+pub fn scatter_tokens(seqs: &[&TokenSequence], values: &[Vec<f32>], width: usize) -> Vec<f32> {
+    let mut out = vec![0.0f32; seqs.len() * width];
+    for (row, (s, v)) in seqs.iter().zip(values).enumerate() {
+        let cols = s
+            .target_mask()
+            .into_iter()
+            .enumerate()
+            .filter(|&(c, m)| m > 0.0 && c < width)
+            .map(|(c, _)| c);
+        for (c, &x) in cols.zip(v) {
+            out[row * width + c] = x;
+        }
+    }
+    out
+}
+
+/// The inverse of [`scatter_tokens`]: each row's values at its policy-token columns, in order.
+pub fn gather_tokens(seqs: &[&TokenSequence], rows: &[f32], width: usize) -> Vec<Vec<f32>> {
+    seqs.iter()
+        .enumerate()
+        .map(|(row, s)| {
+            s.target_mask()
+                .into_iter()
+                .enumerate()
+                .filter(|&(c, m)| m > 0.0 && c < width)
+                .map(|(c, _)| rows[row * width + c])
+                .collect()
+        })
+        .collect()
+}
+
 /// The template text that follows the last assistant reply of `messages` up to where the next
 /// reply starts: the end-of-turn marker, the later messages (the user's answer) and the
 /// generation prompt. `messages` must contain an assistant message; its content is irrelevant.
@@ -160,6 +193,20 @@ mod tests {
         assert_eq!(&m[..9], &[1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
         assert_eq!(&m[9..], &long.target_mask()[..]);
         assert!(TokenSequence::new().target_mask().is_empty());
+    }
+
+    #[test]
+    fn per_token_values_scatter_to_policy_columns_and_back() {
+        // dialogue(): policy columns 2, 3, 4, 7, 8 of 9; short: columns 0, 1.
+        let mut short = TokenSequence::new();
+        short.push_context(&[1]);
+        short.push_reply(&[4, 2]);
+        let long = dialogue();
+        let vals = vec![vec![1.0, 2.0], vec![3.0, 4.0, 5.0, 6.0, 7.0]];
+        let flat = scatter_tokens(&[&short, &long], &vals, 9);
+        assert_eq!(&flat[..9], &[1.0, 2.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+        assert_eq!(&flat[9..], &[0.0, 0.0, 3.0, 4.0, 5.0, 0.0, 0.0, 6.0, 7.0]);
+        assert_eq!(gather_tokens(&[&short, &long], &flat, 9), vals);
     }
 
     #[test]

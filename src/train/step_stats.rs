@@ -1,8 +1,10 @@
 //! One step's row of metrics.csv, assembled from the step's dialogues, rewards, sequences,
 //! update statistics and timings (DESIGN section 5's list of columns).
 
+use super::critic_update::CriticStats;
 use super::sequence::TokenSequence;
 use super::update::UpdateStats;
+use crate::algo::{collapsed, repeated_reply_rate, Baseline, StabilityConfig};
 use crate::episode::EpisodeRecord;
 use crate::error::Result;
 use crate::grpo::{frac_reward_zero_std, StepMetrics};
@@ -18,6 +20,49 @@ pub struct Timings {
     pub train_s: f64,
     /// Tokens generated.
     pub generated_tokens: usize,
+}
+
+/// The algorithm-side numbers of a step.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct AlgoStats {
+    /// Token-weighted mean of the update's advantages.
+    pub adv_mean: f64,
+    /// Token-weighted population std of the update's advantages.
+    pub adv_std: f64,
+    /// The subsampled KL estimate.
+    pub kl_sample: Option<f64>,
+    /// PPO's critic update.
+    pub critic: Option<CriticStats>,
+    /// Groups drawn by dynamic sampling.
+    pub extra_draws: u64,
+}
+
+/// What a step is compared with: the run's first measured values and the previous step's.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct History {
+    /// First measured entropy and reply length of the run.
+    pub baseline: Baseline,
+    /// The previous step's mean reply length.
+    pub prev_reply_len: Option<f64>,
+}
+
+impl History {
+    /// The history after `row`.
+    pub fn after(mut self, row: &crate::grpo::StepMetrics) -> Self {
+        if self.baseline.entropy.is_none() {
+            self.baseline.entropy = row.entropy;
+        }
+        if self.baseline.reply_len.is_none() {
+            self.baseline.reply_len = Some(row.reply_len_mean);
+        }
+        self.prev_reply_len = Some(row.reply_len_mean);
+        self
+    }
+
+    /// The history of a run from its metrics rows so far.
+    pub fn of(rows: &[crate::grpo::StepMetrics]) -> Self {
+        rows.iter().fold(History::default(), |h, r| h.after(r))
+    }
 }
 
 /// Everything a row is computed from.
@@ -38,6 +83,12 @@ pub struct StepInputs<'a> {
     pub next_lr: f64,
     /// Phase timings.
     pub timings: Timings,
+    /// Advantages, KL sample, critic, dynamic sampling.
+    pub algo: AlgoStats,
+    /// The run so far, for the change and collapse columns.
+    pub history: History,
+    /// The collapse thresholds.
+    pub stability: StabilityConfig,
 }
 
 /// The metrics row of a step.
@@ -59,6 +110,14 @@ pub fn step_metrics(inp: &StepInputs<'_>) -> Result<StepMetrics> {
         Some((lr, g)) => (lr, Some(g)),
         None => (inp.next_lr, None),
     };
+    let reply_len_mean = mean(&reply_lens.iter().map(|&l| l as f64).collect::<Vec<_>>());
+    let repeat_rate = repeated_reply_rate(
+        inp.records
+            .iter()
+            .flat_map(|r| r.assistant_turns().into_iter().map(|(t, _)| t)),
+    );
+    let entropy = inp.update.and_then(|u| u.entropy);
+    let critic = inp.algo.critic;
     let loss = inp.update.map(|u| u.loss).unwrap_or_default();
     let phases = inp.update.map(|u| u.phases).unwrap_or_default();
     Ok(StepMetrics {
@@ -72,9 +131,9 @@ pub fn step_metrics(inp: &StepInputs<'_>) -> Result<StepMetrics> {
         kl: loss.mean_kl(),
         clip_frac_low: loss.clip_frac_low(),
         clip_frac_high: loss.clip_frac_high(),
-        entropy: inp.update.and_then(|u| u.entropy),
+        entropy,
         policy_tokens: inp.update.map_or(0, |u| u.tokens as u64),
-        reply_len_mean: mean(&reply_lens.iter().map(|&l| l as f64).collect::<Vec<_>>()),
+        reply_len_mean,
         t_rollout_s: t.rollout_s,
         t_simulate_s: t.simulate_s,
         t_train_s: t.train_s,
@@ -90,6 +149,22 @@ pub fn step_metrics(inp: &StepInputs<'_>) -> Result<StepMetrics> {
         lr,
         grad_norm,
         skipped: inp.update.is_some_and(UpdateStats::skipped),
+        adv_mean: inp.algo.adv_mean,
+        adv_std: inp.algo.adv_std,
+        reply_len_delta: inp.history.prev_reply_len.map(|p| reply_len_mean - p),
+        repeat_rate,
+        kl_sample: inp.algo.kl_sample,
+        value_loss: critic.map(|c| c.value_loss),
+        explained_var: critic.and_then(|c| c.explained_var),
+        value_clip_frac: critic.map(|c| c.clip_frac),
+        extra_draws: inp.algo.extra_draws,
+        collapse: collapsed(
+            &inp.stability,
+            &inp.history.baseline,
+            entropy,
+            reply_len_mean,
+            repeat_rate,
+        ),
     })
 }
 

@@ -14,23 +14,31 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::config::TrainConfig;
+use super::critic_update::{critic_update, critic_values, CriticUpdateConfig};
+use super::estimate::estimate;
+use super::kl_sample::kl_sample;
 use super::policy::TrainPolicy;
 use super::progress::Bars;
+use super::restore::{restore_adapters, restore_vars, set_critic_dropout};
 use super::reward::RewardSource;
 use super::run_files::RunFiles;
 use super::sequence::TokenSequence;
-use super::step_stats::{step_metrics, StepInputs, Timings};
+use super::step_stats::{step_metrics, AlgoStats, History, StepInputs, Timings};
 use super::update::{grpo_update, UpdateConfig, UpdateStats};
+use crate::algo::{advantage_stats, Critic};
 use crate::episode::{rollout, EpisodeJob, EpisodeRecord, ModelPolicy, RolloutOptions};
 use crate::error::{Error, Result};
 use crate::grpo::{
-    group_advantages, latest_checkpoint, load_checkpoint, remove_leftovers, save_checkpoint,
-    zero_std_groups, AdamW, Checkpoint, RngState, StepMetrics,
+    latest_checkpoint, load_checkpoint, read_metrics, remove_leftovers, save_checkpoint,
+    zero_std_groups, AdamW, AdamWConfig, Checkpoint, CriticState, RngState, StepMetrics,
 };
 use crate::model::ChatModel;
 use crate::profile::Profile;
 use crate::seed::derive;
 use crate::sim::Simulator;
+
+#[path = "dynamic_sampling.rs"]
+mod dynamic_sampling;
 
 /// Seed streams of a run (`seed::derive(run_seed, STREAM)`).
 pub mod streams {
@@ -44,6 +52,8 @@ pub mod streams {
     pub const DROPOUT: u64 = 4;
     /// LoRA initialisation (A matrices).
     pub const LORA_INIT: u64 = 5;
+    /// The critic's LoRA initialisation (PPO).
+    pub const CRITIC_INIT: u64 = 6;
 }
 
 /// Name of the profile generator in checkpoints.
@@ -77,6 +87,9 @@ pub struct Trainer<'a> {
     step: u64,
     files: RunFiles,
     bars: Bars,
+    /// PPO's value head (its adapters live in the model) and its optimizer.
+    critic: Option<(Critic, AdamW)>,
+    history: History,
 }
 
 impl<'a> Trainer<'a> {
@@ -113,6 +126,27 @@ impl<'a> Trainer<'a> {
         let files = RunFiles::resume(&dir, ckpt.step)?;
         let mut t = Self::assemble(parts, files, rng, ckpt.step)?;
         t.opt.load_state(ckpt.optimizer)?;
+        t.history = History::of(&read_metrics(t.files.metrics.path())?);
+        match (&mut t.critic, ckpt.critic) {
+            (Some((head, opt)), Some(state)) => {
+                let vars = head.trainable(&t.model);
+                restore_vars(
+                    &vars,
+                    &state.tensors,
+                    &ckpt_dir.join(crate::grpo::checkpoint::CRITIC_FILE),
+                )?;
+                opt.load_state(state.optimizer)?;
+            }
+            (Some(_), None) => {
+                return Err(Error::input(
+                    ckpt_dir.join(crate::grpo::checkpoint::CRITIC_FILE),
+                    "critic",
+                    "the checkpoint has no critic (it was written by a critic-free run); resume \
+                     with the run's own config.yaml",
+                ))
+            }
+            (None, _) => {}
+        }
         Ok(t)
     }
 
@@ -140,10 +174,23 @@ impl<'a> Trainer<'a> {
             ));
         }
         let opt = AdamW::new(vars, parts.cfg.file.optim)?;
+        let mut model = parts.model;
+        let critic = if parts.cfg.file.algorithm.has_critic() {
+            let seed = derive(parts.cfg.file.seed, streams::CRITIC_INIT);
+            let head = Critic::attach(&mut model, seed)?;
+            let cfg = AdamWConfig {
+                lr: parts.cfg.file.ppo.critic_lr,
+                ..parts.cfg.file.optim
+            };
+            let opt = AdamW::new(head.trainable(&model), cfg)?;
+            Some((head, opt))
+        } else {
+            None
+        };
         let bars = Bars::new(parts.progress, parts.cfg.file.grpo.steps, step);
         Ok(Trainer {
             cfg: parts.cfg,
-            model: parts.model,
+            model,
             sim: parts.sim,
             reward: parts.reward,
             profiles: parts.profiles,
@@ -152,6 +199,8 @@ impl<'a> Trainer<'a> {
             step,
             files,
             bars,
+            critic,
+            history: History::default(),
         })
     }
 
@@ -210,21 +259,38 @@ impl<'a> Trainer<'a> {
             .into_iter()
             .collect(),
             meta: serde_json::json!({ "run": self.cfg.file.run }),
+            critic: match &self.critic {
+                Some((head, opt)) => Some(CriticState {
+                    tensors: head
+                        .trainable(&self.model)
+                        .into_iter()
+                        .map(|(n, v)| Ok((n, v.as_tensor().copy()?)))
+                        .collect::<Result<_>>()?,
+                    optimizer: opt.state(),
+                }),
+                None => None,
+            },
         };
         save_checkpoint(&self.files.dir, &ckpt)
     }
 
-    /// One training step: rollout, rewards, advantages, update, metrics row.
+    /// The critic (PPO), if the run has one.
+    pub fn critic(&self) -> Option<&Critic> {
+        self.critic.as_ref().map(|(c, _)| c)
+    }
+
+    /// One training step: rollout (with dynamic sampling's extra groups), rewards, advantages,
+    /// update, metrics row.
     pub fn step(&mut self) -> Result<StepMetrics> {
         let step = self.step + 1;
         let jobs = self.jobs(step);
-        let (records, seqs, mut timings) = self.play(step, &jobs)?;
-        let rewards = records
-            .iter()
-            .map(|r| self.reward.reward(r).map(|x| x as f32))
-            .collect::<Result<Vec<f32>>>()?;
+        let (mut records, mut seqs, mut timings) = self.play(step, &jobs, 0)?;
+        let mut rewards = self.rewards(&records)?;
+        let extra_draws =
+            self.resample(step, &mut records, &mut seqs, &mut rewards, &mut timings)?;
         let t0 = Instant::now();
-        let update = self.update(step, &rewards, &seqs)?;
+        let (update, mut algo) = self.update(step, &records, &rewards, &seqs)?;
+        algo.extra_draws = extra_draws;
         timings.train_s = t0.elapsed().as_secs_f64();
         let row = step_metrics(&StepInputs {
             step,
@@ -235,11 +301,22 @@ impl<'a> Trainer<'a> {
             update: update.as_ref(),
             next_lr: self.opt.next_lr(),
             timings,
+            algo,
+            history: self.history,
+            stability: self.cfg.file.stability,
         })?;
         self.files.metrics.append(&row)?;
+        self.history = self.history.after(&row);
         self.step = step;
         self.bars.step_done(&row);
         Ok(row)
+    }
+
+    fn rewards(&self, records: &[EpisodeRecord]) -> Result<Vec<f32>> {
+        records
+            .iter()
+            .map(|r| self.reward.reward(r).map(|x| x as f32))
+            .collect()
     }
 
     /// P profiles drawn without replacement, G dialogues each, one simulator seed per group.
@@ -267,14 +344,19 @@ impl<'a> Trainer<'a> {
         jobs
     }
 
-    /// Plays the jobs through the one rollout loop, writing each dialogue as it ends.
+    /// Plays the jobs through the one rollout loop, writing each dialogue as it ends. `round` 0
+    /// is the step's batch; dynamic sampling's rounds 1, 2, ... sample with their own seeds.
     fn play(
         &mut self,
         step: u64,
         jobs: &[EpisodeJob],
+        round: u64,
     ) -> Result<(Vec<EpisodeRecord>, Vec<TokenSequence>, Timings)> {
         let env = &self.cfg.file.env;
-        let seed = derive(derive(self.cfg.file.seed, streams::SAMPLING), step);
+        let mut seed = derive(derive(self.cfg.file.seed, streams::SAMPLING), step);
+        if round > 0 {
+            seed = derive(seed, (1 << 32) | round);
+        }
         let mut inner = ModelPolicy::new(&self.model, self.cfg.sampling.clone(), seed);
         if let Some(s) = &env.system_prompt {
             inner.system = s.clone();
@@ -305,64 +387,60 @@ impl<'a> Trainer<'a> {
         Ok((records, policy.into_sequences(), timings))
     }
 
-    /// Advantages, the zero-std filter, and the GRPO update (None when nothing is left to train).
+    /// The zero-std filter, the KL sample, the algorithm's advantages, PPO's critic update and
+    /// the policy update (None when nothing is left to train, or during `ppo.critic_warmup`).
     fn update(
         &mut self,
         step: u64,
+        records: &[EpisodeRecord],
         rewards: &[f32],
         seqs: &[TokenSequence],
-    ) -> Result<Option<UpdateStats>> {
+    ) -> Result<(Option<UpdateStats>, AlgoStats)> {
         let g = &self.cfg.file.grpo;
-        let adv = group_advantages(rewards, g.group_size, g.advantage_scale)?;
+        let mut algo = AlgoStats::default();
+        let n_kl = self.cfg.file.stability.kl_sample.min(seqs.len());
+        if n_kl > 0 {
+            let sample: Vec<&TokenSequence> = seqs[..n_kl].iter().collect();
+            algo.kl_sample = kl_sample(&self.model, &sample)?;
+        }
         let zero = zero_std_groups(rewards, g.group_size)?;
         let keep: Vec<usize> = (0..seqs.len())
             .filter(|&i| !(g.drop_zero_std && zero[i / g.group_size]))
             .filter(|&i| seqs[i].policy_tokens() > 0)
             .collect();
         if keep.is_empty() {
-            return Ok(None);
+            return Ok((None, algo));
         }
         let batch: Vec<&TokenSequence> = keep.iter().map(|&i| &seqs[i]).collect();
-        let advantages: Vec<f32> = keep.iter().map(|&i| adv[i]).collect();
+        let dropout_seed = derive(derive(self.cfg.file.seed, streams::DROPOUT), step);
+        self.bars.training();
+        let values = match &self.critic {
+            Some((head, _)) => Some(critic_values(&self.model, head, &batch, g.micro_batch)?),
+            None => None,
+        };
+        let est = estimate(&self.cfg, records, rewards, seqs, &keep, values.as_deref())?;
+        let tokens: Vec<usize> = batch.iter().map(|s| s.policy_tokens()).collect();
+        (algo.adv_mean, algo.adv_std) = advantage_stats(&est.advantages.per_token(&tokens));
+        if let (Some((head, opt)), Some(targets)) = (&mut self.critic, &est.critic_targets) {
+            let cfg = CriticUpdateConfig {
+                clip: self.cfg.file.ppo.cliprange_value,
+                iterations: g.iterations,
+                micro_batch: g.micro_batch,
+            };
+            set_critic_dropout(&self.model, dropout_seed)?;
+            let (v, r) = (&targets.values, &targets.returns);
+            algo.critic = Some(critic_update(&self.model, head, opt, &batch, v, r, &cfg)?);
+        }
+        if self.critic.is_some() && step <= self.cfg.file.ppo.critic_warmup {
+            return Ok((None, algo));
+        }
         let cfg = UpdateConfig {
             loss: g.loss,
             iterations: g.iterations,
             micro_batch: g.micro_batch,
-            dropout_seed: derive(derive(self.cfg.file.seed, streams::DROPOUT), step),
+            dropout_seed,
         };
-        self.bars.training();
-        grpo_update(&self.model, &mut self.opt, &batch, &advantages, &cfg).map(Some)
+        let stats = grpo_update(&self.model, &mut self.opt, &batch, &est.advantages, &cfg)?;
+        Ok((Some(stats), algo))
     }
-}
-
-/// Sets the model's adapters from a checkpoint; names and shapes must match exactly.
-fn restore_adapters(model: &ChatModel, ckpt: &Checkpoint, dir: &std::path::Path) -> Result<()> {
-    let vars = model.trainable();
-    let file = dir.join(crate::grpo::checkpoint::ADAPTERS_FILE);
-    if vars.len() != ckpt.adapters.len() {
-        return Err(Error::input(
-            &file,
-            "tensors",
-            format!(
-                "{} adapter tensors, the model has {}; resume with the run's own config.yaml",
-                ckpt.adapters.len(),
-                vars.len()
-            ),
-        ));
-    }
-    for (name, var) in vars {
-        let t = ckpt
-            .adapters
-            .get(&name)
-            .filter(|t| t.dims() == var.dims())
-            .ok_or_else(|| {
-                Error::input(
-                    &file,
-                    &name,
-                    "missing or misshapen; resume with the run's own config.yaml",
-                )
-            })?;
-        var.set(&t.to_dtype(var.dtype())?)?;
-    }
-    Ok(())
 }

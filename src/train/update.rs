@@ -17,7 +17,7 @@ use std::time::Instant;
 use candle_core::backprop::GradStore;
 use candle_core::{Device, Tensor};
 
-use super::sequence::{padded_masks, TokenSequence};
+use super::sequence::{padded_masks, scatter_tokens, TokenSequence};
 use crate::error::Result;
 use crate::grpo::{grpo_loss, AdamW, BatchTotals, LossConfig, LossInputs, LossStats, StepOutcome};
 use crate::model::{AdapterMode, ChatModel, Pass};
@@ -65,7 +65,7 @@ pub struct UpdatePhases {
 }
 
 /// Seconds since `t0` once the device has finished the work queued so far.
-fn lap(dev: &Device, t0: Instant) -> Result<f64> {
+pub(crate) fn lap(dev: &Device, t0: Instant) -> Result<f64> {
     dev.synchronize()?;
     Ok(t0.elapsed().as_secs_f64())
 }
@@ -87,6 +87,39 @@ impl UpdateStats {
     }
 }
 
+/// The advantages an update trains with: one per dialogue (GRPO, RLOO) or one per policy token,
+/// in the order of the sequence's policy tokens (PPO, REINFORCE++, GRPO's turn credit).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Advantages {
+    /// One value per sequence.
+    PerSequence(Vec<f32>),
+    /// One vector per sequence, one value per policy token.
+    PerToken(Vec<Vec<f32>>),
+}
+
+impl Advantages {
+    /// Every policy token's advantage, sequence after sequence (`tokens[i]` policy tokens each).
+    pub fn per_token(&self, tokens: &[usize]) -> Vec<Vec<f32>> {
+        match self {
+            Advantages::PerSequence(a) => a.iter().zip(tokens).map(|(&x, &n)| vec![x; n]).collect(),
+            Advantages::PerToken(a) => a.clone(),
+        }
+    }
+
+    /// Sequences covered.
+    pub fn len(&self) -> usize {
+        match self {
+            Advantages::PerSequence(a) => a.len(),
+            Advantages::PerToken(a) => a.len(),
+        }
+    }
+
+    /// True when no sequence is covered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// One micro-batch's fixed inputs.
 struct Micro {
     ids: Vec<Vec<u32>>,
@@ -96,14 +129,21 @@ struct Micro {
     reference: Option<Tensor>,
 }
 
-/// Runs the update on `seqs` with one advantage each.
+/// Runs the update on `seqs` with their advantages (the same policy loss for every algorithm).
 pub fn grpo_update(
     model: &ChatModel,
     opt: &mut AdamW,
     seqs: &[&TokenSequence],
-    advantages: &[f32],
+    advantages: &Advantages,
     cfg: &UpdateConfig,
 ) -> Result<UpdateStats> {
+    if advantages.len() != seqs.len() {
+        return Err(crate::error::Error::Other(format!(
+            "grpo_update: {} advantages for {} sequences",
+            advantages.len(),
+            seqs.len()
+        )));
+    }
     let dev = &model.device;
     let t0 = Instant::now();
     let mut micros = prepare(model, seqs, advantages, cfg)?;
@@ -168,15 +208,13 @@ pub fn grpo_update(
 fn prepare(
     model: &ChatModel,
     seqs: &[&TokenSequence],
-    advantages: &[f32],
+    advantages: &Advantages,
     cfg: &UpdateConfig,
 ) -> Result<Vec<Micro>> {
     let dev: &Device = &model.device;
     let mut out = Vec::new();
-    for (chunk, adv) in seqs
-        .chunks(cfg.micro_batch)
-        .zip(advantages.chunks(cfg.micro_batch))
-    {
+    for (ci, chunk) in seqs.chunks(cfg.micro_batch).enumerate() {
+        let range = ci * cfg.micro_batch..ci * cfg.micro_batch + chunk.len();
         let ids: Vec<Vec<u32>> = chunk.iter().map(|s| s.ids().to_vec()).collect();
         let width = ids
             .iter()
@@ -185,7 +223,14 @@ fn prepare(
             .unwrap_or(1)
             .saturating_sub(1);
         let mask = Tensor::from_vec(padded_masks(chunk, width), (chunk.len(), width), dev)?;
-        let advantages = Tensor::from_slice(adv, adv.len(), dev)?;
+        let advantages = match advantages {
+            Advantages::PerSequence(a) => Tensor::from_slice(&a[range], chunk.len(), dev)?,
+            Advantages::PerToken(a) => Tensor::from_vec(
+                scatter_tokens(chunk, &a[range], width),
+                (chunk.len(), width),
+                dev,
+            )?,
+        };
         let old = if cfg.iterations > 1 {
             Some(model.token_logprobs(&ids, AdapterMode::On, Pass::Infer)?)
         } else {
@@ -209,7 +254,7 @@ fn prepare(
 
 /// The gradients of the optimizer's parameters, out of a full backward store (which also holds
 /// every intermediate tensor's gradient; dropping it frees them).
-fn trainable_grads(opt: &AdamW, mut grads: GradStore) -> GradStore {
+pub(crate) fn trainable_grads(opt: &AdamW, mut grads: GradStore) -> GradStore {
     let mut mine = GradStore::default();
     for (_, var) in opt.vars() {
         if let Some(g) = grads.remove(var.as_tensor()) {
@@ -220,7 +265,7 @@ fn trainable_grads(opt: &AdamW, mut grads: GradStore) -> GradStore {
 }
 
 /// A parameter the loss does not reach gets a zero gradient (AdamW wants one for each).
-fn fill_missing(opt: &AdamW, acc: &mut GradStore) -> Result<()> {
+pub(crate) fn fill_missing(opt: &AdamW, acc: &mut GradStore) -> Result<()> {
     for (_, var) in opt.vars() {
         if acc.get(var.as_tensor()).is_none() {
             acc.insert(var.as_tensor(), var.as_tensor().zeros_like()?);

@@ -144,6 +144,7 @@ fn train_step(t: &mut Trainer, run: &Path) {
             .into_iter()
             .collect(),
         meta: serde_json::json!({"toy": true}),
+        critic: None,
     };
     save_checkpoint(run, &ck).unwrap();
 }

@@ -22,7 +22,7 @@ use crate::common::catalog;
 use crate::model_fixtures::{id_of, write_hf, TinySpec};
 
 /// A user who never changes: every reply is appraised as neutral (the reward comes from elsewhere).
-struct FlatUser;
+pub struct FlatUser;
 
 impl Simulator for FlatUser {
     fn info(&self) -> SimulatorInfo {
@@ -39,7 +39,7 @@ impl Simulator for FlatUser {
 
 /// The verifiable reward: the share of the replies' characters that are the letter 'e'
 /// (a random tiny model writes about 1 in 260).
-fn share_of_e(rec: &EpisodeRecord) -> f64 {
+pub fn share_of_e(rec: &EpisodeRecord) -> f64 {
     let text: String = rec.assistant_turns().iter().map(|(t, _)| *t).collect();
     let n = text.chars().count();
     if n == 0 {
@@ -50,7 +50,7 @@ fn share_of_e(rec: &EpisodeRecord) -> f64 {
 
 /// A denser reward for the runs that test resume and export (almost every group has spread, so
 /// every step updates): the share of ASCII lowercase letters.
-fn share_of_lowercase(rec: &EpisodeRecord) -> f64 {
+pub fn share_of_lowercase(rec: &EpisodeRecord) -> f64 {
     let text: String = rec.assistant_turns().iter().map(|(t, _)| *t).collect();
     let n = text.chars().count().max(1);
     text.chars().filter(char::is_ascii_lowercase).count() as f64 / n as f64
@@ -67,7 +67,7 @@ pub fn tiny_model_dir() -> Result<tempfile::TempDir> {
     Ok(dir)
 }
 
-fn config(model: &Path, results: &Path, extra: &str) -> Result<TrainConfig> {
+pub fn config(model: &Path, results: &Path, extra: &str) -> Result<TrainConfig> {
     let text = format!(
         "run: t\nresults_dir: {}\nmodel:\n  path: {}\n{extra}",
         results.display(),
@@ -94,7 +94,7 @@ fn cat_difficulty() -> empathy_gym::profile::Difficulty {
     empathy_gym::profile::Difficulty::Moderate
 }
 
-fn parts<'a>(
+pub fn parts<'a>(
     cfg: TrainConfig,
     reward: &'a dyn RewardSource,
     max_turns: u32,
@@ -112,7 +112,7 @@ fn parts<'a>(
 
 /// A config that exercises every path: several turns, mu = 2 (stored old log-probs), beta > 0
 /// (reference pass), uneven micro-batches, LoRA dropout, zero-std groups dropped.
-const FULL: &str = "env:\n  system_prompt: Be brief.\n  knobs:\n    max_turns: 2\n\
+pub const FULL: &str = "env:\n  system_prompt: Be brief.\n  knobs:\n    max_turns: 2\n\
 sampling:\n  max_new_tokens: 6\n\
 lora:\n  rank: 4\n  dropout: 0.1\n\
 grpo:\n  steps: 4\n  profiles_per_step: 2\n  group_size: 3\n  iterations: 2\n  micro_batch: 4\n  drop_zero_std: true\n  loss:\n    beta: 0.05\n\
@@ -120,7 +120,7 @@ optim:\n  lr: 0.01\n  schedule:\n    kind: cosine\n    warmup_steps: 1\n    tota
 checkpoint:\n  every: 2\n";
 
 /// Metrics rows without the timing columns (which differ between runs).
-fn untimed(rows: &[StepMetrics]) -> Vec<StepMetrics> {
+pub fn untimed(rows: &[StepMetrics]) -> Vec<StepMetrics> {
     rows.iter()
         .map(|m| StepMetrics {
             t_rollout_s: 0.0,
@@ -136,7 +136,7 @@ fn untimed(rows: &[StepMetrics]) -> Vec<StepMetrics> {
         .collect()
 }
 
-fn adapter_bits(model: &ChatModel) -> Result<Vec<(String, Vec<u32>)>> {
+pub fn adapter_bits(model: &ChatModel) -> Result<Vec<(String, Vec<u32>)>> {
     model
         .trainable()
         .into_iter()
