@@ -14,6 +14,7 @@ pub mod replay;
 pub mod report;
 pub mod reward;
 pub mod seed;
+pub mod serve;
 pub mod sim;
 pub mod train;
 

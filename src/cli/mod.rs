@@ -11,6 +11,7 @@ mod eval;
 mod export;
 mod replay;
 mod rollout;
+mod serve_env;
 mod summary;
 mod train;
 mod validate;
@@ -45,6 +46,8 @@ pub enum Command {
     Train(train::TrainArgs),
     /// Merge a run's adapters into an HF model folder.
     Export(export::ExportArgs),
+    /// Serve the environment over HTTP JSON (create episode, step, fetch the record).
+    ServeEnv(serve_env::ServeEnvArgs),
 }
 
 /// Runs one parsed command line.
@@ -57,5 +60,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Chat(args) => chat::run(&cli.catalog, args),
         Command::Train(args) => train::run(&cli.catalog, args),
         Command::Export(args) => export::run(args),
+        Command::ServeEnv(args) => serve_env::run(&cli.catalog, args),
     }
 }

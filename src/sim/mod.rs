@@ -23,6 +23,7 @@ pub use factual::FactualVerdict;
 pub use moves::Move;
 
 use crate::error::Result;
+use crate::profile::Profile;
 
 /// Which simulator produced a dialogue, as logged.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,6 +38,11 @@ pub trait Simulator: Send + Sync {
     fn info(&self) -> SimulatorInfo;
     /// Appraises the replies of several dialogues in one batch.
     fn appraise(&self, inputs: &[AppraisalInput<'_>]) -> Result<Vec<Appraisal>>;
+    /// Readies whatever the simulator caches for these profiles (the appraiser embeds what their
+    /// users can say); optional, appraising works without it.
+    fn prepare(&self, _profiles: &[Profile]) -> Result<()> {
+        Ok(())
+    }
 }
 
 impl Simulator for Appraiser {
@@ -49,5 +55,9 @@ impl Simulator for Appraiser {
 
     fn appraise(&self, inputs: &[AppraisalInput<'_>]) -> Result<Vec<Appraisal>> {
         Appraiser::appraise(self, inputs)
+    }
+
+    fn prepare(&self, profiles: &[Profile]) -> Result<()> {
+        Appraiser::prepare(self, profiles)
     }
 }
