@@ -32,7 +32,7 @@ ADVICE = [
 ]
 
 
-def play(env, i, seed, latencies, problems, barrier):
+def play(env, i, seed, latencies, problems, barrier, reflect):
     replies = LISTENER if i % 3 else ADVICE
     try:
         barrier.wait()
@@ -42,13 +42,19 @@ def play(env, i, seed, latencies, problems, barrier):
         emotions = [ep["observation"]["emotion"]]
         sent = []
         out = None
+        user = ep["observation"]["text"]
         while out is None or not (out["terminated"] or out["truncated"]):
             reply = replies[min(len(sent), len(replies) - 1)]
+            if reflect:
+                # Quote the user back, so every reply is new text the simulator must embed (a
+                # fixed script would be served from the embedding cache after one round).
+                reply += f' When you say "{" ".join(user.split()[:6])}", what is that like for you?'
             t0 = time.perf_counter()
             out = env.step(eid, reply)
             latencies.append(time.perf_counter() - t0)
             sent.append(reply)
             emotions.append(out["observation"]["emotion"])
+            user = out["observation"]["text"]
         rec = env.record(eid)
         got_replies = [t["text"] for t in rec["turns"] if t["role"] == "assistant"]
         got_emotions = [t["emotion"] for t in rec["turns"] if t["role"] == "user"]
@@ -74,6 +80,8 @@ def main():
     ap.add_argument("--episodes", type=int, default=200)
     ap.add_argument("--concurrency", type=int, default=200)
     ap.add_argument("--seed", type=int, default=1000)
+    ap.add_argument("--fixed-replies", action="store_true",
+                    help="send the scripts as they are (after one round every reply is cached)")
     ap.add_argument("--json", help="also write the numbers here")
     args = ap.parse_args()
     env = EmpathyEnv(args.url, timeout=600)
@@ -83,7 +91,8 @@ def main():
     while done < args.episodes:
         n = min(args.concurrency, args.episodes - done)
         barrier = threading.Barrier(n)
-        threads = [threading.Thread(target=play, args=(env, done + k, args.seed, latencies, problems, barrier))
+        threads = [threading.Thread(target=play, args=(env, done + k, args.seed, latencies, problems, barrier,
+                                                     not args.fixed_replies))
                    for k in range(n)]
         for t in threads:
             t.start()

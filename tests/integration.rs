@@ -29,6 +29,10 @@ mod replay_html;
 mod replay_stats;
 #[path = "integration/sanity.rs"]
 mod sanity;
+#[path = "integration/serve_env.rs"]
+mod serve_env;
+#[path = "integration/servers.rs"]
+mod servers;
 #[path = "integration/train.rs"]
 mod train;
 #[path = "integration/train_cli.rs"]

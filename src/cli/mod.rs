@@ -12,6 +12,7 @@ mod export;
 mod replay;
 mod rollout;
 mod serve_env;
+mod serve_model;
 mod summary;
 mod train;
 mod validate;
@@ -48,6 +49,8 @@ pub enum Command {
     Export(export::ExportArgs),
     /// Serve the environment over HTTP JSON (create episode, step, fetch the record).
     ServeEnv(serve_env::ServeEnvArgs),
+    /// Serve a model behind an OpenAI-compatible /v1/chat/completions with batching.
+    ServeModel(serve_model::ServeModelArgs),
 }
 
 /// Runs one parsed command line.
@@ -61,5 +64,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Train(args) => train::run(&cli.catalog, args),
         Command::Export(args) => export::run(args),
         Command::ServeEnv(args) => serve_env::run(&cli.catalog, args),
+        Command::ServeModel(args) => serve_model::run(args),
     }
 }

@@ -139,7 +139,7 @@ pub fn serve_env(
         let reaper = tokio::spawn(expire_loop(state.clone()));
         on_ready(addr);
         axum::serve(listener, router(state.clone()))
-            .with_graceful_shutdown(shutdown_signal())
+            .with_graceful_shutdown(super::shutdown::shutdown_signal())
             .await
             .map_err(|e| Error::Other(format!("serving on {addr}: {e}")))?;
         reaper.abort();
@@ -156,24 +156,6 @@ pub fn serve_env(
         dropped_live: dropped_at_end + expired,
         out: cfg.out,
     })
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
 }
 
 async fn expire_loop(state: Shared) {

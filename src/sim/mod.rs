@@ -9,6 +9,7 @@ pub mod embed;
 pub mod emotion;
 pub mod factual;
 pub mod lexicon;
+pub mod llm;
 pub mod moves;
 pub mod speaker;
 pub mod text;
@@ -26,10 +27,16 @@ use crate::error::Result;
 use crate::profile::Profile;
 
 /// Which simulator produced a dialogue, as logged.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SimulatorInfo {
     pub kind: String,
     pub version: String,
+    /// Where an LLM simulator's calls go (`openai`, `local`).
+    pub backend: Option<String>,
+    /// The LLM that plays the user.
+    pub model: Option<String>,
+    /// The version of its prompt templates.
+    pub prompt_version: Option<String>,
 }
 
 /// A model of how the user's emotion moves. Implementations must be deterministic for replay.
@@ -50,6 +57,7 @@ impl Simulator for Appraiser {
         SimulatorInfo {
             kind: "appraiser".into(),
             version: "1".into(),
+            ..Default::default()
         }
     }
 
