@@ -13,6 +13,8 @@ mod cuda;
 mod factual;
 #[path = "integration/grpo.rs"]
 mod grpo;
+#[path = "integration/llm_sim.rs"]
+mod llm_sim;
 #[path = "integration/locate.rs"]
 mod locate;
 #[path = "integration/lora.rs"]

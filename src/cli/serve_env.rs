@@ -2,14 +2,13 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
 use empathy_gym::profile::Catalog;
 use empathy_gym::serve::{env_server::summary_line, serve_env, EnvServerConfig};
 
-use super::common::load_simulator;
+use super::common::{load_chosen_simulator, SimulatorArgs};
 
 #[derive(Debug, Args)]
 pub struct ServeEnvArgs {
@@ -40,11 +39,13 @@ pub struct ServeEnvArgs {
     /// Most replies appraised in one batch.
     #[arg(long, default_value_t = 64)]
     pub max_batch: usize,
+    #[command(flatten)]
+    pub sim: SimulatorArgs,
 }
 
 pub fn run(catalog_root: &Path, args: ServeEnvArgs) -> anyhow::Result<()> {
     let catalog = Catalog::load(catalog_root)?;
-    let sim = Arc::new(load_simulator(catalog_root)?);
+    let sim = load_chosen_simulator(catalog_root, &args.sim)?;
     let cfg = EnvServerConfig {
         addr: SocketAddr::new(args.host, args.port),
         out: args.out,
