@@ -33,6 +33,8 @@ mod replay_stats;
 mod sanity;
 #[path = "integration/serve_env.rs"]
 mod serve_env;
+#[path = "integration/serve_model.rs"]
+mod serve_model;
 #[path = "integration/servers.rs"]
 mod servers;
 #[path = "integration/train.rs"]
