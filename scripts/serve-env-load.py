@@ -62,6 +62,9 @@ def play(env, i, seed, latencies, problems, barrier, reflect):
             problems.append(f"episode {eid}: its record does not match the steps")
         if rec.get("reward") is None:
             problems.append(f"episode {eid}: its record has no reward")
+        # The record is in the server's log too: free the session (finished ones count against
+        # --max-sessions until they expire).
+        env.delete(eid)
     except Exception as e:  # noqa: BLE001 - every failure is a lost episode
         problems.append(f"episode {i}: {e}")
 

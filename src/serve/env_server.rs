@@ -230,7 +230,7 @@ async fn create(
         .map_err(|e| ApiError::bad_request(format!("profile `{id}`: {e}")))?;
     let (done, answer) = oneshot::channel();
     let prepare = Job::Prepare {
-        profile: Box::new(profile.clone()),
+        profile: profile.clone(),
         done,
     };
     state
@@ -301,7 +301,7 @@ async fn step(
         .take(&id)
         .map_err(|e| session_error(&id, e, &state))?;
     let (done, answer) = oneshot::channel();
-    let job = Job::Step(StepJob {
+    let job = Job::Step(Box::new(StepJob {
         env,
         reply: req.reply,
         think: req.think,
@@ -309,7 +309,7 @@ async fn step(
         run: state.cfg.run.clone(),
         number,
         done,
-    });
+    }));
     state
         .jobs
         .send(job)

@@ -19,11 +19,11 @@ use crate::sim::Simulator;
 pub enum Job {
     /// Embed what the users of this profile can say (the appraiser's cache) before its first step.
     Prepare {
-        profile: Box<Profile>,
+        profile: Profile,
         done: oneshot::Sender<Result<()>>,
     },
     /// Appraise one reply and let the user answer.
-    Step(StepJob),
+    Step(Box<StepJob>),
 }
 
 /// One reply to one episode.
@@ -73,7 +73,7 @@ pub fn run_worker(
                 Job::Prepare { profile, done } => {
                     let _ = done.send(sim.prepare(std::slice::from_ref(&profile)));
                 }
-                Job::Step(s) => steps.push(s),
+                Job::Step(s) => steps.push(*s),
             }
             if steps.len() < max_batch.max(1) {
                 next = rx.try_recv().ok();
