@@ -314,15 +314,25 @@ async fn step(
         .jobs
         .send(job)
         .map_err(|_| ApiError::internal("the simulator worker has stopped"))?;
-    let done = answer
+    // The environment goes back into the table in a task of its own, so that a client that
+    // hangs up mid-step cannot leave its episode marked busy for ever.
+    let back = {
+        let (state, id) = (state.clone(), id.clone());
+        tokio::spawn(async move {
+            let done = answer.await.ok()?;
+            let turn = done.env.turns().len() as u32 / 2;
+            let components = done.env.rubric().components;
+            let end = done.record.as_ref().and_then(|r| r.end);
+            state.table().put_back(&id, done.env, done.record);
+            Some((done.outcome, turn, components, end))
+        })
+    };
+    let (outcome, turn, components, end) = back
         .await
-        .map_err(|e| ApiError::internal(Error::from(e).to_string()))?;
-    let turn = done.env.turns().len() as u32 / 2;
-    let components = done.env.rubric().components;
-    let end = done.record.as_ref().and_then(|r| r.end);
-    state.table().put_back(&id, done.env, done.record);
-    let outcome = done
-        .outcome
+        .ok()
+        .flatten()
+        .ok_or_else(|| ApiError::internal("the simulator worker stopped before answering"))?;
+    let outcome = outcome
         .map_err(|e| ApiError::internal(format!("the simulator failed on episode `{id}`: {e}")))?;
     Ok(Json(Stepped {
         episode_id: id,
