@@ -338,3 +338,44 @@ fn llm_user_reads_well_formed_answers_and_replay_and_eval_work_with_it() {
     }
     assert!(out.join("empathy.md").is_file());
 }
+
+#[test]
+fn llm_user_on_the_local_backend_runs_the_model_in_process() {
+    let dir = temp_dir();
+    let model = tiny_model(dir.path());
+    let cfg = dir.path().join("local.yaml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "backend: local\nlocal_model: {}\nmax_tokens: 8\nparse_retries: 0\n",
+            model.display()
+        ),
+    )
+    .unwrap();
+    let log = dir.path().join("local.jsonl");
+    let o = eg(&[
+        "rollout",
+        "--policy",
+        &script(dir.path()),
+        "--profile",
+        PROFILE,
+        "--difficulty",
+        "hard",
+        "--simulator",
+        "llm",
+        "--simulator-config",
+        cfg.to_str().unwrap(),
+        "--out",
+        log.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", output(&o));
+    let r = &records(&log)[0];
+    assert_eq!(r.simulator.backend.as_deref(), Some("local"));
+    assert!(r.simulator.model.is_some());
+    // The random model ignores the format: one malformed answer per call (no re-asks), the
+    // dialogue kept to its turn limit at the start emotion.
+    let turns = r.assistant_turns().len();
+    assert_eq!(turns, 8);
+    assert_eq!(r.simulator_failures(), 2 * turns);
+    assert!(r.emotions().iter().all(|&e| e == 30), "{:?}", r.emotions());
+}
