@@ -15,6 +15,7 @@ pub mod replay;
 pub mod report;
 pub mod reward;
 pub mod seed;
+pub mod serve;
 pub mod sim;
 pub mod sweep;
 pub mod train;

@@ -15,6 +15,8 @@ mod cuda;
 mod factual;
 #[path = "integration/grpo.rs"]
 mod grpo;
+#[path = "integration/llm_sim.rs"]
+mod llm_sim;
 #[path = "integration/locate.rs"]
 mod locate;
 #[path = "integration/lora.rs"]
@@ -33,6 +35,12 @@ mod replay_stats;
 mod sanity;
 #[path = "integration/sweep.rs"]
 mod sweep;
+#[path = "integration/serve_env.rs"]
+mod serve_env;
+#[path = "integration/serve_model.rs"]
+mod serve_model;
+#[path = "integration/servers.rs"]
+mod servers;
 #[path = "integration/train.rs"]
 mod train;
 #[path = "integration/train_cli.rs"]

@@ -5,14 +5,109 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use anyhow::Context;
+use clap::{Args, ValueEnum};
 use empathy_gym::model::SamplingParams;
 use empathy_gym::profile::{Catalog, Difficulty, KnobOverrides, Profile, ProfileId, Split};
-use empathy_gym::sim::{Appraiser, Embedder};
+use empathy_gym::sim::llm::{
+    Backend, LlmConfigFile, LlmSimulator, LocalBackend, OpenAiBackend, Prompts,
+};
+use empathy_gym::sim::{Appraiser, Embedder, Simulator};
 
 /// Loads the built-in appraiser with the default embedder.
 pub fn load_simulator(catalog: &Path) -> anyhow::Result<Appraiser> {
     let embedder = Arc::new(Embedder::load_default()?);
     Ok(Appraiser::load(catalog, embedder)?)
+}
+
+/// Which simulated user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SimulatorKind {
+    /// The built-in appraiser (deterministic, explainable).
+    Appraiser,
+    /// An LLM plays the user (configs/simulator/llm.yaml).
+    Llm,
+}
+
+impl SimulatorKind {
+    /// The word of the command line and of the records' `simulator.kind`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SimulatorKind::Appraiser => "appraiser",
+            SimulatorKind::Llm => "llm",
+        }
+    }
+}
+
+/// `--simulator` and `--simulator-config`, shared by the commands that simulate.
+#[derive(Debug, Clone, Args)]
+pub struct SimulatorArgs {
+    /// The simulated user: appraiser (built in) or llm (an LLM plays the user).
+    #[arg(long, value_enum, default_value = "appraiser")]
+    pub simulator: SimulatorKind,
+    /// The LLM user's settings (default: configs/simulator/llm.yaml in the catalog when present,
+    /// else the built-in defaults).
+    #[arg(long)]
+    pub simulator_config: Option<PathBuf>,
+}
+
+/// Loads the simulator the flags name.
+pub fn load_chosen_simulator(
+    catalog: &Path,
+    args: &SimulatorArgs,
+) -> anyhow::Result<Arc<dyn Simulator>> {
+    match args.simulator {
+        SimulatorKind::Appraiser => Ok(Arc::new(load_simulator(catalog)?)),
+        SimulatorKind::Llm => Ok(Arc::new(load_llm_simulator(
+            catalog,
+            args.simulator_config.as_deref(),
+        )?)),
+    }
+}
+
+/// Loads the LLM user from its settings file (or the defaults) and the environment.
+pub fn load_llm_simulator(catalog: &Path, config: Option<&Path>) -> anyhow::Result<LlmSimulator> {
+    let default = catalog.join("configs/simulator/llm.yaml");
+    let file = config
+        .map(Path::to_path_buf)
+        .or_else(|| default.is_file().then_some(default));
+    let settings = LlmConfigFile::load(file.as_deref())?.validate(
+        file.as_deref().unwrap_or(Path::new("<defaults>")),
+        catalog,
+        |k| std::env::var(k).ok(),
+    )?;
+    let prompts = Prompts::load(&settings.prompts)?;
+    let lexicon = empathy_gym::sim::lexicon::Lexicon::load(&catalog.join("data/lexicon.yaml"))?;
+    let backend: Box<dyn empathy_gym::sim::llm::ChatBackend> = match settings.backend {
+        Backend::Openai => {
+            eprintln!(
+                "simulator: llm, model {} at {} (prompts version {}, temperature {})",
+                settings.model, settings.base_url, prompts.version, settings.temperature
+            );
+            Box::new(OpenAiBackend::new(settings.clone())?)
+        }
+        Backend::Local => {
+            let path = settings
+                .local_model
+                .clone()
+                .unwrap_or_else(empathy_gym::model::default_policy_path);
+            let model = empathy_gym::model::load_model(
+                &path,
+                &candle_core::Device::Cpu,
+                &empathy_gym::model::LoadOptions::default(),
+            )?;
+            eprintln!(
+                "simulator: llm, local model {} (prompts version {}, temperature {})",
+                model.name, prompts.version, settings.temperature
+            );
+            Box::new(LocalBackend::new(model, &settings))
+        }
+    };
+    Ok(LlmSimulator::new(
+        backend,
+        prompts,
+        settings.parse_retries,
+        lexicon,
+    ))
 }
 
 /// The profiles named by `--profile` or `--split`, resolved at `difficulty`.

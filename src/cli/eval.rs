@@ -10,7 +10,8 @@ use empathy_gym::eval::empathy::{
 use empathy_gym::model::{default_policy_path, load_model, ChatModel, LoadOptions};
 use empathy_gym::profile::{Catalog, Split};
 
-use super::common::{load_simulator, sampling, Named};
+use super::common::{load_chosen_simulator, sampling, Named, SimulatorArgs};
+use super::summary::print_simulator_failures;
 
 #[derive(Debug, Subcommand)]
 pub enum EvalCommand {
@@ -86,6 +87,8 @@ pub struct EmpathyArgs {
     /// Folder for empathy.md, empathy.csv and one episodes JSONL per model.
     #[arg(long, default_value = "results/eval-empathy")]
     pub out: PathBuf,
+    #[command(flatten)]
+    pub sim: SimulatorArgs,
 }
 
 pub fn run(catalog_root: &Path, cmd: EvalCommand) -> anyhow::Result<()> {
@@ -99,7 +102,7 @@ pub fn empathy(catalog_root: &Path, args: &EmpathyArgs) -> anyhow::Result<()> {
     let catalog = Catalog::load(catalog_root)?;
     let mut ids = catalog.split(args.split).to_vec();
     ids.truncate(args.limit.unwrap_or(ids.len()));
-    let sim = load_simulator(catalog_root)?;
+    let sim = load_chosen_simulator(catalog_root, &args.sim)?;
     let profiles = ids
         .iter()
         .map(|id| {
@@ -131,12 +134,13 @@ pub fn empathy(catalog_root: &Path, args: &EmpathyArgs) -> anyhow::Result<()> {
         eprintln!("evaluating {name} on {} profiles", ids.len());
         let mut policy = ModelPolicy::new(model, params.clone(), args.seed);
         policy.checkpoint = ckpt.clone();
-        let records = run_empathy(&sim, &catalog, &mut policy, &ids, args.seed, true)?;
+        let records = run_empathy(sim.as_ref(), &catalog, &mut policy, &ids, args.seed, true)?;
         let mut w = EpisodeWriter::create(&args.out.join(format!("episodes-{i}.jsonl")))?;
         for r in &records {
             w.write(r)?;
             rows.push((name.clone(), r.clone()));
         }
+        print_simulator_failures(&records);
         scores.push(score(name, &records));
     }
     let summary = summary_table(&scores);

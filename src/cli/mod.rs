@@ -11,6 +11,8 @@ mod eval;
 mod export;
 mod replay;
 mod rollout;
+mod serve_env;
+mod serve_model;
 mod summary;
 mod sweep;
 mod train;
@@ -49,6 +51,10 @@ pub enum Command {
     /// Grids of training runs: run locally or as a Slurm array, status, collect.
     #[command(subcommand)]
     Sweep(sweep::SweepCommand),
+    /// Serve the environment over HTTP JSON (create episode, step, fetch the record).
+    ServeEnv(serve_env::ServeEnvArgs),
+    /// Serve a model behind an OpenAI-compatible /v1/chat/completions with batching.
+    ServeModel(serve_model::ServeModelArgs),
 }
 
 /// Runs one parsed command line.
@@ -62,5 +68,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Train(args) => train::run(&cli.catalog, args),
         Command::Export(args) => export::run(args),
         Command::Sweep(cmd) => sweep::run(&cli.catalog, cmd),
+        Command::ServeEnv(args) => serve_env::run(&cli.catalog, args),
+        Command::ServeModel(args) => serve_model::run(args),
     }
 }

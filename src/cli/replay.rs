@@ -11,15 +11,20 @@ use empathy_gym::replay::{
 };
 use empathy_gym::reward::{Aggregate, RewardMode};
 
-use super::common::load_simulator;
+use super::common::{load_chosen_simulator, SimulatorArgs};
 use super::summary::print_summary;
 
 #[derive(Debug, Subcommand)]
 pub enum ReplayCommand {
     /// Print transcripts with the emotion curve.
     Show { file: PathBuf },
-    /// Re-run the simulator on the logged assistant turns; fail on any difference.
-    Verify { file: PathBuf },
+    /// Re-run the simulator on the logged assistant turns; fail on any difference. An LLM
+    /// simulator re-runs identically only at temperature 0 on a deterministic backend.
+    Verify {
+        file: PathBuf,
+        #[command(flatten)]
+        sim: SimulatorArgs,
+    },
     /// Re-score the logged assistant turns under another difficulty or reward mode.
     Rescore(RescoreArgs),
     /// Aggregate logs by profile, scenario, persona, difficulty, reward mode, end and step range:
@@ -42,6 +47,9 @@ pub struct RescoreArgs {
     /// Write the re-scored episodes here.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Re-judge with this simulator (`--simulator llm`: an LLM plays the user again).
+    #[command(flatten)]
+    pub sim: SimulatorArgs,
 }
 
 #[derive(Debug, Args)]
@@ -78,7 +86,7 @@ pub fn run(catalog_root: &Path, cmd: ReplayCommand) -> anyhow::Result<()> {
     let file = match cmd {
         ReplayCommand::Stats(args) => return stats(args),
         ReplayCommand::Html(args) => return html(args),
-        ReplayCommand::Show { ref file } | ReplayCommand::Verify { ref file } => file.clone(),
+        ReplayCommand::Show { ref file } | ReplayCommand::Verify { ref file, .. } => file.clone(),
         ReplayCommand::Rescore(ref a) => a.file.clone(),
     };
     let log = read_episodes(&file)?;
@@ -89,7 +97,7 @@ pub fn run(catalog_root: &Path, cmd: ReplayCommand) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        ReplayCommand::Verify { .. } => verify_all(catalog_root, &file, &log.records),
+        ReplayCommand::Verify { ref sim, .. } => verify_all(catalog_root, &file, &log.records, sim),
         ReplayCommand::Rescore(args) => rescore_all(catalog_root, &log.records, &args),
         ReplayCommand::Stats(_) | ReplayCommand::Html(_) => unreachable!("handled above"),
     };
@@ -164,12 +172,25 @@ fn verify_all(
     catalog_root: &Path,
     file: &Path,
     records: &[(usize, EpisodeRecord)],
+    sim_args: &SimulatorArgs,
 ) -> anyhow::Result<()> {
+    let kind = sim_args.simulator.as_str();
+    if let Some((line, r)) = records.iter().find(|(_, r)| r.simulator.kind != kind) {
+        anyhow::bail!(
+            "{}: line {line} was simulated by `{}`, not `{kind}`; verify it with --simulator {}",
+            file.display(),
+            r.simulator.kind,
+            r.simulator.kind
+        );
+    }
     let catalog = Catalog::load(catalog_root)?;
-    let sim = load_simulator(catalog_root)?;
+    let sim = load_chosen_simulator(catalog_root, sim_args)?;
+    if kind == "llm" {
+        eprintln!("note: an LLM simulator is verified only with temperature 0 and a deterministic backend (the same model and server build, answers that do not depend on batching); otherwise differences are expected and are not errors of the log");
+    }
     let mut failed = 0;
     for (line, r) in records {
-        if let Some(m) = verify(&sim, &catalog, r)? {
+        if let Some(m) = verify(sim.as_ref(), &catalog, r)? {
             failed += 1;
             eprintln!(
                 "{}: line {line} ({}:{}, step {} group {} sample {}): {m}",
@@ -204,7 +225,7 @@ fn rescore_all(
     args: &RescoreArgs,
 ) -> anyhow::Result<()> {
     let catalog = Catalog::load(catalog_root)?;
-    let sim = load_simulator(catalog_root)?;
+    let sim = load_chosen_simulator(catalog_root, &args.sim)?;
     let settings = RerunSettings {
         difficulty: args.difficulty,
         reward_mode: args.reward_mode,
@@ -213,7 +234,7 @@ fn rescore_all(
     let mut writer = args.out.as_deref().map(EpisodeWriter::create).transpose()?;
     let mut out = Vec::new();
     for (line, r) in records {
-        let again = rerun(&sim, &catalog, r, &settings)?;
+        let again = rerun(sim.as_ref(), &catalog, r, &settings)?;
         println!(
             "line {line} {}:{}  reward {:.3} -> {:.3}  final {} -> {}",
             r.profile.scenario,
@@ -229,5 +250,6 @@ fn rescore_all(
         out.push(again);
     }
     print_summary(&out);
+    super::summary::print_simulator_failures(&out);
     Ok(())
 }

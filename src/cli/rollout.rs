@@ -9,8 +9,8 @@ use empathy_gym::episode::{
 use empathy_gym::profile::{Catalog, Difficulty, ProfileId, Split};
 use empathy_gym::reward::{Aggregate, RewardMode};
 
-use super::common::{load_simulator, select_profiles};
-use super::summary::print_summary;
+use super::common::{load_chosen_simulator, select_profiles, SimulatorArgs};
+use super::summary::{print_simulator_failures, print_summary};
 
 #[derive(Debug, Args)]
 pub struct RolloutArgs {
@@ -38,6 +38,8 @@ pub struct RolloutArgs {
     /// Where to write the episode JSONL.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub sim: SimulatorArgs,
 }
 
 pub fn run(catalog_root: &std::path::Path, args: RolloutArgs) -> anyhow::Result<()> {
@@ -47,7 +49,7 @@ pub fn run(catalog_root: &std::path::Path, args: RolloutArgs) -> anyhow::Result<
     let mut policy = ScriptedPolicy::load(std::path::Path::new(script))?;
     let catalog = Catalog::load(catalog_root)?;
     let profiles = select_profiles(&catalog, args.profile.as_ref(), args.split, args.difficulty)?;
-    let sim = load_simulator(catalog_root)?;
+    let sim = load_chosen_simulator(catalog_root, &args.sim)?;
     sim.prepare(&profiles)?;
     let mut jobs = Vec::new();
     for (g, profile) in profiles.iter().enumerate() {
@@ -69,12 +71,18 @@ pub fn run(catalog_root: &std::path::Path, args: RolloutArgs) -> anyhow::Result<
         progress: true,
     };
     let mut writer = args.out.as_deref().map(EpisodeWriter::create).transpose()?;
-    let records = rollout(&sim, &mut policy, &jobs, &opts, |rec: &EpisodeRecord| {
-        if let Some(w) = writer.as_mut() {
-            w.write(rec)?;
-        }
-        Ok(())
-    })?;
+    let records = rollout(
+        sim.as_ref(),
+        &mut policy,
+        &jobs,
+        &opts,
+        |rec: &EpisodeRecord| {
+            if let Some(w) = writer.as_mut() {
+                w.write(rec)?;
+            }
+            Ok(())
+        },
+    )?;
     for rec in &records {
         println!(
             "{}:{}  {:<9} final {:>3}  reward {:.3}  turns {}",
@@ -87,6 +95,7 @@ pub fn run(catalog_root: &std::path::Path, args: RolloutArgs) -> anyhow::Result<
         );
     }
     print_summary(&records);
+    print_simulator_failures(&records);
     if let Some(out) = &args.out {
         println!("episodes written to {}", out.display());
     }

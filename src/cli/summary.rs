@@ -25,3 +25,28 @@ pub fn print_summary(records: &[EpisodeRecord]) {
         count(End::MaxTurns)
     );
 }
+
+/// For an LLM simulator: how many of its answers were malformed or failed (each logged in the
+/// user turn's `appraisal.llm`), and how many turns fell back.
+pub fn print_simulator_failures(records: &[EpisodeRecord]) {
+    if !records.iter().any(|r| r.simulator.kind == "llm") {
+        return;
+    }
+    let failures: usize = records.iter().map(EpisodeRecord::simulator_failures).sum();
+    let fallbacks: usize = records
+        .iter()
+        .flat_map(|r| &r.turns)
+        .filter(|t| match t {
+            empathy_gym::episode::Turn::User {
+                appraisal: Some(a), ..
+            } => a
+                .llm
+                .as_ref()
+                .is_some_and(|l| l.fallback_change || l.fallback_reply),
+            _ => false,
+        })
+        .count();
+    println!(
+        "LLM simulator: {failures} malformed or failed answers, {fallbacks} turns fell back (change 0 or the utterance bank); each is logged in the turn's appraisal.llm"
+    );
+}

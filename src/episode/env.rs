@@ -143,8 +143,9 @@ impl DialogueEnv {
         &mut self,
         reply: &str,
         think: Option<String>,
-        appraisal: Appraisal,
+        mut appraisal: Appraisal,
     ) -> StepOutcome {
+        let written = appraisal.user_text.take();
         let knobs = &self.profile.knobs;
         let delta = quantize_delta(appraisal.raw, knobs.quantum, knobs.step_cap);
         self.emotion = apply_delta(self.emotion, delta);
@@ -185,7 +186,15 @@ impl DialogueEnv {
             question: question.as_deref(),
             reveal_min_delta: crate::sim::speaker::REVEAL_MIN_DELTA,
         };
-        let text = speak(&self.profile, &mut self.memory, &mut self.rng, &input);
+        let text = match written {
+            // The simulator wrote the user's message (the LLM user); a pending factual question
+            // is still asked, as the speaker would.
+            Some(t) => match &question {
+                Some(q) => format!("{t} {q}"),
+                None => t,
+            },
+            None => speak(&self.profile, &mut self.memory, &mut self.rng, &input),
+        };
         self.turns.push(Turn::User {
             text: text.clone(),
             emotion: self.emotion,
@@ -271,6 +280,9 @@ impl DialogueEnv {
                 kind: info.kind,
                 version: info.version,
                 seed: self.seed,
+                backend: info.backend,
+                model: info.model,
+                prompt_version: info.prompt_version,
             },
             reward_mode: self.reward_mode,
             reward_aggregate: self.aggregate,

@@ -87,6 +87,15 @@ pub struct SimulatorRef {
     #[serde(default = "default_version")]
     pub version: String,
     pub seed: u64,
+    /// An LLM simulator's backend (`openai`, `local`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+    /// The LLM that played the user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The version of its prompt templates (data/llm-simulator.yaml).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_version: Option<String>,
 }
 
 fn default_kind() -> String {
@@ -156,6 +165,19 @@ impl EpisodeRecord {
                 Turn::Assistant { .. } => None,
             })
             .collect()
+    }
+
+    /// Malformed answers and failed requests of an LLM simulator over the whole dialogue.
+    pub fn simulator_failures(&self) -> usize {
+        self.turns
+            .iter()
+            .filter_map(|t| match t {
+                Turn::User {
+                    appraisal: Some(a), ..
+                } => a.llm.as_ref().map(|l| l.failures.len()),
+                _ => None,
+            })
+            .sum()
     }
 
     /// The final emotion.

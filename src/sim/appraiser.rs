@@ -52,6 +52,14 @@ pub struct Appraisal {
     /// The verdict on a factual answer, when a question was pending.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub factual: Option<FactualVerdict>,
+    /// The LLM user's calls of this turn: attempts, malformed answers, fallbacks (absent for the
+    /// built-in appraiser).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm: Option<super::llm::LlmTrace>,
+    /// The user's next message when the simulator wrote it (the LLM user); `None`: the speaker's
+    /// utterance bank. Never logged here: it becomes the user turn's text.
+    #[serde(skip)]
+    pub user_text: Option<String>,
 }
 
 /// The built-in appraiser.

@@ -9,6 +9,7 @@ pub mod embed;
 pub mod emotion;
 pub mod factual;
 pub mod lexicon;
+pub mod llm;
 pub mod moves;
 pub mod speaker;
 pub mod text;
@@ -23,12 +24,19 @@ pub use factual::FactualVerdict;
 pub use moves::Move;
 
 use crate::error::Result;
+use crate::profile::Profile;
 
 /// Which simulator produced a dialogue, as logged.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SimulatorInfo {
     pub kind: String,
     pub version: String,
+    /// Where an LLM simulator's calls go (`openai`, `local`).
+    pub backend: Option<String>,
+    /// The LLM that plays the user.
+    pub model: Option<String>,
+    /// The version of its prompt templates.
+    pub prompt_version: Option<String>,
 }
 
 /// A model of how the user's emotion moves. Implementations must be deterministic for replay.
@@ -37,6 +45,11 @@ pub trait Simulator: Send + Sync {
     fn info(&self) -> SimulatorInfo;
     /// Appraises the replies of several dialogues in one batch.
     fn appraise(&self, inputs: &[AppraisalInput<'_>]) -> Result<Vec<Appraisal>>;
+    /// Readies whatever the simulator caches for these profiles (the appraiser embeds what their
+    /// users can say); optional, appraising works without it.
+    fn prepare(&self, _profiles: &[Profile]) -> Result<()> {
+        Ok(())
+    }
 }
 
 impl Simulator for Appraiser {
@@ -44,10 +57,15 @@ impl Simulator for Appraiser {
         SimulatorInfo {
             kind: "appraiser".into(),
             version: "1".into(),
+            ..Default::default()
         }
     }
 
     fn appraise(&self, inputs: &[AppraisalInput<'_>]) -> Result<Vec<Appraisal>> {
         Appraiser::appraise(self, inputs)
+    }
+
+    fn prepare(&self, profiles: &[Profile]) -> Result<()> {
+        Appraiser::prepare(self, profiles)
     }
 }

@@ -29,6 +29,7 @@ impl Simulator for FlatUser {
         SimulatorInfo {
             kind: "flat".into(),
             version: "1".into(),
+            ..Default::default()
         }
     }
 

@@ -1,0 +1,402 @@
+//! `serve-env`: the dialogue environment over HTTP JSON (docs/SERVE.md). Create an episode and get
+//! the opening message, post the policy's reply and get the user's answer with emotion, reward
+//! components, terminated and truncated, fetch the episode's JSONL record (the schema `replay`
+//! reads). Sessions are bounded and expire when idle; bodies are size-limited; every bad request
+//! gets a 4xx with a message. Finished episodes are appended to the log as they end (flushed per
+//! line), so a shutdown (SIGINT or SIGTERM, graceful) loses none.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::{header, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use tokio::sync::{mpsc, oneshot};
+
+use super::env_api::{
+    CreateEpisode, Created, Health, ObservationBody, ProfileBody, StepRequest, Stepped,
+};
+use super::http_error::{no_such_route, parse_json, wrong_method, ApiError};
+use super::sessions::{SessionError, SessionTable};
+use super::stepper::{run_worker, Job, StepJob, Written};
+use crate::episode::{DialogueEnv, EpisodeWriter, PolicyRef};
+use crate::error::{Error, Result};
+use crate::profile::{Catalog, Difficulty, KnobOverrides, ProfileId};
+use crate::sim::Simulator;
+
+/// How the server runs.
+#[derive(Clone, Debug)]
+pub struct EnvServerConfig {
+    /// Where to listen (port 0: any free port; the chosen address is passed to `on_ready`).
+    pub addr: SocketAddr,
+    /// The append-only episode log (JSONL, one finished dialogue per line), if any.
+    pub out: Option<PathBuf>,
+    /// Most sessions held at once (live and finished); a create beyond it gets 429.
+    pub max_sessions: usize,
+    /// A session with no request for this long is dropped.
+    pub ttl: Duration,
+    /// Largest request body in bytes (413 beyond).
+    pub max_body_bytes: usize,
+    /// Seeds of episodes created without one: `seed::derive(seed, episode number)`.
+    pub seed: u64,
+    /// The records' `run`.
+    pub run: String,
+    /// Most replies appraised in one batch.
+    pub max_batch: usize,
+}
+
+/// What the server did, for the summary printed at shutdown.
+#[derive(Clone, Debug)]
+pub struct EnvServerSummary {
+    pub written: Written,
+    /// Unfinished episodes dropped (expired, or held at shutdown).
+    pub dropped_live: usize,
+    pub out: Option<PathBuf>,
+}
+
+struct AppState {
+    catalog: Catalog,
+    sim: Arc<dyn Simulator>,
+    sessions: Mutex<SessionTable>,
+    jobs: mpsc::UnboundedSender<Job>,
+    next_number: AtomicU64,
+    finished: Arc<AtomicU64>,
+    expired_live: AtomicU64,
+    cfg: EnvServerConfig,
+}
+
+type Shared = Arc<AppState>;
+
+impl AppState {
+    fn table(&self) -> std::sync::MutexGuard<'_, SessionTable> {
+        // A panic while holding the lock cannot leave the table half-changed (each method is one
+        // map operation), so a poisoned lock is still usable.
+        self.sessions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+fn router(state: Shared) -> Router {
+    let limit = state.cfg.max_body_bytes;
+    Router::new()
+        .route("/v1/health", get(health))
+        .route("/v1/episodes", post(create))
+        .route("/v1/episodes/{id}/step", post(step))
+        .route("/v1/episodes/{id}/record", get(record))
+        .route("/v1/episodes/{id}", axum::routing::delete(remove))
+        .fallback(no_such_route)
+        .method_not_allowed_fallback(wrong_method)
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(state)
+}
+
+/// Runs the server until SIGINT or SIGTERM, then shuts down gracefully: in-flight requests are
+/// answered, the simulator worker drains its queue, and every finished episode is in the log.
+/// `on_ready` gets the bound address once the server accepts connections.
+pub fn serve_env(
+    catalog: Catalog,
+    sim: Arc<dyn Simulator>,
+    cfg: EnvServerConfig,
+    on_ready: impl FnOnce(SocketAddr),
+) -> Result<EnvServerSummary> {
+    let writer = cfg.out.as_deref().map(EpisodeWriter::append).transpose()?;
+    let (tx, rx) = mpsc::unbounded_channel();
+    let finished = Arc::new(AtomicU64::new(0));
+    let worker = {
+        let (sim, finished, max_batch) = (sim.clone(), finished.clone(), cfg.max_batch);
+        std::thread::Builder::new()
+            .name("serve-env-simulator".into())
+            .spawn(move || run_worker(sim, rx, writer, max_batch, finished))
+            .map_err(|e| Error::Other(format!("starting the simulator worker: {e}")))?
+    };
+    let state = Arc::new(AppState {
+        catalog,
+        sim,
+        sessions: Mutex::new(SessionTable::new(cfg.max_sessions, cfg.ttl)),
+        jobs: tx,
+        next_number: AtomicU64::new(0),
+        finished,
+        expired_live: AtomicU64::new(0),
+        cfg: cfg.clone(),
+    });
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Other(format!("starting the tokio runtime: {e}")))?;
+    let dropped_at_end = runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(cfg.addr)
+            .await
+            .map_err(|e| Error::Other(format!("cannot listen on {}: {e}", cfg.addr)))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| Error::Other(format!("the listening address: {e}")))?;
+        let reaper = tokio::spawn(expire_loop(state.clone()));
+        on_ready(addr);
+        axum::serve(listener, router(state.clone()))
+            .with_graceful_shutdown(super::shutdown::shutdown_signal())
+            .await
+            .map_err(|e| Error::Other(format!("serving on {addr}: {e}")))?;
+        reaper.abort();
+        let _ = reaper.await;
+        Ok::<usize, Error>(state.table().live())
+    })?;
+    let expired = state.expired_live.load(Ordering::Relaxed) as usize;
+    drop(state); // the last sender: the worker drains its queue and stops
+    let written = worker
+        .join()
+        .map_err(|_| Error::Other("the simulator worker panicked".into()))??;
+    Ok(EnvServerSummary {
+        written,
+        dropped_live: dropped_at_end + expired,
+        out: cfg.out,
+    })
+}
+
+async fn expire_loop(state: Shared) {
+    let every = (state.cfg.ttl / 10).clamp(Duration::from_millis(100), Duration::from_secs(10));
+    let mut tick = tokio::time::interval(every);
+    loop {
+        tick.tick().await;
+        let dropped = state.table().expire(Instant::now());
+        state
+            .expired_live
+            .fetch_add(dropped as u64, Ordering::Relaxed);
+    }
+}
+
+async fn health(State(state): State<Shared>) -> Json<Health> {
+    let table = state.table();
+    let info = state.sim.info();
+    Json(Health {
+        status: "ok".into(),
+        sessions: table.len(),
+        max_sessions: table.max(),
+        finished: state.finished.load(Ordering::Relaxed),
+        simulator: format!("{} {}", info.kind, info.version),
+    })
+}
+
+fn full(state: &AppState) -> ApiError {
+    ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        format!(
+            "the server holds its maximum of {} episodes (--max-sessions); finish or DELETE some, or wait for idle ones to expire ({} s)",
+            state.cfg.max_sessions,
+            state.cfg.ttl.as_secs()
+        ),
+    )
+}
+
+async fn create(
+    State(state): State<Shared>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<(StatusCode, Json<Created>), ApiError> {
+    let req: CreateEpisode = parse_json(body, state.cfg.max_body_bytes, "episode request")?;
+    if !state.table().has_room() {
+        return Err(full(&state));
+    }
+    let number = state.next_number.fetch_add(1, Ordering::Relaxed);
+    let seed = req
+        .seed
+        .unwrap_or_else(|| crate::seed::derive(state.cfg.seed, number));
+    let id = match (&req.profile, req.split) {
+        (Some(p), None) => ProfileId::parse(p).map_err(ApiError::bad_request)?,
+        (None, Some(split)) => {
+            let ids = state.catalog.split(split);
+            if ids.is_empty() {
+                return Err(ApiError::bad_request(format!(
+                    "the {} split is empty",
+                    split.as_str()
+                )));
+            }
+            ids[(crate::seed::derive(seed, 1) % ids.len() as u64) as usize].clone()
+        }
+        _ => {
+            return Err(ApiError::bad_request(
+                "give exactly one of `profile` (SCENARIO:PERSONA) or `split` (train or test)",
+            ))
+        }
+    };
+    let difficulty = req.difficulty.unwrap_or(Difficulty::Moderate);
+    let profile = state
+        .catalog
+        .profile(&id, difficulty, &KnobOverrides::default())
+        .map_err(|e| ApiError::bad_request(format!("profile `{id}`: {e}")))?;
+    let (done, answer) = oneshot::channel();
+    let prepare = Job::Prepare {
+        profile: profile.clone(),
+        done,
+    };
+    state
+        .jobs
+        .send(prepare)
+        .map_err(|_| ApiError::internal("the simulator worker has stopped"))?;
+    answer
+        .await
+        .map_err(|e| ApiError::internal(Error::from(e).to_string()))?
+        .map_err(|e| ApiError::internal(format!("preparing profile `{id}`: {e}")))?;
+    let mut env = DialogueEnv::new(
+        profile,
+        req.reward_mode.unwrap_or_default(),
+        req.aggregate.unwrap_or_default(),
+    );
+    let obs = env.reset(seed);
+    let max_turns = env.profile().knobs.max_turns;
+    let policy = PolicyRef {
+        model: req.policy.unwrap_or_else(|| "remote".into()),
+        checkpoint: None,
+    };
+    let episode_id = state
+        .table()
+        .insert(number, env, policy)
+        .ok_or_else(|| full(&state))?;
+    Ok((
+        StatusCode::CREATED,
+        Json(Created {
+            episode_id,
+            profile: ProfileBody {
+                scenario: id.scenario,
+                persona: id.persona,
+                difficulty,
+            },
+            seed,
+            max_turns,
+            observation: ObservationBody {
+                text: obs.text,
+                emotion: obs.emotion,
+            },
+        }),
+    ))
+}
+
+fn session_error(id: &str, e: SessionError, state: &AppState) -> ApiError {
+    match e {
+        SessionError::Unknown => ApiError::not_found(format!(
+            "no episode `{id}`: never created, or dropped after {} s without a request",
+            state.cfg.ttl.as_secs()
+        )),
+        SessionError::Busy => ApiError::conflict(format!(
+            "a step on episode `{id}` is in flight; wait for its answer before sending the next reply"
+        )),
+        SessionError::Finished => ApiError::conflict(format!(
+            "episode `{id}` is over; fetch its record at GET /v1/episodes/{id}/record and create a new episode"
+        )),
+    }
+}
+
+async fn step(
+    State(state): State<Shared>,
+    Path(id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Stepped>, ApiError> {
+    let req: StepRequest = parse_json(body, state.cfg.max_body_bytes, "step request")?;
+    let (env, policy, number) = state
+        .table()
+        .take(&id)
+        .map_err(|e| session_error(&id, e, &state))?;
+    let (done, answer) = oneshot::channel();
+    let job = Job::Step(Box::new(StepJob {
+        env,
+        reply: req.reply,
+        think: req.think,
+        policy,
+        run: state.cfg.run.clone(),
+        number,
+        done,
+    }));
+    state
+        .jobs
+        .send(job)
+        .map_err(|_| ApiError::internal("the simulator worker has stopped"))?;
+    // The environment goes back into the table in a task of its own, so that a client that
+    // hangs up mid-step cannot leave its episode marked busy for ever.
+    let back = {
+        let (state, id) = (state.clone(), id.clone());
+        tokio::spawn(async move {
+            let done = answer.await.ok()?;
+            let turn = done.env.turns().len() as u32 / 2;
+            let components = done.env.rubric().components;
+            let end = done.record.as_ref().and_then(|r| r.end);
+            state.table().put_back(&id, done.env, done.record);
+            Some((done.outcome, turn, components, end))
+        })
+    };
+    let (outcome, turn, components, end) = back
+        .await
+        .ok()
+        .flatten()
+        .ok_or_else(|| ApiError::internal("the simulator worker stopped before answering"))?;
+    let outcome = outcome
+        .map_err(|e| ApiError::internal(format!("the simulator failed on episode `{id}`: {e}")))?;
+    Ok(Json(Stepped {
+        episode_id: id,
+        turn,
+        observation: ObservationBody {
+            text: outcome.obs.text,
+            emotion: outcome.obs.emotion,
+        },
+        reward: outcome.reward,
+        reward_components: components,
+        terminated: outcome.terminated,
+        truncated: outcome.truncated,
+        end,
+        delta: outcome.delta,
+        appraisal: outcome.appraisal,
+    }))
+}
+
+async fn record(
+    State(state): State<Shared>,
+    Path(id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    let rec = {
+        let mut table = state.table();
+        let s = table.get(&id).map_err(|e| session_error(&id, e, &state))?;
+        match (&s.record, &s.env) {
+            (Some(r), _) => r.clone(),
+            (None, Some(env)) => {
+                let mut r = env.record(state.sim.as_ref(), s.policy.clone());
+                r.run = state.cfg.run.clone();
+                r.sample = s.number;
+                r.end = None;
+                r.reward = None;
+                r
+            }
+            (None, None) => return Err(session_error(&id, SessionError::Busy, &state)),
+        }
+    };
+    let mut line = serde_json::to_string(&rec)
+        .map_err(|e| ApiError::internal(format!("serializing episode `{id}`: {e}")))?;
+    line.push('\n');
+    Ok(([(header::CONTENT_TYPE, "application/x-ndjson")], line))
+}
+
+async fn remove(
+    State(state): State<Shared>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    if state.table().remove(&id) {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(session_error(&id, SessionError::Unknown, &state))
+    }
+}
+
+/// The line printed for an episode log at shutdown.
+pub fn summary_line(s: &EnvServerSummary) -> String {
+    let w = &s.written;
+    let out = s.out.as_ref().map_or_else(
+        || "no log (--out not given)".to_string(),
+        |p| p.display().to_string(),
+    );
+    format!(
+        "serve-env: {} episodes finished ({} resolved, {} left, {} max_turns), written to {out}; {} unfinished episodes dropped",
+        w.episodes, w.resolved, w.left, w.max_turns, s.dropped_live
+    )
+}

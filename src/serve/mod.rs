@@ -1,0 +1,16 @@
+//! The servers (tokio + axum): `serve-env` puts the dialogue environment behind HTTP JSON,
+//! `serve-model` a model behind an OpenAI-compatible chat endpoint (docs/SERVE.md).
+
+pub mod env_api;
+pub mod env_server;
+pub mod generator;
+pub mod http_error;
+pub mod model_server;
+pub mod openai;
+pub mod sessions;
+pub mod shutdown;
+pub mod stepper;
+
+pub use env_server::{serve_env, EnvServerConfig, EnvServerSummary};
+pub use http_error::ApiError;
+pub use model_server::{serve_model, ModelServerConfig, ModelServerSummary};
