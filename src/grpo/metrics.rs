@@ -318,7 +318,7 @@ impl MetricsWriter {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Self::create(path),
             Err(e) => return Err(Error::io(path, e)),
         };
-        let kept: Vec<StepMetrics> = complete_rows(&text, path)?
+        let kept: Vec<StepMetrics> = complete_rows(&text, path, false)?
             .into_iter()
             .filter(|r| r.step <= last_step)
             .collect();
@@ -373,15 +373,33 @@ fn write_file(path: &Path, rows: &[StepMetrics]) -> Result<()> {
     w.flush().map_err(|e| Error::io(path, e))
 }
 
-/// Every complete row of a metrics file: the header must be this version's, and a last line
-/// without its newline (half-written by a crash) is dropped.
-fn complete_rows(text: &str, path: &Path) -> Result<Vec<StepMetrics>> {
+/// The columns a file written before the stability metrics (issue 10) has: a prefix of
+/// [`COLUMNS`]. Reports still read such files; a run resumes only on this version's header.
+const OLDER_COLUMNS: usize = 24;
+
+/// What a row of an older file holds in a column it did not have: not measured.
+fn unmeasured(col: usize) -> &'static str {
+    match COLUMNS[col] {
+        "extra_draws" | "collapse" => "0",
+        "adv_mean" | "adv_std" | "repeat_rate" => "NaN",
+        _ => "",
+    }
+}
+
+/// Every complete row of a metrics file: the header must be this version's (or, with
+/// `read_older`, the older prefix of it, whose rows get the newer columns unmeasured), and a last
+/// line without its newline (half-written by a crash) is dropped.
+fn complete_rows(text: &str, path: &Path, read_older: bool) -> Result<Vec<StepMetrics>> {
     let complete = &text[..text.rfind('\n').map_or(0, |i| i + 1)];
     let mut records = reader(complete.as_bytes()).into_records();
+    let mut width = COLUMNS.len();
     match records.next() {
         None => return Ok(Vec::new()),
         Some(Err(e)) => return Err(csv_err(path, 1, e)),
         Some(Ok(h)) if h.iter().eq(COLUMNS) => {}
+        Some(Ok(h)) if read_older && h.iter().eq(COLUMNS[..OLDER_COLUMNS].iter().copied()) => {
+            width = OLDER_COLUMNS;
+        }
         Some(Ok(h)) => {
             let found: Vec<&str> = h.iter().collect();
             let msg = format!(
@@ -398,6 +416,11 @@ fn complete_rows(text: &str, path: &Path) -> Result<Vec<StepMetrics>> {
                 csv_err(path, line, e)
             })?;
             let line = rec.position().map_or(0, |p| p.line() as usize);
+            if width < COLUMNS.len() && rec.len() == width {
+                let mut padded = rec.clone();
+                (width..COLUMNS.len()).for_each(|c| padded.push_field(unmeasured(c)));
+                return StepMetrics::from_record(&padded, path, line);
+            }
             StepMetrics::from_record(&rec, path, line)
         })
         .collect()
@@ -406,7 +429,7 @@ fn complete_rows(text: &str, path: &Path) -> Result<Vec<StepMetrics>> {
 /// Reads every complete row of a metrics CSV (for reports and plots).
 pub fn read_metrics(path: &Path) -> Result<Vec<StepMetrics>> {
     let text = fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    complete_rows(&text, path)
+    complete_rows(&text, path, true)
 }
 
 #[cfg(test)]

@@ -133,3 +133,21 @@ fn foreign_header_and_bad_cells_are_errors() {
     let msg = read_metrics(&path).unwrap_err().to_string();
     assert!(msg.contains("line 3, column reward_mean"), "{msg}");
 }
+
+#[test]
+fn reports_read_files_from_before_the_stability_columns_but_runs_do_not_resume_on_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("metrics.csv");
+    let older = |line: String| line.split(',').take(24).collect::<Vec<_>>().join(",");
+    fs::write(
+        &path,
+        format!("{}\n{}\n", older(header()), older(row(1).to_row())),
+    )
+    .unwrap();
+    let rows = read_metrics(&path).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!((rows[0].step, rows[0].reward_mean), (1, row(1).reward_mean));
+    assert!(rows[0].adv_mean.is_nan() && rows[0].value_loss.is_none() && !rows[0].collapse);
+    let msg = MetricsWriter::resume(&path, 1).err().unwrap().to_string();
+    assert!(msg.contains("differs from this version's columns"), "{msg}");
+}
