@@ -33,14 +33,14 @@ mod replay_html;
 mod replay_stats;
 #[path = "integration/sanity.rs"]
 mod sanity;
-#[path = "integration/sweep.rs"]
-mod sweep;
 #[path = "integration/serve_env.rs"]
 mod serve_env;
 #[path = "integration/serve_model.rs"]
 mod serve_model;
 #[path = "integration/servers.rs"]
 mod servers;
+#[path = "integration/sweep.rs"]
+mod sweep;
 #[path = "integration/train.rs"]
 mod train;
 #[path = "integration/train_cli.rs"]
