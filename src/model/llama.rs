@@ -65,29 +65,23 @@ impl Llama {
     /// Attaches LoRA adapters to the configured projections; A is drawn from a ChaCha8 stream
     /// seeded with `seed`, B starts at zero so the model starts equal to the base.
     pub fn attach_lora(&mut self, lora: &LoraConfig, seed: u64) -> Result<()> {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        for b in self.blocks.iter_mut() {
-            let targets = [
-                (LoraTarget::Q, &mut b.q),
-                (LoraTarget::K, &mut b.k),
-                (LoraTarget::V, &mut b.v),
-                (LoraTarget::O, &mut b.o),
-                (LoraTarget::Gate, &mut b.gate),
-                (LoraTarget::Up, &mut b.up),
-                (LoraTarget::Down, &mut b.down),
-            ];
-            for (t, p) in targets {
-                if lora.targets.contains(&t) {
-                    p.attach_adapter(lora, &mut rng)?;
-                }
-            }
-        }
-        Ok(())
+        self.attach_each(lora, seed, LoraLinear::attach_adapter)
     }
 
     /// Attaches the critic's own LoRA adapters (PPO) to the configured projections, beside the
     /// policy's: both share the frozen base weights. A is drawn from a stream seeded with `seed`.
     pub fn attach_critic_lora(&mut self, lora: &LoraConfig, seed: u64) -> Result<()> {
+        self.attach_each(lora, seed, LoraLinear::attach_critic_adapter)
+    }
+
+    /// Calls `attach` on every targeted projection, block by block in a fixed order, drawing from
+    /// one ChaCha8 stream seeded with `seed`.
+    fn attach_each(
+        &mut self,
+        lora: &LoraConfig,
+        seed: u64,
+        attach: fn(&mut LoraLinear, &LoraConfig, &mut ChaCha8Rng) -> candle_core::Result<()>,
+    ) -> Result<()> {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         for b in self.blocks.iter_mut() {
             let targets = [
@@ -101,7 +95,7 @@ impl Llama {
             ];
             for (t, p) in targets {
                 if lora.targets.contains(&t) {
-                    p.attach_critic_adapter(lora, &mut rng)?;
+                    attach(p, lora, &mut rng)?;
                 }
             }
         }
