@@ -8,10 +8,11 @@ use empathy_gym::grpo::{read_metrics, StepMetrics};
 use empathy_gym::profile::Catalog;
 use empathy_gym::report::Table;
 use empathy_gym::train::run_files::{
-    CONFIG_FILE, EMOTION_SVG, EPISODES_FILE, METRICS_FILE, REWARD_SVG,
+    CONFIG_FILE, DIFFICULTY_SVG, EMOTION_SVG, EPISODES_FILE, METRICS_FILE, REWARD_SVG,
 };
 use empathy_gym::train::{
-    device, load_policy, profiles, EnvReward, Override, TrainConfig, Trainer, TrainerParts,
+    device, difficulty_plan, load_policy, profiles, EnvReward, Override, TrainConfig, Trainer,
+    TrainerParts,
 };
 
 use super::common::load_simulator;
@@ -94,12 +95,14 @@ pub fn train(
         cfg.run_dir.display()
     );
     let run_dir = cfg.run_dir.clone();
+    let difficulty = difficulty_plan(&catalog, &cfg);
     let parts = TrainerParts {
         cfg,
         model,
         sim: &sim,
         reward: &EnvReward,
         profiles,
+        difficulty,
         progress: !quiet,
     };
     let mut trainer = if resume {
@@ -169,9 +172,10 @@ fn print_where(dir: &Path, steps: u64) {
         show(EPISODES_FILE)
     );
     println!(
-        "  {}, {}  reward and final emotion per step",
+        "  {}, {}, {}  reward, final emotion and difficulty per step",
         show(REWARD_SVG),
-        show(EMOTION_SVG)
+        show(EMOTION_SVG),
+        show(DIFFICULTY_SVG)
     );
     println!(
         "  {}  adapters, optimizer and RNG state",

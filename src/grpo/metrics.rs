@@ -87,10 +87,26 @@ pub struct StepMetrics {
     pub extra_draws: u64,
     /// The collapse flag (rule in docs/DESIGN.md "Stability metrics").
     pub collapse: bool,
+    /// `difficulty: auto`: the controller's level this step ran at, 0 easy, 0.5 moderate, 1 hard
+    /// (empty for a fixed preset).
+    pub difficulty_level: Option<f64>,
+    /// The knobs this step ran at (a scenario's own start emotion aside): start emotion, points.
+    pub start_emotion: f64,
+    /// Hint rate in [0, 1].
+    pub hint_rate: f64,
+    /// Acceptance threshold in [0, 1].
+    pub acceptance: f64,
+    /// Early-advice penalty, points.
+    pub early_advice_penalty: f64,
+    /// Generic credit in [0, 1].
+    pub generic_credit: f64,
+    /// Simulator answers that were malformed after their re-asks (the LLM user; 0 for the
+    /// appraiser), counted from the step's episode records.
+    pub sim_failures: u64,
 }
 
 /// Column names, in file order.
-pub const COLUMNS: [&str; 34] = [
+pub const COLUMNS: [&str; 41] = [
     "step",
     "reward_mean",
     "reward_std",
@@ -125,6 +141,13 @@ pub const COLUMNS: [&str; 34] = [
     "value_clip_frac",
     "extra_draws",
     "collapse",
+    "difficulty_level",
+    "start_emotion",
+    "hint_rate",
+    "acceptance",
+    "early_advice_penalty",
+    "generic_credit",
+    "sim_failures",
 ];
 
 /// The header line (without newline).
@@ -151,7 +174,7 @@ fn opt(x: Option<f64>) -> String {
 impl StepMetrics {
     /// The cells in [`COLUMNS`] order: floats in Rust's shortest round-trip form, `skipped` as
     /// 0/1, an unmeasured value as an empty cell.
-    pub fn cells(&self) -> [String; 34] {
+    pub fn cells(&self) -> [String; 41] {
         [
             self.step.to_string(),
             self.reward_mean.to_string(),
@@ -187,6 +210,13 @@ impl StepMetrics {
             opt(self.value_clip_frac),
             self.extra_draws.to_string(),
             u8::from(self.collapse).to_string(),
+            opt(self.difficulty_level),
+            self.start_emotion.to_string(),
+            self.hint_rate.to_string(),
+            self.acceptance.to_string(),
+            self.early_advice_penalty.to_string(),
+            self.generic_credit.to_string(),
+            self.sim_failures.to_string(),
         ]
     }
 
@@ -279,6 +309,13 @@ impl StepMetrics {
             value_clip_frac: maybe(31)?,
             extra_draws: int(32)?,
             collapse: flag(33)?,
+            difficulty_level: maybe(34)?,
+            start_emotion: num(35)?,
+            hint_rate: num(36)?,
+            acceptance: num(37)?,
+            early_advice_penalty: num(38)?,
+            generic_credit: num(39)?,
+            sim_failures: int(40)?,
         })
     }
 }
@@ -373,15 +410,23 @@ fn write_file(path: &Path, rows: &[StepMetrics]) -> Result<()> {
     w.flush().map_err(|e| Error::io(path, e))
 }
 
-/// The columns a file written before the stability metrics (issue 10) has: a prefix of
-/// [`COLUMNS`]. Reports still read such files; a run resumes only on this version's header.
-const OLDER_COLUMNS: usize = 24;
+/// The widths of files written by earlier versions, each a prefix of [`COLUMNS`]: before the
+/// stability metrics (issue 10), and before the difficulty knobs and simulator failures
+/// (issues 11 and 12). Reports still read such files; a run resumes only on this version's header.
+const OLDER_WIDTHS: [usize; 2] = [24, 34];
 
 /// What a row of an older file holds in a column it did not have: not measured.
 fn unmeasured(col: usize) -> &'static str {
     match COLUMNS[col] {
-        "extra_draws" | "collapse" => "0",
-        "adv_mean" | "adv_std" | "repeat_rate" => "NaN",
+        "extra_draws" | "collapse" | "sim_failures" => "0",
+        "adv_mean"
+        | "adv_std"
+        | "repeat_rate"
+        | "start_emotion"
+        | "hint_rate"
+        | "acceptance"
+        | "early_advice_penalty"
+        | "generic_credit" => "NaN",
         _ => "",
     }
 }
@@ -397,8 +442,12 @@ fn complete_rows(text: &str, path: &Path, read_older: bool) -> Result<Vec<StepMe
         None => return Ok(Vec::new()),
         Some(Err(e)) => return Err(csv_err(path, 1, e)),
         Some(Ok(h)) if h.iter().eq(COLUMNS) => {}
-        Some(Ok(h)) if read_older && h.iter().eq(COLUMNS[..OLDER_COLUMNS].iter().copied()) => {
-            width = OLDER_COLUMNS;
+        Some(Ok(h))
+            if read_older
+                && OLDER_WIDTHS.contains(&h.len())
+                && h.iter().eq(COLUMNS[..h.len()].iter().copied()) =>
+        {
+            width = h.len();
         }
         Some(Ok(h)) => {
             let found: Vec<&str> = h.iter().collect();

@@ -1,5 +1,6 @@
 //! Environment difficulty: named presets (easy, moderate, hard) over explicit knobs, loaded from
-//! `data/difficulty.yaml`; a config can override any knob.
+//! `data/difficulty.yaml`; a config can override any knob. `auto` (training only) starts from the
+//! moderate preset and lets a controller move the knobs between steps (`profile::auto`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -8,17 +9,20 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
-/// A named difficulty preset.
+/// A named difficulty preset, or `auto`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Difficulty {
     Easy,
     Moderate,
     Hard,
+    /// Self-calibrating (training only): the knobs follow a controller between steps
+    /// (`profile::auto`); each episode record holds the knobs it ran at.
+    Auto,
 }
 
 impl Difficulty {
-    /// All presets, easiest first.
+    /// The three presets, easiest first (`auto` is not a preset).
     pub const ALL: [Difficulty; 3] = [Difficulty::Easy, Difficulty::Moderate, Difficulty::Hard];
 
     /// The snake_case name used in YAML and on the command line.
@@ -27,6 +31,7 @@ impl Difficulty {
             Difficulty::Easy => "easy",
             Difficulty::Moderate => "moderate",
             Difficulty::Hard => "hard",
+            Difficulty::Auto => "auto",
         }
     }
 }
@@ -45,6 +50,12 @@ impl std::str::FromStr for Difficulty {
             "easy" => Ok(Difficulty::Easy),
             "moderate" => Ok(Difficulty::Moderate),
             "hard" => Ok(Difficulty::Hard),
+            "auto" => Err(
+                "difficulty `auto` calibrates itself between training steps; set it \
+                           as env.difficulty in a training config, and use easy, moderate or \
+                           hard here"
+                    .into(),
+            ),
             other => Err(format!(
                 "unknown difficulty `{other}`: use easy, moderate or hard"
             )),
@@ -166,8 +177,14 @@ impl Presets {
         Ok(Presets(map))
     }
 
-    /// The knobs of a preset.
+    /// The knobs of a preset; `auto` starts from the moderate preset (its level 0.5), and its
+    /// controller replaces the knobs step by step.
     pub fn knobs(&self, d: Difficulty) -> &Knobs {
+        let d = if d == Difficulty::Auto {
+            Difficulty::Moderate
+        } else {
+            d
+        };
         // Load guarantees all three presets exist.
         &self.0[&d]
     }

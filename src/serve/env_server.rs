@@ -224,6 +224,12 @@ async fn create(
         }
     };
     let difficulty = req.difficulty.unwrap_or(Difficulty::Moderate);
+    if difficulty == Difficulty::Auto {
+        return Err(ApiError::bad_request(
+            "difficulty `auto` calibrates itself between training steps of `empathy-gym train`; \
+             ask for easy, moderate or hard",
+        ));
+    }
     let profile = state
         .catalog
         .profile(&id, difficulty, &KnobOverrides::default())

@@ -11,6 +11,8 @@ use super::config_file::TrainConfigFile;
 use super::overrides::{apply_overrides, Override};
 use crate::error::{Error, Result};
 use crate::model::{default_policy_path, SamplingParams};
+use crate::profile::auto::AutoSettings;
+use crate::profile::Difficulty;
 
 /// A checked configuration, with the resolved file it came from.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,9 +58,12 @@ impl TrainConfig {
         Self::validate(file, path)
     }
 
-    /// Checks ranges and resolves paths.
-    pub fn validate(file: TrainConfigFile, path: &Path) -> Result<Self> {
+    /// Checks ranges, resolves paths and writes `env.auto`'s defaults out for `difficulty: auto`.
+    pub fn validate(mut file: TrainConfigFile, path: &Path) -> Result<Self> {
         check_file(&file, path)?;
+        if file.env.difficulty == Difficulty::Auto {
+            file.env.auto.get_or_insert_with(AutoSettings::default);
+        }
         let model_path = file.model.path.clone().unwrap_or_else(default_policy_path);
         let s = &file.sampling;
         let sampling = SamplingParams {
@@ -139,6 +144,7 @@ fn check_file(f: &TrainConfigFile, path: &Path) -> Result<()> {
             "must be at least 1 (default 96)".into(),
         );
     }
+    check_env(f, path)?;
     check_grpo(f, path)?;
     check_ppo(f, path)?;
     check_optim(f, path)?;
@@ -146,6 +152,21 @@ fn check_file(f: &TrainConfigFile, path: &Path) -> Result<()> {
         return bad("checkpoint.every", "must be at least 1 (default 10)".into());
     }
     Ok(())
+}
+
+fn check_env(f: &TrainConfigFile, path: &Path) -> Result<()> {
+    let e = &f.env;
+    match (&e.auto, e.difficulty) {
+        (Some(_), d) if d != Difficulty::Auto => Err(Error::input(
+            path,
+            "env.auto",
+            format!(
+                "is set but env.difficulty is {d}: set env.difficulty: auto, or remove env.auto"
+            ),
+        )),
+        (Some(a), _) => a.check().map_err(|msg| Error::input(path, "env.auto", msg)),
+        (None, _) => Ok(()),
+    }
 }
 
 fn check_grpo(f: &TrainConfigFile, path: &Path) -> Result<()> {
@@ -357,6 +378,12 @@ mod tests {
                 vec!["stability.entropy_frac=2"],
                 "stability.entropy_frac",
             ),
+            ("", vec!["env.auto.gain=0.5"], "env.auto"),
+            (
+                "env:\n  difficulty: auto\n",
+                vec!["env.auto.smoothing=0"],
+                "env.auto",
+            ),
         ];
         for (text, sets, field) in cases {
             let err = load(text, &sets).unwrap_err().to_string();
@@ -372,5 +399,16 @@ mod tests {
         );
         let err = load("grpo: [1\n", &[]).unwrap_err().to_string();
         assert!(err.starts_with("cfg.yaml: line"), "{err}");
+    }
+
+    #[test]
+    fn auto_difficulty_writes_its_controller_settings_out() {
+        let c = load("env:\n  difficulty: auto\n", &["env.auto.gain=0.5"]).unwrap();
+        let auto = c.file.env.auto.unwrap();
+        assert_eq!((auto.gain, auto.target_emotion), (0.5, 50.0));
+        assert!(c.to_yaml().unwrap().contains("difficulty: auto"));
+        let c = load("env:\n  difficulty: auto\n", &[]).unwrap();
+        assert_eq!(c.file.env.auto, Some(AutoSettings::default()));
+        assert!(!load("", &[]).unwrap().to_yaml().unwrap().contains("auto"));
     }
 }

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::algo::{Algorithm, Credit, PpoConfig, StabilityConfig};
 use crate::grpo::{AdamWConfig, AdvantageScale, LossConfig};
 use crate::model::LoraConfig;
+use crate::profile::auto::AutoSettings;
 use crate::profile::{Difficulty, KnobOverrides, Split};
 use crate::reward::{Aggregate, RewardMode};
 
@@ -113,12 +114,18 @@ pub struct EnvSection {
     /// Which profiles are drawn each step (default `train`).
     #[serde(default = "default_split")]
     pub split: Split,
-    /// Difficulty preset (default `moderate`, start emotion 40, SAGE).
+    /// Difficulty preset (default `moderate`, start emotion 40, SAGE), or `auto`: a controller
+    /// moves the knobs between steps to keep the batch where GRPO learns (`env.auto`).
     #[serde(default = "default_difficulty")]
     pub difficulty: Difficulty,
-    /// Per-knob overrides of the preset (e.g. `max_turns: 3`); default none.
+    /// Per-knob overrides of the preset (e.g. `max_turns: 3`); default none. With `auto` they
+    /// hold the knobs they set fixed.
     #[serde(default)]
     pub knobs: KnobOverrides,
+    /// The controller of `difficulty: auto` (target emotion, target spread, gain, smoothing,
+    /// start level); absent for a preset, the documented defaults for `auto` when not given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto: Option<AutoSettings>,
     /// `behavior` (default, RLVER) or `trait` (context-free warmth).
     #[serde(default)]
     pub reward_mode: RewardMode,
@@ -146,6 +153,7 @@ impl Default for EnvSection {
             split: default_split(),
             difficulty: default_difficulty(),
             knobs: KnobOverrides::default(),
+            auto: None,
             reward_mode: RewardMode::default(),
             aggregate: Aggregate::default(),
             system_prompt: None,

@@ -44,9 +44,10 @@ impl Trainer<'_> {
                 let group = (p + drawn + k) as u64;
                 let pi = rand::Rng::random_range(&mut self.profile_rng, 0..self.profiles.len());
                 let seed = derive(sim_stream, group);
+                let profile = self.difficulty.profile(&self.profiles[pi]);
                 for sample in 0..g {
                     jobs.push(EpisodeJob {
-                        profile: self.profiles[pi].clone(),
+                        profile: profile.clone(),
                         seed,
                         step,
                         group,

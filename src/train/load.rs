@@ -5,6 +5,7 @@ use candle_core::{DType, Device};
 
 use super::config::TrainConfig;
 use super::config_file::{DeviceKind, WeightDtype};
+use super::difficulty::DifficultyPlan;
 use super::trainer::streams;
 use crate::error::{Error, Result};
 use crate::model::{load_model, ChatModel, LoadOptions};
@@ -51,6 +52,17 @@ pub fn profiles(catalog: &Catalog, cfg: &TrainConfig) -> Result<Vec<Profile>> {
         .iter()
         .map(|id| catalog.profile(id, env.difficulty, &env.knobs))
         .collect()
+}
+
+/// The knobs of each step: the configured preset, or the `auto` controller.
+pub fn difficulty_plan(catalog: &Catalog, cfg: &TrainConfig) -> DifficultyPlan {
+    let env = &cfg.file.env;
+    DifficultyPlan::new(
+        &catalog.presets,
+        env.difficulty,
+        &env.knobs,
+        env.auto.unwrap_or_default(),
+    )
 }
 
 #[cfg(all(test, not(feature = "cuda")))]

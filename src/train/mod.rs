@@ -5,6 +5,7 @@
 pub mod config;
 pub mod config_file;
 pub mod critic_update;
+pub mod difficulty;
 pub mod estimate;
 pub mod export;
 pub mod kl_sample;
@@ -22,8 +23,9 @@ pub mod update;
 
 pub use config::TrainConfig;
 pub use config_file::TrainConfigFile;
+pub use difficulty::DifficultyPlan;
 pub use export::{export_run, load_checkpoint_policy};
-pub use load::{device, load_policy, profiles};
+pub use load::{device, difficulty_plan, load_policy, profiles};
 pub use overrides::{apply_overrides, Override};
 pub use policy::TrainPolicy;
 pub use reward::{EnvReward, RewardSource};

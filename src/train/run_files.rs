@@ -1,7 +1,8 @@
 //! The run directory `results/<run>/`: `config.yaml` (the resolved config, written before step
 //! 1), `metrics.csv` (one row per step), `episodes.jsonl` (every dialogue, flushed per line),
-//! `checkpoints/` and, at the end, `reward.svg` (mean reward, success and failure rates per step) and
-//! `emotion.svg` (mean final emotion per step).
+//! `checkpoints/` and, at the end, `reward.svg` (mean reward, success and failure rates per step),
+//! `emotion.svg` (mean final emotion per step) and `difficulty.svg` (the knobs per step: flat for a
+//! preset, the controller's curve for `difficulty: auto`).
 //!
 //! On resume from the checkpoint of step N, rows and dialogues of later steps (written by the run
 //! that was interrupted) are dropped, so the files continue exactly as an uninterrupted run's.
@@ -24,6 +25,8 @@ pub const EPISODES_FILE: &str = "episodes.jsonl";
 pub const REWARD_SVG: &str = "reward.svg";
 /// Final-emotion curve.
 pub const EMOTION_SVG: &str = "emotion.svg";
+/// Difficulty curve (level and knobs per step).
+pub const DIFFICULTY_SVG: &str = "difficulty.svg";
 
 /// The open output files of a run.
 pub struct RunFiles {
@@ -69,13 +72,23 @@ impl RunFiles {
         })
     }
 
-    /// Writes `reward.svg` and `emotion.svg` from every row of metrics.csv; returns their paths.
-    pub fn write_curves(&self) -> Result<[PathBuf; 2]> {
+    /// Writes `reward.svg`, `emotion.svg` and `difficulty.svg` from every row of metrics.csv;
+    /// returns their paths.
+    pub fn write_curves(&self) -> Result<Vec<PathBuf>> {
         let rows = read_metrics(self.metrics.path())?;
-        let (reward, emotion) = (self.dir.join(REWARD_SVG), self.dir.join(EMOTION_SVG));
-        fs::write(&reward, reward_svg(&rows)).map_err(|e| Error::io(&reward, e))?;
-        fs::write(&emotion, emotion_svg(&rows)).map_err(|e| Error::io(&emotion, e))?;
-        Ok([reward, emotion])
+        let charts: [(&str, fn(&[StepMetrics]) -> String); 3] = [
+            (REWARD_SVG, reward_svg),
+            (EMOTION_SVG, emotion_svg),
+            (DIFFICULTY_SVG, difficulty_svg),
+        ];
+        charts
+            .into_iter()
+            .map(|(name, draw)| {
+                let path = self.dir.join(name);
+                fs::write(&path, draw(&rows)).map_err(|e| Error::io(&path, e))?;
+                Ok(path)
+            })
+            .collect()
     }
 }
 
@@ -137,6 +150,36 @@ pub fn emotion_svg(rows: &[StepMetrics]) -> String {
             points(rows, |m| m.final_emotion_mean),
         )],
         y_range: Some((0.0, 100.0)),
+        ..LineChart::default()
+    }
+    .to_svg()
+}
+
+/// The difficulty each step ran at, on a 0-1 axis: the auto controller's level (absent for a
+/// preset) and the knobs it moves (start emotion divided by 100).
+pub fn difficulty_svg(rows: &[StepMetrics]) -> String {
+    let mut series = vec![
+        Series::new(
+            "start emotion / 100",
+            points(rows, |m| m.start_emotion / 100.0),
+        ),
+        Series::new("acceptance", points(rows, |m| m.acceptance)),
+        Series::new("generic credit", points(rows, |m| m.generic_credit)),
+        Series::new("hint rate", points(rows, |m| m.hint_rate)),
+    ];
+    if rows.iter().any(|m| m.difficulty_level.is_some()) {
+        let level = points(rows, |m| m.difficulty_level.unwrap_or(f64::NAN));
+        series.insert(
+            0,
+            Series::new("level (0 easy, 0.5 moderate, 1 hard)", level),
+        );
+    }
+    LineChart {
+        title: "GRPO training: the simulated user's difficulty".into(),
+        x_label: "step".into(),
+        y_label: "knob value".into(),
+        series,
+        y_range: Some((0.0, 1.0)),
         ..LineChart::default()
     }
     .to_svg()

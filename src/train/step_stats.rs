@@ -165,6 +165,13 @@ pub fn step_metrics(inp: &StepInputs<'_>) -> Result<StepMetrics> {
             reply_len_mean,
             repeat_rate,
         ),
+        sim_failures: inp
+            .records
+            .iter()
+            .map(|r| r.simulator_failures() as u64)
+            .sum(),
+        // The difficulty columns are the plan's: `DifficultyPlan::record` fills them.
+        ..StepMetrics::default()
     })
 }
 

@@ -15,6 +15,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::config::TrainConfig;
 use super::critic_update::{critic_update, critic_values, CriticUpdateConfig};
+use super::difficulty::DifficultyPlan;
 use super::estimate::estimate;
 use super::kl_sample::kl_sample;
 use super::policy::TrainPolicy;
@@ -71,6 +72,8 @@ pub struct TrainerParts<'a> {
     pub reward: &'a dyn RewardSource,
     /// The profiles steps draw from (the configured split, resolved).
     pub profiles: Vec<Profile>,
+    /// The knobs of each step: the configured preset's, or the auto controller's.
+    pub difficulty: DifficultyPlan,
     /// Show progress bars on stderr.
     pub progress: bool,
 }
@@ -82,6 +85,7 @@ pub struct Trainer<'a> {
     sim: &'a dyn Simulator,
     reward: &'a dyn RewardSource,
     profiles: Vec<Profile>,
+    difficulty: DifficultyPlan,
     opt: AdamW,
     profile_rng: ChaCha8Rng,
     step: u64,
@@ -126,7 +130,9 @@ impl<'a> Trainer<'a> {
         let files = RunFiles::resume(&dir, ckpt.step)?;
         let mut t = Self::assemble(parts, files, rng, ckpt.step)?;
         t.opt.load_state(ckpt.optimizer)?;
-        t.history = History::of(&read_metrics(t.files.metrics.path())?);
+        let rows = read_metrics(t.files.metrics.path())?;
+        t.history = History::of(&rows);
+        t.difficulty.replay(&rows, t.files.metrics.path())?;
         match (&mut t.critic, ckpt.critic) {
             (Some((head, opt)), Some(state)) => {
                 let vars = head.trainable(&t.model);
@@ -194,6 +200,7 @@ impl<'a> Trainer<'a> {
             sim: parts.sim,
             reward: parts.reward,
             profiles: parts.profiles,
+            difficulty: parts.difficulty,
             opt,
             profile_rng: rng,
             step,
@@ -292,7 +299,7 @@ impl<'a> Trainer<'a> {
         let (update, mut algo) = self.update(step, &records, &rewards, &seqs)?;
         algo.extra_draws = extra_draws;
         timings.train_s = t0.elapsed().as_secs_f64();
-        let row = step_metrics(&StepInputs {
+        let mut row = step_metrics(&StepInputs {
             step,
             records: &records,
             rewards: &rewards,
@@ -305,8 +312,10 @@ impl<'a> Trainer<'a> {
             history: self.history,
             stability: self.cfg.file.stability,
         })?;
+        self.difficulty.record(&mut row);
         self.files.metrics.append(&row)?;
         self.history = self.history.after(&row);
+        self.difficulty.observe(&row);
         self.step = step;
         self.bars.step_done(&row);
         Ok(row)
@@ -319,7 +328,8 @@ impl<'a> Trainer<'a> {
             .collect()
     }
 
-    /// P profiles drawn without replacement, G dialogues each, one simulator seed per group.
+    /// P profiles drawn without replacement at the step's knobs, G dialogues each, one simulator
+    /// seed per group.
     fn jobs(&mut self, step: u64) -> Vec<EpisodeJob> {
         let g = &self.cfg.file.grpo;
         let chosen = rand::seq::index::sample(
@@ -331,9 +341,10 @@ impl<'a> Trainer<'a> {
         let mut jobs = Vec::with_capacity(self.cfg.batch_size());
         for (group, pi) in chosen.iter().enumerate() {
             let seed = derive(sim_stream, group as u64);
+            let profile = self.difficulty.profile(&self.profiles[pi]);
             for sample in 0..g.group_size {
                 jobs.push(EpisodeJob {
-                    profile: self.profiles[pi].clone(),
+                    profile: profile.clone(),
                     seed,
                     step,
                     group: group as u64,

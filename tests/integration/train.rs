@@ -14,8 +14,8 @@ use empathy_gym::model::{load_model, AdapterMode, ChatModel, LoadOptions, Pass};
 use empathy_gym::profile::{KnobOverrides, Profile, Split};
 use empathy_gym::sim::{Appraisal, AppraisalInput, Simulator, SimulatorInfo};
 use empathy_gym::train::{
-    export_run, load_policy, RewardSource, TokenSequence, TrainConfig, TrainPolicy, Trainer,
-    TrainerParts,
+    difficulty_plan, export_run, load_policy, RewardSource, TokenSequence, TrainConfig,
+    TrainPolicy, Trainer, TrainerParts,
 };
 
 use crate::common::catalog;
@@ -101,12 +101,14 @@ pub fn parts<'a>(
     max_turns: u32,
 ) -> Result<TrainerParts<'a>> {
     let model = load_policy(&cfg, &Device::Cpu)?;
+    let difficulty = difficulty_plan(&catalog(), &cfg);
     Ok(TrainerParts {
         cfg,
         model,
         sim: &FlatUser,
         reward,
         profiles: profiles(4, max_turns),
+        difficulty,
         progress: false,
     })
 }
@@ -171,8 +173,12 @@ fn outcome(t: &Trainer<'_>) -> Result<Outcome> {
 }
 
 fn uninterrupted(model: &Path, results: &Path) -> Result<Outcome> {
+    uninterrupted_with(model, results, FULL)
+}
+
+fn uninterrupted_with(model: &Path, results: &Path, text: &str) -> Result<Outcome> {
     let reward = share_of_lowercase;
-    let mut t = Trainer::start(parts(config(model, results, FULL)?, &reward, 2)?)?;
+    let mut t = Trainer::start(parts(config(model, results, text)?, &reward, 2)?)?;
     t.run(None)?;
     assert_eq!(t.steps_done(), 4);
     assert!(results.join("t/reward.svg").is_file() && results.join("t/emotion.svg").is_file());
@@ -225,15 +231,48 @@ fn stopped_and_resumed_run_equals_an_uninterrupted_one() -> Result<()> {
     let a = uninterrupted(model.path(), a_dir.path())?;
     assert_eq!(a.rows.len(), 4);
     assert!(a.rows.iter().all(|m| m.kl.is_some() && m.entropy.is_some()));
+    assert!(a
+        .rows
+        .iter()
+        .all(|m| m.difficulty_level.is_none() && m.start_emotion == 40.0 && m.acceptance == 0.25));
+    stop_and_resume_matches(model.path(), FULL, &a)
+}
 
+/// `difficulty: auto` against a user whose emotion never moves (final emotion = start emotion,
+/// below the target 50): the controller eases the knobs every step, and a resumed run rebuilds
+/// the controller from metrics.csv and continues bit for bit.
+#[test]
+fn auto_difficulty_moves_the_knobs_and_resumes_bit_for_bit() -> Result<()> {
+    let model = tiny_model_dir()?;
+    let a_dir = tempfile::tempdir()?;
+    let text = FULL.replacen("env:\n", "env:\n  difficulty: auto\n", 1);
+    let a = uninterrupted_with(model.path(), a_dir.path(), &text)?;
+    let levels: Vec<f64> = a.rows.iter().map(|m| m.difficulty_level.unwrap()).collect();
+    assert_eq!(levels[0], 0.5);
+    assert!(levels.windows(2).all(|w| w[1] < w[0]), "{levels:?}");
+    let starts: Vec<f64> = a.rows.iter().map(|m| m.start_emotion).collect();
+    assert!(starts[3] > starts[0], "{starts:?}");
+    // Each dialogue starts at its step's knobs and says it ran at `auto`.
+    for line in a.episodes.lines() {
+        let rec: EpisodeRecord = serde_json::from_str(line)?;
+        let row = &a.rows[rec.step as usize - 1];
+        assert_eq!(rec.profile.difficulty.as_str(), "auto");
+        let knobs = rec.profile.knobs.expect("records hold their knobs");
+        assert_eq!(
+            (knobs.acceptance, knobs.hint_rate),
+            (row.acceptance, row.hint_rate)
+        );
+    }
+    assert!(a_dir.path().join("t/difficulty.svg").is_file());
+    stop_and_resume_matches(model.path(), &text, &a)
+}
+
+/// Runs `text` to step 2, resumes it from its config.yaml to the end, and compares with `a`.
+fn stop_and_resume_matches(model: &Path, text: &str, a: &Outcome) -> Result<()> {
     let b_dir = tempfile::tempdir()?;
     let reward = share_of_lowercase;
     {
-        let mut t = Trainer::start(parts(
-            config(model.path(), b_dir.path(), FULL)?,
-            &reward,
-            2,
-        )?)?;
+        let mut t = Trainer::start(parts(config(model, b_dir.path(), text)?, &reward, 2)?)?;
         t.run(Some(2))?;
         assert_eq!(t.steps_done(), 2);
     }
@@ -241,7 +280,7 @@ fn stopped_and_resumed_run_equals_an_uninterrupted_one() -> Result<()> {
     let mut t = Trainer::resume(parts(cfg, &reward, 2)?)?;
     assert_eq!(t.steps_done(), 2);
     t.run(None)?;
-    assert_same(&a, &outcome(&t)?);
+    assert_same(a, &outcome(&t)?);
     Ok(())
 }
 

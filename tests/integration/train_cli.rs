@@ -87,3 +87,59 @@ sampling:\n  max_new_tokens: 4\ngrpo:\n  steps: 2\n  profiles_per_step: 1\n  gro
     assert!(hf.join("model.safetensors").is_file() && hf.join("tokenizer.json").is_file());
     Ok(())
 }
+
+/// `difficulty: auto` with the real simulator: the run logs its level and knobs, its dialogues
+/// say `auto` and replay exactly; commands without a controller refuse `auto` with a message.
+#[test]
+fn auto_difficulty_trains_logs_its_knobs_and_replays() -> Result<()> {
+    let model = tiny_model_dir()?;
+    let work = tempfile::tempdir()?;
+    let cfg = work.path().join("cfg.yaml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "run: auto\nresults_dir: {}\nmodel:\n  path: {}\nlora:\n  rank: 2\nenv:\n  difficulty: auto\n  knobs:\n    max_turns: 1\n\
+sampling:\n  max_new_tokens: 4\ngrpo:\n  steps: 3\n  profiles_per_step: 1\n  group_size: 2\n",
+            work.path().display(),
+            model.path().display()
+        ),
+    )?;
+    let o = eg(&["train", "--config", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(o.status.success(), "{}", output_text(&o));
+    assert!(output_text(&o).contains("profiles (train, auto)"));
+    let run = work.path().join("auto");
+    let rows = read_metrics(&run.join("metrics.csv"))?;
+    assert_eq!(rows[0].difficulty_level, Some(0.5));
+    // A random tiny model leaves the user well below the target emotion 50: easier each step.
+    assert!(
+        rows[2].difficulty_level < rows[0].difficulty_level,
+        "{rows:?}"
+    );
+    assert!(rows[2].start_emotion > rows[0].start_emotion, "{rows:?}");
+    assert!(run.join("difficulty.svg").is_file());
+    let episodes = run.join("episodes.jsonl");
+    let text = std::fs::read_to_string(&episodes)?;
+    assert!(text.lines().all(|l| l.contains("\"difficulty\":\"auto\"")));
+    let o = eg(&["replay", "verify", episodes.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", output_text(&o));
+    // Outside training there is no controller: a clear refusal, exit code 2.
+    let script = work.path().join("script.yaml");
+    std::fs::write(&script, "replies: [\"I hear you.\"]\n")?;
+    let policy = format!("script:{}", script.display());
+    let o = eg(&[
+        "rollout",
+        "--policy",
+        &policy,
+        "--split",
+        "test",
+        "--difficulty",
+        "auto",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", output_text(&o));
+    assert!(
+        output_text(&o).contains("calibrates itself between training steps"),
+        "{}",
+        output_text(&o)
+    );
+    Ok(())
+}

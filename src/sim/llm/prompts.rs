@@ -121,11 +121,12 @@ impl Prompts {
         Ok(p)
     }
 
-    /// The guardedness sentence of a difficulty.
+    /// The guardedness sentence of a difficulty (`auto` reads as moderate: the prompts have no
+    /// level between the presets).
     pub fn guardedness(&self, d: Difficulty) -> &str {
         match d {
             Difficulty::Easy => &self.guardedness.easy,
-            Difficulty::Moderate => &self.guardedness.moderate,
+            Difficulty::Moderate | Difficulty::Auto => &self.guardedness.moderate,
             Difficulty::Hard => &self.guardedness.hard,
         }
     }
