@@ -142,7 +142,19 @@ impl ChatModel {
         mode: AdapterMode,
         pass: Pass,
     ) -> Result<Tensor> {
-        logprobs::token_logprobs(&self.model, batch, mode, pass)
+        logprobs::token_logprobs(&self.model, batch, mode, pass, 1.0)
+    }
+
+    /// [`Self::token_logprobs`] under softmax(logits / `temperature`): the distribution a sampler
+    /// at that temperature draws from, which the trainer's ratio, KL and entropy are taken over.
+    pub fn tempered_logprobs(
+        &self,
+        batch: &[Vec<u32>],
+        mode: AdapterMode,
+        pass: Pass,
+        temperature: f64,
+    ) -> Result<Tensor> {
+        logprobs::token_logprobs(&self.model, batch, mode, pass, temperature)
     }
 
     /// Trainable tensors with full names, e.g. "layers.3.attn.q_proj.lora_a".

@@ -41,17 +41,24 @@ fn pad_batch(model: &Llama, batch: &[Vec<u32>]) -> Result<(Tensor, Tensor, usize
     ))
 }
 
-/// log p(batch[b][t+1] | batch[b][..=t]) as [B, T-1] (f32), zero where t+1 is padding.
-/// `mode = Off` gives the reference policy (base weights only).
+/// log p(batch[b][t+1] | batch[b][..=t]) as [B, T-1] (f32), zero where t+1 is padding, under
+/// softmax(logits / `temperature`): 1 is the model itself; a trainer that samples at another
+/// temperature scores its tokens under the distribution it sampled from (as verl and TRL do;
+/// top-p truncation is not modelled, as there). `mode = Off` gives the reference policy (base
+/// weights only).
 pub fn token_logprobs(
     model: &Llama,
     batch: &[Vec<u32>],
     mode: AdapterMode,
     pass: Pass,
+    temperature: f64,
 ) -> Result<Tensor> {
     let (ids, mask, t) = pad_batch(model, batch)?;
     let hidden = model.forward(&ids, None, mode, pass)?.narrow(1, 0, t - 1)?;
-    let logits = model.logits(&hidden, pass)?;
+    let mut logits = model.logits(&hidden, pass)?;
+    if temperature != 1.0 {
+        logits = (logits / temperature)?;
+    }
     let (b, rows, vocab) = logits.dims3()?;
     let targets = ids.narrow(1, 1, t - 1)?.contiguous()?.flatten_all()?;
     let picked =

@@ -8,8 +8,13 @@ use super::sequence::{padded_masks, TokenSequence};
 use crate::error::Result;
 use crate::model::{AdapterMode, ChatModel, Pass};
 
-/// Mean k3 KL per policy token over `seqs` (None when they hold no policy token).
-pub fn kl_sample(model: &ChatModel, seqs: &[&TokenSequence]) -> Result<Option<f64>> {
+/// Mean k3 KL per policy token over `seqs` (None when they hold no policy token), both policies
+/// at the sampling `temperature`.
+pub fn kl_sample(
+    model: &ChatModel,
+    seqs: &[&TokenSequence],
+    temperature: f64,
+) -> Result<Option<f64>> {
     let seqs: Vec<&TokenSequence> = seqs
         .iter()
         .copied()
@@ -25,8 +30,8 @@ pub fn kl_sample(model: &ChatModel, seqs: &[&TokenSequence]) -> Result<Option<f6
         (seqs.len(), width),
         &model.device,
     )?;
-    let cur = model.token_logprobs(&ids, AdapterMode::On, Pass::Infer)?;
-    let reference = model.token_logprobs(&ids, AdapterMode::Off, Pass::Infer)?;
+    let cur = model.tempered_logprobs(&ids, AdapterMode::On, Pass::Infer, temperature)?;
+    let reference = model.tempered_logprobs(&ids, AdapterMode::Off, Pass::Infer, temperature)?;
     let d = (reference - cur)?;
     let k3 = ((d.exp()? - &d)? - 1.0)?;
     let sum = (k3 * &mask)?.sum_all()?.to_scalar::<f32>()? as f64;

@@ -412,7 +412,7 @@ impl<'a> Trainer<'a> {
         let n_kl = self.cfg.file.stability.kl_sample.min(seqs.len());
         if n_kl > 0 {
             let sample: Vec<&TokenSequence> = seqs[..n_kl].iter().collect();
-            algo.kl_sample = kl_sample(&self.model, &sample)?;
+            algo.kl_sample = kl_sample(&self.model, &sample, self.cfg.sampling.temperature)?;
         }
         let zero = zero_std_groups(rewards, g.group_size)?;
         let keep: Vec<usize> = (0..seqs.len())
@@ -450,6 +450,7 @@ impl<'a> Trainer<'a> {
             iterations: g.iterations,
             micro_batch: g.micro_batch,
             dropout_seed,
+            temperature: self.cfg.sampling.temperature,
         };
         let stats = grpo_update(&self.model, &mut self.opt, &batch, &est.advantages, &cfg)?;
         Ok((Some(stats), algo))

@@ -8,9 +8,9 @@
 //! are computed once before the first update with the inference numerics.
 //!
 //! Entropy is estimated, not computed over the vocabulary: the mean of -log p of the sampled
-//! policy tokens under the pre-update policy, an unbiased estimate of the policy's per-token
-//! entropy when sampling at temperature 1 without top-p (otherwise it is the cross-entropy of the
-//! sampler's tokens under the model).
+//! policy tokens under the pre-update policy at the sampling temperature, an unbiased estimate of
+//! the sampler's per-token entropy without top-p (with top-p, the cross-entropy of its tokens
+//! under the untruncated distribution).
 
 use std::time::Instant;
 
@@ -33,6 +33,9 @@ pub struct UpdateConfig {
     pub micro_batch: usize,
     /// Seed of the LoRA dropout masks of this update (used only when dropout > 0).
     pub dropout_seed: u64,
+    /// The sampling temperature: log-probs are taken under softmax(logits / temperature), the
+    /// distribution the rollout sampled from.
+    pub temperature: f64,
 }
 
 /// What the update did.
@@ -166,7 +169,12 @@ pub fn grpo_update(
         for (mi, micro) in micros.iter_mut().enumerate() {
             set_dropout_seed(model, cfg, it, mi)?;
             let t0 = Instant::now();
-            let new = model.token_logprobs(&micro.ids, AdapterMode::On, Pass::Train)?;
+            let new = model.tempered_logprobs(
+                &micro.ids,
+                AdapterMode::On,
+                Pass::Train,
+                cfg.temperature,
+            )?;
             let old = micro.old.clone().unwrap_or_else(|| new.detach());
             if it == 0 {
                 neg_logp_sum -= (&old * &micro.mask)?.sum_all()?.to_scalar::<f32>()? as f64;
@@ -232,12 +240,12 @@ fn prepare(
             )?,
         };
         let old = if cfg.iterations > 1 {
-            Some(model.token_logprobs(&ids, AdapterMode::On, Pass::Infer)?)
+            Some(model.tempered_logprobs(&ids, AdapterMode::On, Pass::Infer, cfg.temperature)?)
         } else {
             None
         };
         let reference = if cfg.loss.beta > 0.0 {
-            Some(model.token_logprobs(&ids, AdapterMode::Off, Pass::Infer)?)
+            Some(model.tempered_logprobs(&ids, AdapterMode::Off, Pass::Infer, cfg.temperature)?)
         } else {
             None
         };

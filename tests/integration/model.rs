@@ -221,6 +221,39 @@ fn every_lora_tensor_gets_a_gradient_and_no_base_weight_does() -> Result<()> {
     Ok(())
 }
 
+/// The trainer scores sampled tokens under softmax(logits / T), the distribution a sampler at
+/// temperature T draws from: for every next token v after one prefix, log p_T(v) - log p_T(w) =
+/// (log p_1(v) - log p_1(w)) / T (the normalizer cancels), and the p_T sum to 1 over the vocabulary.
+#[test]
+fn tempered_logprobs_are_the_samplers_distribution() -> Result<()> {
+    let (_d, m) = tiny(TinySpec::llama(), &lora_opts(4))?;
+    randomize_lora_b(&m, 3)?;
+    let prefix = m.encode_chat(&user("hello there"), true)?;
+    let vocab = fixtures::TinySpec::llama().vocab as u32;
+    let batch: Vec<Vec<u32>> = (0..vocab)
+        .map(|v| prefix.iter().copied().chain([v]).collect())
+        .collect();
+    let last = |t: Tensor| -> Result<Vec<f32>> {
+        let cols = t.dim(1)?;
+        Ok(t.narrow(1, cols - 1, 1)?.flatten_all()?.to_vec1::<f32>()?)
+    };
+    let p1 = last(m.token_logprobs(&batch, AdapterMode::On, Pass::Infer)?)?;
+    assert_eq!(
+        p1,
+        last(m.tempered_logprobs(&batch, AdapterMode::On, Pass::Infer, 1.0)?)?
+    );
+    for t in [0.5f32, 0.7, 2.0] {
+        let pt = last(m.tempered_logprobs(&batch, AdapterMode::On, Pass::Train, t as f64)?)?;
+        let total: f32 = pt.iter().map(|x| x.exp()).sum();
+        assert!((total - 1.0).abs() < 1e-4, "T = {t}: sums to {total}");
+        for v in 1..p1.len() {
+            let want = (p1[v] - p1[0]) / t;
+            assert!((pt[v] - pt[0] - want).abs() < 1e-3, "T = {t}, token {v}");
+        }
+    }
+    Ok(())
+}
+
 #[test]
 fn logprob_gradient_matches_finite_difference() -> Result<()> {
     let (_d, m) = tiny(TinySpec::qwen2(), &lora_opts(4))?;
