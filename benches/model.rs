@@ -12,12 +12,14 @@
 
 use std::time::{Duration, Instant};
 
+mod common;
+
 use candle_core::{DType, Device};
 use candle_nn::{AdamW, Optimizer, ParamsAdamW};
 use criterion::{Criterion, SamplingMode, Throughput};
 use empathy_gym::model::{
-    find_model, load_model, AdapterMode, ChatMessage, LoadOptions, LoraConfig, Pass, Role,
-    SamplingParams, DEFAULT_POLICY,
+    load_model, AdapterMode, ChatMessage, LoadOptions, LoraConfig, Pass, Role, SamplingParams,
+    DEFAULT_POLICY,
 };
 
 /// New tokens per sequence in the decode cases.
@@ -131,7 +133,7 @@ fn device_name(dev: &Device) -> &'static str {
 
 fn main() -> anyhow::Result<()> {
     // A missing model is an error (non-zero exit, every place tried), never a silent skip.
-    let path = find_model(DEFAULT_POLICY)?;
+    let path = common::bench_model(DEFAULT_POLICY)?;
     let mut c = Criterion::default().configure_from_args();
     let (dev, dtype, batches) = setup()?;
     let base = LoadOptions {

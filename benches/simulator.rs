@@ -7,7 +7,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
+mod common;
+
 use empathy_gym::episode::{step_batch, DialogueEnv};
+use empathy_gym::model::DEFAULT_EMBEDDER;
 use empathy_gym::profile::{Catalog, Difficulty, KnobOverrides};
 use empathy_gym::reward::{Aggregate, RewardMode};
 use empathy_gym::sim::{Appraiser, Embedder};
@@ -26,7 +29,8 @@ fn main() -> anyhow::Result<()> {
     let catalog = Catalog::load(&root)?;
     let t0 = Instant::now();
     // A missing model is an error (non-zero exit, every place tried), never a silent skip.
-    let embedder = Arc::new(Embedder::load_default()?);
+    let dir = common::bench_model(DEFAULT_EMBEDDER)?;
+    let embedder = Arc::new(Embedder::load(&dir, &candle_core::Device::Cpu)?);
     let sim = Appraiser::load(&root, embedder)?;
     let load_s = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();

@@ -2,6 +2,8 @@
 
 #[path = "integration/algorithms.rs"]
 mod algorithms;
+#[path = "../benches/common/mod.rs"]
+mod bench_common;
 #[path = "integration/cli.rs"]
 mod cli;
 #[path = "integration/common.rs"]
@@ -39,6 +41,8 @@ mod serve_env;
 mod serve_model;
 #[path = "integration/servers.rs"]
 mod servers;
+#[path = "integration/source_enums.rs"]
+mod source_enums;
 #[path = "integration/sweep.rs"]
 mod sweep;
 #[path = "integration/train.rs"]

@@ -56,6 +56,23 @@ pub enum Credit {
     Turn,
 }
 
+impl Credit {
+    /// The word `grpo.credit` in the config uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Credit::Episode => "episode",
+            Credit::Turn => "turn",
+        }
+    }
+}
+
+impl std::fmt::Display for Credit {
+    /// The config word, never the Rust variant name (issue 15).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -38,6 +38,24 @@ pub enum AdvantageScale {
     None,
 }
 
+impl AdvantageScale {
+    /// The word the config uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AdvantageScale::Group => "group",
+            AdvantageScale::Batch => "batch",
+            AdvantageScale::None => "none",
+        }
+    }
+}
+
+impl std::fmt::Display for AdvantageScale {
+    /// The config word, never the Rust variant name (issue 15).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Advantages for `rewards` laid out group after group (`rewards[g * group_size + i]` is sample `i`
 /// of group `g`). Errors if `group_size` is 0, does not divide the length, or a reward is not
 /// finite. A group of size 1 has zero advantage.

@@ -34,6 +34,24 @@ pub enum Aggregation {
     SeqMeanTokenSum,
 }
 
+impl Aggregation {
+    /// The word `grpo.loss.aggregation` in the config uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Aggregation::TokenMean => "token_mean",
+            Aggregation::SeqMeanTokenMean => "seq_mean_token_mean",
+            Aggregation::SeqMeanTokenSum => "seq_mean_token_sum",
+        }
+    }
+}
+
+impl std::fmt::Display for Aggregation {
+    /// The config word, never the Rust variant name (issue 15).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Loss hyper-parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -33,6 +33,24 @@ pub enum PolicyLoss {
     Cispo,
 }
 
+impl PolicyLoss {
+    /// The word `grpo.loss.kind` in the config uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PolicyLoss::Clip => "clip",
+            PolicyLoss::Gspo => "gspo",
+            PolicyLoss::Cispo => "cispo",
+        }
+    }
+}
+
+impl std::fmt::Display for PolicyLoss {
+    /// The config word, never the Rust variant name (issue 15).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The per-token ratio `[B, T]` the objective clips. `new` and `old` are already zero at masked
 /// positions; `mask` is 0/1 in their dtype.
 pub fn policy_ratio(kind: PolicyLoss, new: &Tensor, old: &Tensor, mask: &Tensor) -> Result<Tensor> {

@@ -99,24 +99,115 @@ fn a_command_outside_the_repository_says_where_the_catalog_is_expected() {
     );
 }
 
-/// A benchmark whose model is missing must fail, not print "skipped" and exit 0: every bench
-/// finds its models through the library's search, which errors with the places tried.
+/// Set in the child process that [`bench_lookup_probe`] runs in: the model to look up.
+const PROBE_MODEL: &str = "EMPATHY_GYM_TEST_BENCH_MODEL";
+
+/// Looks a model up exactly as the benchmarks do (benches/common, compiled into this test too)
+/// and fails the way a benchmark's `main` does. Only does something in the child process that
+/// [`benches_fail_loudly_without_models`] starts.
 #[test]
-fn benches_never_skip_silently() {
+#[ignore = "run in a child process by benches_fail_loudly_without_models"]
+fn bench_lookup_probe() -> anyhow::Result<()> {
+    if let Ok(rel) = std::env::var(PROBE_MODEL) {
+        crate::bench_common::bench_model(&rel)?;
+    }
+    Ok(())
+}
+
+/// Runs [`bench_lookup_probe`] for `rel` in a child process with `env` (None: removed) and
+/// `cwd`: its exit status and output.
+fn probe(rel: &str, env: &[(&str, Option<&Path>)], cwd: &Path) -> Output {
+    let mut cmd = Command::new(std::env::current_exe().expect("the test binary"));
+    cmd.args([
+        "--exact",
+        "locate::bench_lookup_probe",
+        "--ignored",
+        "--nocapture",
+    ])
+    .env(PROBE_MODEL, rel)
+    .current_dir(cwd);
+    for (k, v) in env {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    cmd.output().expect("run the probe")
+}
+
+/// A benchmark whose model is missing exits non-zero naming every place it looked, and how to
+/// fetch the models; it never prints "skipped" and exits 0 (issue 15). The lookup runs in a
+/// child process (the environment is per process) through the benches' own code.
+#[test]
+fn benches_fail_loudly_without_models() {
+    use empathy_gym::model::{DEFAULT_EMBEDDER, DEFAULT_POLICY};
+    let (empty, cwd) = (temp_dir(), temp_dir());
+    for rel in [DEFAULT_POLICY, DEFAULT_EMBEDDER] {
+        let cases = [
+            (
+                probe(
+                    rel,
+                    &[("EMPATHY_GYM_MODELS", Some(empty.path()))],
+                    cwd.path(),
+                ),
+                vec![empty.path().join(rel)],
+            ),
+            (
+                probe(
+                    rel,
+                    &[
+                        ("EMPATHY_GYM_MODELS", None),
+                        ("XDG_CACHE_HOME", Some(empty.path())),
+                    ],
+                    cwd.path(),
+                ),
+                vec![
+                    cwd.path().join("models").join(rel),
+                    empty.path().join("empathy-gym/models").join(rel),
+                ],
+            ),
+        ];
+        for (o, tried) in cases {
+            let t = text(&o);
+            assert!(!o.status.success(), "a missing {rel} passed: {t}");
+            assert!(!t.contains("skipped"), "{t}");
+            for place in tried {
+                assert!(
+                    t.contains(&*place.to_string_lossy()),
+                    "{place:?} not named in: {t}"
+                );
+            }
+            assert!(
+                t.contains("this benchmark needs the model")
+                    && t.contains("scripts/fetch-models.sh")
+                    && t.contains("EMPATHY_GYM_MODELS"),
+                "{t}"
+            );
+        }
+    }
+}
+
+/// Every benchmark that loads a model finds it through benches/common (tested above), never by
+/// a path of its own or a lookup that could skip.
+#[test]
+fn benches_find_models_only_through_bench_model() {
     for entry in std::fs::read_dir(root().join("benches")).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|e| e == "rs") {
             let src = std::fs::read_to_string(&path).unwrap();
+            let loads_a_model = src.contains("DEFAULT_POLICY") || src.contains("DEFAULT_EMBEDDER");
             assert!(
-                !src.to_lowercase().contains("skipped"),
-                "{} skips when something is missing; return an error instead",
+                !loads_a_model || src.contains("common::bench_model("),
+                "{} loads a model without common::bench_model",
                 path.display()
             );
-            assert!(
-                !src.contains("\"models/"),
-                "{} hard-codes models/; use find_model or Embedder::load_default",
-                path.display()
-            );
+            for own in ["find_model(", "load_default(", "\"models/", "skipped"] {
+                assert!(
+                    !src.contains(own),
+                    "{} uses `{own}`; find models with common::bench_model",
+                    path.display()
+                );
+            }
         }
     }
 }

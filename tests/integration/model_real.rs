@@ -153,3 +153,38 @@ fn smollm2_f32_forward_matches_candle_quantized_llama_dequantized() -> Result<()
     assert!(worst < 1e-3, "max abs logit difference {worst}");
     Ok(())
 }
+
+/// The name people see for the GGUF is its file stem, not the `general.name` the converter wrote
+/// ("Smollm2 135M 8k Lc100K Mix1 Ep2", which `train` and `chat` once showed; issue 15), and the
+/// words check would catch that name. `chat` greets with the stem (stdin is closed, so it ends
+/// after the greeting); `train` prints the same `ChatModel::name` in its first line.
+#[test]
+fn smollm2_is_shown_by_its_file_stem() -> Result<()> {
+    let Some(path) = gguf_path() else {
+        return Ok(());
+    };
+    let stem = "SmolLM2-135M-Instruct.Q4_1";
+    assert_eq!(path.file_stem().and_then(|s| s.to_str()), Some(stem));
+    let general = {
+        let mut file = std::fs::File::open(&path)?;
+        let ct = gguf_file::Content::read(&mut file)?;
+        ct.metadata["general.name"].to_string()?.clone()
+    };
+    assert_ne!(general, stem, "the file's general.name is the converter's");
+    assert!(
+        crate::common::debug_form(&format!("Talking with {general}.")).is_some(),
+        "the words check misses {general:?}"
+    );
+
+    let model = load_model(&path, &Device::Cpu, &LoadOptions::default())?;
+    assert_eq!(model.name, stem);
+    let o = crate::common::eg(&["chat"]);
+    let out = crate::common::output_of(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(
+        out.contains(&format!("Talking with {stem} (end with /quit")),
+        "{out}"
+    );
+    crate::common::assert_words_for_people("chat", &out);
+    Ok(())
+}

@@ -15,7 +15,7 @@ use crate::train::tiny_model_dir;
 
 /// A sweep file over a tiny model: `axes` and `seeds` as YAML, 1-turn dialogues, short replies,
 /// and the two evaluations on the smallest sizes.
-fn sweep_file(
+pub fn sweep_file(
     dir: &Path,
     model: &Path,
     name: &str,

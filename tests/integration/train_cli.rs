@@ -84,6 +84,7 @@ sampling:\n  max_new_tokens: 4\ngrpo:\n  steps: 2\n  profiles_per_step: 1\n  gro
     let hf = work.path().join("hf");
     let o = eg(&["export", run_s, "--out", hf.to_str().unwrap()]);
     assert!(o.status.success(), "{}", output_text(&o));
+    crate::common::assert_words_for_people("export", &output_text(&o));
     assert!(hf.join("model.safetensors").is_file() && hf.join("tokenizer.json").is_file());
     Ok(())
 }
