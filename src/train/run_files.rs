@@ -76,7 +76,7 @@ impl RunFiles {
     /// returns their paths.
     pub fn write_curves(&self) -> Result<Vec<PathBuf>> {
         let rows = read_metrics(self.metrics.path())?;
-        let charts: [(&str, fn(&[StepMetrics]) -> String); 3] = [
+        let charts: [(&str, Chart); 3] = [
             (REWARD_SVG, reward_svg),
             (EMOTION_SVG, emotion_svg),
             (DIFFICULTY_SVG, difficulty_svg),
@@ -91,6 +91,9 @@ impl RunFiles {
             .collect()
     }
 }
+
+/// A chart of a run's metrics rows, as SVG text.
+type Chart = fn(&[StepMetrics]) -> String;
 
 /// Keeps the complete lines of an episode log whose `step` is at most `last_step` (a missing
 /// file stays missing); rewrites the file atomically.

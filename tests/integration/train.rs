@@ -101,7 +101,7 @@ pub fn parts<'a>(
     max_turns: u32,
 ) -> Result<TrainerParts<'a>> {
     let model = load_policy(&cfg, &Device::Cpu)?;
-    let difficulty = difficulty_plan(&catalog(), &cfg);
+    let difficulty = difficulty_plan(catalog(), &cfg);
     Ok(TrainerParts {
         cfg,
         model,
