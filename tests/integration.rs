@@ -17,6 +17,8 @@ mod factual;
 mod grpo;
 #[path = "integration/llm_sim.rs"]
 mod llm_sim;
+#[path = "integration/llm_sim_transport.rs"]
+mod llm_sim_transport;
 #[path = "integration/locate.rs"]
 mod locate;
 #[path = "integration/lora.rs"]
@@ -39,6 +41,8 @@ mod serve_env;
 mod serve_model;
 #[path = "integration/servers.rs"]
 mod servers;
+#[path = "integration/stand_in.rs"]
+mod stand_in;
 #[path = "integration/sweep.rs"]
 mod sweep;
 #[path = "integration/train.rs"]
