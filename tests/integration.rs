@@ -19,6 +19,8 @@ mod factual;
 mod grpo;
 #[path = "integration/llm_sim.rs"]
 mod llm_sim;
+#[path = "integration/llm_sim_transport.rs"]
+mod llm_sim_transport;
 #[path = "integration/locate.rs"]
 mod locate;
 #[path = "integration/lora.rs"]
@@ -43,6 +45,8 @@ mod serve_model;
 mod servers;
 #[path = "integration/source_enums.rs"]
 mod source_enums;
+#[path = "integration/stand_in.rs"]
+mod stand_in;
 #[path = "integration/sweep.rs"]
 mod sweep;
 #[path = "integration/train.rs"]

@@ -5,13 +5,13 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use anyhow::Context;
-use clap::{Args, ValueEnum};
+use clap::Args;
 use empathy_gym::model::SamplingParams;
 use empathy_gym::profile::{Catalog, Difficulty, KnobOverrides, Profile, ProfileId, Split};
 use empathy_gym::sim::llm::{
     Backend, LlmConfigFile, LlmSimulator, LocalBackend, OpenAiBackend, Prompts,
 };
-use empathy_gym::sim::{Appraiser, Embedder, Simulator};
+use empathy_gym::sim::{Appraiser, Embedder, Simulator, SimulatorKind};
 
 /// Loads the built-in appraiser with the default embedder.
 pub fn load_simulator(catalog: &Path) -> anyhow::Result<Appraiser> {
@@ -19,30 +19,11 @@ pub fn load_simulator(catalog: &Path) -> anyhow::Result<Appraiser> {
     Ok(Appraiser::load(catalog, embedder)?)
 }
 
-/// Which simulated user.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SimulatorKind {
-    /// The built-in appraiser (deterministic, explainable).
-    Appraiser,
-    /// An LLM plays the user (configs/simulator/llm.yaml).
-    Llm,
-}
-
-impl SimulatorKind {
-    /// The word of the command line and of the records' `simulator.kind`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SimulatorKind::Appraiser => "appraiser",
-            SimulatorKind::Llm => "llm",
-        }
-    }
-}
-
 /// `--simulator` and `--simulator-config`, shared by the commands that simulate.
 #[derive(Debug, Clone, Args)]
 pub struct SimulatorArgs {
     /// The simulated user: appraiser (built in) or llm (an LLM plays the user).
-    #[arg(long, value_enum, default_value = "appraiser")]
+    #[arg(long, default_value = "appraiser")]
     pub simulator: SimulatorKind,
     /// The LLM user's settings (default: configs/simulator/llm.yaml in the catalog when present,
     /// else the built-in defaults).
@@ -55,12 +36,19 @@ pub fn load_chosen_simulator(
     catalog: &Path,
     args: &SimulatorArgs,
 ) -> anyhow::Result<Arc<dyn Simulator>> {
-    match args.simulator {
+    build_simulator(catalog, args.simulator, args.simulator_config.as_deref())
+}
+
+/// Loads the simulator of `kind`; `llm_config` is the LLM user's settings file (ignored by the
+/// appraiser). The flags and a training config's `simulator:` section both come here.
+pub fn build_simulator(
+    catalog: &Path,
+    kind: SimulatorKind,
+    llm_config: Option<&Path>,
+) -> anyhow::Result<Arc<dyn Simulator>> {
+    match kind {
         SimulatorKind::Appraiser => Ok(Arc::new(load_simulator(catalog)?)),
-        SimulatorKind::Llm => Ok(Arc::new(load_llm_simulator(
-            catalog,
-            args.simulator_config.as_deref(),
-        )?)),
+        SimulatorKind::Llm => Ok(Arc::new(load_llm_simulator(catalog, llm_config)?)),
     }
 }
 

@@ -7,6 +7,7 @@ use clap::Args;
 use empathy_gym::grpo::{read_metrics, StepMetrics};
 use empathy_gym::profile::Catalog;
 use empathy_gym::report::Table;
+use empathy_gym::sim::SimulatorKind;
 use empathy_gym::train::run_files::{
     CONFIG_FILE, DIFFICULTY_SVG, EMOTION_SVG, EPISODES_FILE, METRICS_FILE, REWARD_SVG,
 };
@@ -15,7 +16,7 @@ use empathy_gym::train::{
     TrainerParts,
 };
 
-use super::common::load_simulator;
+use super::common::build_simulator;
 
 #[derive(Debug, Args)]
 pub struct TrainArgs {
@@ -78,7 +79,9 @@ pub fn train(
 ) -> anyhow::Result<u64> {
     let catalog = Catalog::load(catalog_root)?;
     let profiles = profiles(&catalog, &cfg)?;
-    let sim = load_simulator(catalog_root)?;
+    let simulator = &cfg.file.simulator;
+    let sim = build_simulator(catalog_root, simulator.kind, simulator.config.as_deref())?;
+    let sim_kind = simulator.kind;
     sim.prepare(&profiles)?;
     let dev = device(&cfg)?;
     let model = load_policy(&cfg, &dev)?;
@@ -99,7 +102,7 @@ pub fn train(
     let parts = TrainerParts {
         cfg,
         model,
-        sim: &sim,
+        sim: sim.as_ref(),
         reward: &EnvReward,
         profiles,
         difficulty,
@@ -117,6 +120,13 @@ pub fn train(
     trainer.run(stop_after)?;
     let rows = read_metrics(&run_dir.join(METRICS_FILE))?;
     print_summary(&rows);
+    if sim_kind == SimulatorKind::Llm {
+        let failures: u64 = rows.iter().map(|m| m.sim_failures).sum();
+        println!(
+            "LLM simulator: {failures} malformed or failed answers over the run (metrics.csv \
+             sim_failures); each is logged in the turn's appraisal.llm"
+        );
+    }
     print_where(&run_dir, trainer.steps_done());
     Ok(trainer.steps_done())
 }

@@ -100,8 +100,8 @@ pub struct StepMetrics {
     pub early_advice_penalty: f64,
     /// Generic credit in [0, 1].
     pub generic_credit: f64,
-    /// Simulator answers that were malformed after their re-asks (the LLM user; 0 for the
-    /// appraiser), counted from the step's episode records.
+    /// The LLM user's malformed answers (each re-ask counted) and failed requests (after the
+    /// transport's retries); 0 for the appraiser. Counted from the step's episode records.
     pub sim_failures: u64,
 }
 

@@ -8,6 +8,7 @@ pub mod appraiser_config;
 pub mod embed;
 pub mod emotion;
 pub mod factual;
+pub mod kind;
 pub mod lexicon;
 pub mod llm;
 pub mod moves;
@@ -21,6 +22,7 @@ pub use appraiser::{Appraisal, AppraisalInput, Appraiser};
 pub use embed::Embedder;
 pub use emotion::Bucket;
 pub use factual::FactualVerdict;
+pub use kind::SimulatorKind;
 pub use moves::Move;
 
 use crate::error::Result;

@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::model::{default_policy_path, SamplingParams};
 use crate::profile::auto::AutoSettings;
 use crate::profile::Difficulty;
+use crate::sim::SimulatorKind;
 
 /// A checked configuration, with the resolved file it came from.
 #[derive(Debug, Clone, PartialEq)]
@@ -145,6 +146,7 @@ fn check_file(f: &TrainConfigFile, path: &Path) -> Result<()> {
         );
     }
     check_env(f, path)?;
+    check_simulator(f, path)?;
     check_grpo(f, path)?;
     check_ppo(f, path)?;
     check_optim(f, path)?;
@@ -166,6 +168,30 @@ fn check_env(f: &TrainConfigFile, path: &Path) -> Result<()> {
         )),
         (Some(a), _) => a.check().map_err(|msg| Error::input(path, "env.auto", msg)),
         (None, _) => Ok(()),
+    }
+}
+
+/// `simulator.config` belongs to the LLM user and must be a file; the file's own keys are checked
+/// when the simulator is built (errors name that file and its field).
+fn check_simulator(f: &TrainConfigFile, path: &Path) -> Result<()> {
+    let s = &f.simulator;
+    match (&s.config, s.kind) {
+        (Some(_), SimulatorKind::Appraiser) => Err(Error::input(
+            path,
+            "simulator.config",
+            "is set but simulator.kind is appraiser: set simulator.kind: llm, or remove \
+             simulator.config",
+        )),
+        (Some(file), SimulatorKind::Llm) if !file.is_file() => Err(Error::input(
+            path,
+            "simulator.config",
+            format!(
+                "{} is not a file (relative paths are relative to the working directory; \
+                 null uses configs/simulator/llm.yaml)",
+                file.display()
+            ),
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -278,137 +304,5 @@ fn non_negative(x: f64) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::grpo::{AdvantageScale, LrSchedule};
-
-    fn load(text: &str, sets: &[&str]) -> Result<TrainConfig> {
-        let sets: Vec<Override> = sets.iter().map(|s| Override::parse(s).unwrap()).collect();
-        TrainConfig::from_yaml(text, Path::new("cfg.yaml"), &sets)
-    }
-
-    #[test]
-    fn empty_file_gives_the_documented_defaults() {
-        let c = load("", &[]).unwrap();
-        let f = &c.file;
-        assert_eq!(f.run, "run");
-        assert_eq!(c.run_dir, PathBuf::from("results/run"));
-        assert_eq!(
-            (f.grpo.steps, f.grpo.profiles_per_step, f.grpo.group_size),
-            (100, 4, 4)
-        );
-        assert_eq!(f.grpo.iterations, 1);
-        assert_eq!(f.grpo.advantage_scale, AdvantageScale::Group);
-        assert_eq!(
-            (f.grpo.loss.eps_low, f.grpo.loss.eps_high, f.grpo.loss.beta),
-            (0.2, 0.28, 0.0)
-        );
-        assert_eq!(f.lora.rank, 16);
-        assert_eq!(f.optim.lr, 1e-5);
-        assert_eq!(c.sampling.max_new_tokens, 96);
-        assert_eq!(c.model_path, default_policy_path());
-        assert_eq!(c.batch_size(), 16);
-        assert_eq!(f.algorithm, crate::algo::Algorithm::Grpo);
-        assert_eq!(f.grpo.credit, crate::algo::Credit::Episode);
-        assert_eq!(f.grpo.loss.kind, crate::grpo::PolicyLoss::Clip);
-        assert_eq!(f.grpo.dynamic_sampling_draws, 0);
-        assert_eq!(
-            (
-                f.ppo.gamma,
-                f.ppo.lambda,
-                f.ppo.cliprange_value,
-                f.ppo.critic_warmup
-            ),
-            (1.0, 1.0, 0.5, 0)
-        );
-    }
-
-    #[test]
-    fn algorithm_is_an_enum_and_unknown_words_name_the_choices() {
-        let c = load("algorithm: reinforce_pp\ngrpo:\n  credit: turn\n", &[]).unwrap();
-        assert_eq!(c.file.algorithm, crate::algo::Algorithm::ReinforcePp);
-        assert_eq!(c.file.grpo.credit, crate::algo::Credit::Turn);
-        let err = load("algorithm: dpo\n", &[]).unwrap_err().to_string();
-        assert!(
-            err.contains("grpo") && err.contains("reinforce_pp"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn overrides_apply_before_validation_and_resolve_round_trips() {
-        let text = "run: quick\ngrpo:\n  steps: 5\noptim:\n  lr: 0.001\n";
-        let c = load(
-            text,
-            &[
-                "grpo.steps=7",
-                "optim.schedule={kind: constant, warmup_steps: 2}",
-            ],
-        )
-        .unwrap();
-        assert_eq!(c.file.grpo.steps, 7);
-        assert_eq!(
-            c.file.optim.schedule,
-            LrSchedule::Constant { warmup_steps: 2 }
-        );
-        assert_eq!(c.run_dir, PathBuf::from("results/quick"));
-        // The resolved YAML parses back to the same configuration.
-        let back = load(&c.to_yaml().unwrap(), &[]).unwrap();
-        assert_eq!(back, c);
-    }
-
-    #[test]
-    fn bad_values_name_the_file_and_field() {
-        let cases = [
-            ("grpo:\n  group_size: 1\n", vec![], "grpo.group_size"),
-            ("", vec!["sampling.temperature=0"], "sampling.temperature"),
-            ("", vec!["run=../x"], "run"),
-            ("", vec!["optim.lr=-1"], "optim.lr"),
-            ("", vec!["lora.rank=0"], "lora"),
-            ("", vec!["grpo.loss.beta=-0.1"], "grpo.loss.beta"),
-            ("", vec!["ppo.lambda=1.5"], "ppo.lambda"),
-            ("", vec!["ppo.cliprange_value=0"], "ppo.cliprange_value"),
-            (
-                "algorithm: ppo\n",
-                vec!["ppo.critic_warmup=100"],
-                "ppo.critic_warmup",
-            ),
-            (
-                "",
-                vec!["stability.entropy_frac=2"],
-                "stability.entropy_frac",
-            ),
-            ("", vec!["env.auto.gain=0.5"], "env.auto"),
-            (
-                "env:\n  difficulty: auto\n",
-                vec!["env.auto.smoothing=0"],
-                "env.auto",
-            ),
-        ];
-        for (text, sets, field) in cases {
-            let err = load(text, &sets).unwrap_err().to_string();
-            assert!(err.starts_with(&format!("cfg.yaml: {field}:")), "{err}");
-        }
-        // Unknown keys, in the file or through --set, are rejected.
-        let err = load("grpo:\n  stepz: 3\n", &[]).unwrap_err().to_string();
-        assert!(err.contains("unknown field `stepz`"), "{err}");
-        let err = load("", &["grpo.stepz=3"]).unwrap_err().to_string();
-        assert!(
-            err.contains("unknown field `stepz`") && err.contains("--set"),
-            "{err}"
-        );
-        let err = load("grpo: [1\n", &[]).unwrap_err().to_string();
-        assert!(err.starts_with("cfg.yaml: line"), "{err}");
-    }
-
-    #[test]
-    fn auto_difficulty_writes_its_controller_settings_out() {
-        let c = load("env:\n  difficulty: auto\n", &["env.auto.gain=0.5"]).unwrap();
-        let auto = c.file.env.auto.unwrap();
-        assert_eq!((auto.gain, auto.target_emotion), (0.5, 50.0));
-        assert!(c.to_yaml().unwrap().contains("difficulty: auto"));
-        let c = load("env:\n  difficulty: auto\n", &[]).unwrap();
-        assert_eq!(c.file.env.auto, Some(AutoSettings::default()));
-        assert!(!load("", &[]).unwrap().to_yaml().unwrap().contains("auto"));
-    }
-}
+#[path = "config_tests.rs"]
+mod tests;

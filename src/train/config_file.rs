@@ -13,6 +13,7 @@ use crate::model::LoraConfig;
 use crate::profile::auto::AutoSettings;
 use crate::profile::{Difficulty, KnobOverrides, Split};
 use crate::reward::{Aggregate, RewardMode};
+use crate::sim::SimulatorKind;
 
 /// The whole file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -40,6 +41,9 @@ pub struct TrainConfigFile {
     /// The simulated user and the reward.
     #[serde(default)]
     pub env: EnvSection,
+    /// Who plays the user: the built-in appraiser (default) or an LLM.
+    #[serde(default)]
+    pub simulator: SimulatorSection,
     /// How replies are sampled.
     #[serde(default)]
     pub sampling: SamplingSection,
@@ -160,6 +164,24 @@ impl Default for EnvSection {
             think: false,
         }
     }
+}
+
+/// `simulator:`: the simulated user the run trains against (the `--simulator` and
+/// `--simulator-config` flags of `rollout`, `eval` and `replay`, as config keys).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimulatorSection {
+    /// `appraiser` (default: the built-in, deterministic appraiser) or `llm` (an LLM plays the
+    /// user over an OpenAI-compatible endpoint or in-process; docs/SERVE.md).
+    #[serde(default)]
+    pub kind: SimulatorKind,
+    /// For `kind: llm`: the LLM user's settings file (endpoint, model, concurrency, timeouts,
+    /// retries; the keys of `configs/simulator/llm.yaml`), relative to the working directory.
+    /// Default `null`: `configs/simulator/llm.yaml` of the catalog when present, else the built-in
+    /// defaults. The environment (`EMPATHY_GYM_LLM_BASE_URL`, `EMPATHY_GYM_LLM_MODEL`,
+    /// `EMPATHY_GYM_LLM_API_KEY`) overrides the file, as for `--simulator llm`.
+    #[serde(default)]
+    pub config: Option<PathBuf>,
 }
 
 /// `sampling:`.

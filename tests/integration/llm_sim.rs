@@ -6,16 +6,12 @@
 //! end to end.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
-use axum::routing::post;
-use axum::{Json, Router};
 use empathy_gym::episode::{read_episodes, EpisodeRecord, Turn};
-use empathy_gym::serve::openai::{ChatCompletion, ChatRequest, Choice, Usage, WireMessage};
 
 use super::common::*;
 use super::model_fixtures::{write_hf, TinySpec};
+use super::stand_in::{llm_settings, Answers, StandIn};
 
 /// A tiny random Llama with room for the LLM user's long prompts (its tokenizer spends about one
 /// token per character).
@@ -34,13 +30,11 @@ use super::servers::{http, Server};
 const PROFILE: &str = "job-loss-warehouse:maya";
 
 fn sim_config(dir: &Path, url: &str, parse_retries: u32) -> String {
-    let p = dir.join("llm.yaml");
-    std::fs::write(
-        &p,
-        format!("base_url: {url}\nmodel: tiny\nmax_tokens: 12\nretries: 1\nbackoff_ms: 10\ntimeout_s: 60\nparse_retries: {parse_retries}\n"),
+    llm_settings(
+        dir,
+        url,
+        &format!("retries: 1\nbackoff_ms: 10\ntimeout_s: 60\nparse_retries: {parse_retries}\n"),
     )
-    .unwrap();
-    p.display().to_string()
 }
 
 fn script(dir: &Path) -> String {
@@ -135,75 +129,11 @@ fn llm_user_against_serve_model_with_a_tiny_model_counts_and_logs_malformed_answ
     assert!(ok);
 }
 
-/// An OpenAI-compatible stand-in: the analysis prompt gets `Change: +10` (the first turn's first
-/// answer is malformed, to be re-asked), the reply prompt `Reply: ...` quoting the emotion it was
-/// given.
-fn fake_server() -> (String, Arc<AtomicU64>, std::thread::JoinHandle<()>) {
-    let calls = Arc::new(AtomicU64::new(0));
-    let counter = calls.clone();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let handle = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let app = Router::new().route(
-                "/v1/chat/completions",
-                post(move |Json(req): Json<ChatRequest>| {
-                    let n = counter.fetch_add(1, Ordering::SeqCst);
-                    async move {
-                        let system = &req.messages[0].content;
-                        let last = &req.messages.last().unwrap().content;
-                        // Deterministic by content (replay verify re-runs it): the first
-                        // turn's analysis is malformed when first asked, right when re-asked.
-                        let first_turn = !last.contains("Supporter:");
-                        let text = if system.contains("Change:") {
-                            if first_turn && req.messages.len() == 2 {
-                                "I feel a bit better.".to_string()
-                            } else {
-                                "Change: +10\nReasons: you named it; you stayed with me".to_string()
-                            }
-                        } else {
-                            let emotion = last
-                                .split("Your emotion is now ")
-                                .nth(1)
-                                .and_then(|s| s.split(' ').next())
-                                .unwrap_or("?");
-                            format!("Reply: Okay. I'm at {emotion} now.")
-                        };
-                        Json(ChatCompletion {
-                            id: format!("c{n}"),
-                            object: "chat.completion".into(),
-                            created: 0,
-                            model: req.model,
-                            choices: vec![Choice {
-                                index: 0,
-                                message: WireMessage {
-                                    role: "assistant".into(),
-                                    content: text,
-                                },
-                                finish_reason: Some("stop".into()),
-                            }],
-                            usage: Usage::default(),
-                        })
-                    }
-                }),
-            );
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            tx.send(listener.local_addr().unwrap()).unwrap();
-            axum::serve(listener, app).await.unwrap();
-        });
-    });
-    let addr = rx.recv().unwrap();
-    (format!("http://{addr}"), calls, handle)
-}
-
 #[test]
 fn llm_user_reads_well_formed_answers_and_replay_and_eval_work_with_it() {
     let dir = temp_dir();
-    let (url, calls, _server) = fake_server();
-    let cfg = sim_config(dir.path(), &url, 2);
+    let server = StandIn::new(Answers::FirstAnalysisMalformed).start();
+    let cfg = sim_config(dir.path(), &server.url, 2);
     let log = dir.path().join("llm.jsonl");
     let o = eg(&[
         "rollout",
@@ -247,11 +177,7 @@ fn llm_user_reads_well_formed_answers_and_replay_and_eval_work_with_it() {
         trace.failures
     );
     assert!(!trace.fallback_change && !trace.fallback_reply);
-    assert_eq!(
-        calls.load(Ordering::SeqCst),
-        13,
-        "6 analyses + 1 retry + 6 replies"
-    );
+    assert_eq!(server.requests(), 13, "6 analyses + 1 retry + 6 replies");
 
     // replay verify --simulator llm re-runs it (the stand-in is deterministic) and says when
     // that holds; the appraiser refuses a log it did not write.

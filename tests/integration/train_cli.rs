@@ -144,3 +144,142 @@ sampling:\n  max_new_tokens: 4\ngrpo:\n  steps: 3\n  profiles_per_step: 1\n  gro
     );
     Ok(())
 }
+
+/// A two-step run with `simulator: {kind: llm, config: FILE}` against the OpenAI-compatible
+/// stand-in; returns the run folder and the command's output.
+fn train_against_llm_user(
+    work: &std::path::Path,
+    model: &std::path::Path,
+    answers: crate::stand_in::Answers,
+    args: &[&str],
+) -> Result<(std::path::PathBuf, crate::stand_in::StandInServer, String)> {
+    let server = crate::stand_in::StandIn::new(answers).start();
+    let settings = crate::stand_in::llm_settings(
+        work,
+        &server.url,
+        "retries: 0\ntimeout_s: 30\nparse_retries: 1\n",
+    );
+    let cfg = work.join("cfg.yaml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "run: llm\nresults_dir: {}\nmodel:\n  path: {}\nlora:\n  rank: 2\nenv:\n  knobs:\n    max_turns: 1\n\
+simulator:\n  kind: llm\n  config: {settings}\nsampling:\n  max_new_tokens: 4\n\
+grpo:\n  steps: 2\n  profiles_per_step: 1\n  group_size: 2\n",
+            work.display(),
+            model.display()
+        ),
+    )?;
+    let mut all = vec!["train", "--config", cfg.to_str().unwrap(), "--quiet"];
+    all.extend_from_slice(args);
+    let o = eg(&all);
+    assert!(o.status.success(), "{}", output_text(&o));
+    Ok((work.join("llm"), server, output_text(&o)))
+}
+
+fn episodes(run: &std::path::Path) -> Vec<empathy_gym::episode::EpisodeRecord> {
+    let log = empathy_gym::episode::read_episodes(&run.join("episodes.jsonl")).unwrap();
+    assert!(log.error.is_none());
+    log.records.into_iter().map(|(_, r)| r).collect()
+}
+
+/// An LLM user whose answers ignore the format: every step's malformed answers are in
+/// metrics.csv's `sim_failures` and in the records, and the run completes at the start emotion.
+#[test]
+fn train_against_an_llm_user_that_ignores_the_format_counts_failures_every_step() -> Result<()> {
+    let model = tiny_model_dir()?;
+    let work = tempfile::tempdir()?;
+    let (run, server, out) = train_against_llm_user(
+        work.path(),
+        model.path(),
+        crate::stand_in::Answers::IgnoreFormat,
+        &[],
+    )?;
+    let rows = read_metrics(&run.join("metrics.csv"))?;
+    assert_eq!(rows.len(), 2);
+    let records = episodes(&run);
+    assert_eq!(records.len(), 4, "2 steps x 2 dialogues, none lost");
+    for row in &rows {
+        // 2 dialogues x 1 turn x (analysis + reply) x 2 answers each (parse_retries 1).
+        assert_eq!(row.sim_failures, 8, "{row:?}");
+        assert_eq!(row.final_emotion_mean, 40.0, "the change fell back to 0");
+        let logged: usize = records
+            .iter()
+            .filter(|r| r.step == row.step)
+            .map(|r| r.simulator_failures())
+            .sum();
+        assert_eq!(logged as u64, row.sim_failures);
+    }
+    for r in &records {
+        assert_eq!(r.simulator.kind, "llm");
+        assert_eq!(r.simulator.model.as_deref(), Some("tiny"));
+        let a = r.turns.iter().find_map(|t| match t {
+            empathy_gym::episode::Turn::User {
+                appraisal: Some(a), ..
+            } => a.llm.as_ref(),
+            _ => None,
+        });
+        let trace = a.expect("the user turn's llm trace");
+        assert!(trace.fallback_change && trace.fallback_reply, "{trace:?}");
+        assert!(trace.failures[0].starts_with("analysis 1:"), "{trace:?}");
+    }
+    assert_eq!(server.requests(), 16, "every answer came over HTTP");
+    assert!(
+        out.contains("LLM simulator: 16 malformed or failed answers over the run"),
+        "{out}"
+    );
+    let resolved = std::fs::read_to_string(run.join("config.yaml"))?;
+    assert!(resolved.contains("simulator:\n  kind: llm\n"), "{resolved}");
+    Ok(())
+}
+
+/// An LLM user that answers in the format: no failures, the emotion moves by the parsed change,
+/// the user speaks the parsed reply; the run resumes with its simulator and its log verifies.
+#[test]
+fn train_against_a_well_formed_llm_user_moves_the_emotion_and_resumes() -> Result<()> {
+    let model = tiny_model_dir()?;
+    let work = tempfile::tempdir()?;
+    let (run, server, _) = train_against_llm_user(
+        work.path(),
+        model.path(),
+        crate::stand_in::Answers::WellFormed,
+        &["--stop-after", "1"],
+    )?;
+    let o = eg(&["train", "--resume", run.to_str().unwrap(), "--quiet"]);
+    assert!(o.status.success(), "{}", output_text(&o));
+    assert!(output_text(&o).contains("resumed after step 1"));
+    let rows = read_metrics(&run.join("metrics.csv"))?;
+    assert_eq!(rows.iter().map(|m| m.step).collect::<Vec<_>>(), vec![1, 2]);
+    for row in &rows {
+        assert_eq!(row.sim_failures, 0, "{row:?}");
+        // +10 from the start 40 (moderate) in the one turn.
+        assert_eq!(row.final_emotion_mean, 50.0, "{row:?}");
+    }
+    let records = episodes(&run);
+    assert_eq!(records.len(), 4);
+    for r in &records {
+        assert_eq!(r.emotions(), [40, 50]);
+        assert_eq!(r.simulator_failures(), 0);
+        let said = r.turns.last().and_then(|t| match t {
+            empathy_gym::episode::Turn::User { text, .. } => Some(text.as_str()),
+            _ => None,
+        });
+        assert_eq!(said, Some("Okay. I'm at 50 now."));
+    }
+    assert_eq!(
+        server.requests(),
+        2 * 2 * 2,
+        "steps x dialogues x (analysis + reply)"
+    );
+    let o = eg(&[
+        "replay",
+        "verify",
+        run.join("episodes.jsonl").to_str().unwrap(),
+        "--simulator",
+        "llm",
+        "--simulator-config",
+        work.path().join("llm.yaml").to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", output_text(&o));
+    Ok(())
+}

@@ -66,6 +66,26 @@ fn retryable(status: Option<reqwest::StatusCode>) -> bool {
     }
 }
 
+/// A transport error with its causes (reqwest's own message omits them), saying so when the
+/// request ran past `timeout_s`.
+fn describe(e: &reqwest::Error, settings: &LlmSettings) -> String {
+    let mut text = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    if e.is_timeout() {
+        format!(
+            "no answer within timeout_s = {} s ({text})",
+            settings.timeout.as_secs_f64()
+        )
+    } else {
+        text
+    }
+}
+
 async fn one_request(
     client: reqwest::Client,
     settings: LlmSettings,
@@ -90,7 +110,7 @@ async fn one_request(
         }
         let (status, outcome): (Option<reqwest::StatusCode>, std::result::Result<(), String>) =
             match req.send().await {
-                Err(e) => (None, Err(format!("{e}"))),
+                Err(e) => (None, Err(describe(&e, &settings))),
                 Ok(resp) => {
                     let status = resp.status();
                     if status.is_success() {
@@ -101,7 +121,10 @@ async fn one_request(
                                     (Some(status), Err("the answer has no choices".to_string()))
                                 }
                             },
-                            Err(e) => (None, Err(format!("unreadable answer: {e}"))),
+                            Err(e) => (
+                                None,
+                                Err(format!("unreadable answer: {}", describe(&e, &settings))),
+                            ),
                         }
                     } else {
                         let text = resp.text().await.unwrap_or_default();
