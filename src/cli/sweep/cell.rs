@@ -68,8 +68,10 @@ fn train_and_evaluate(
     let dir = cfg.run_dir.clone();
     let resume = dir.join(METRICS_FILE).is_file();
     if resume {
-        let written = std::fs::read_to_string(dir.join(CONFIG_FILE)).unwrap_or_default();
-        if written != cfg.to_yaml()? {
+        // Compared as configs, not as text: a config written by an earlier version, which lacks
+        // keys added since (their defaults), still resumes; a changed value does not.
+        let written = TrainConfig::load(&dir.join(CONFIG_FILE), &[]).map(|c| c.file);
+        if written.ok().as_ref() != Some(&cfg.file) {
             anyhow::bail!(empathy_gym::Error::input(
                 dir.join(CONFIG_FILE),
                 "document",
