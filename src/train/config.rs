@@ -9,6 +9,7 @@ use serde_yaml::Value;
 
 use super::config_file::TrainConfigFile;
 use super::overrides::{apply_overrides, Override};
+use crate::algo::{Algorithm, Credit};
 use crate::error::{Error, Result};
 use crate::model::{default_policy_path, SamplingParams};
 use crate::profile::auto::AutoSettings;
@@ -146,6 +147,7 @@ fn check_file(f: &TrainConfigFile, path: &Path) -> Result<()> {
     }
     check_env(f, path)?;
     check_grpo(f, path)?;
+    check_credit(f, path)?;
     check_ppo(f, path)?;
     check_optim(f, path)?;
     if f.checkpoint.every == 0 {
@@ -204,6 +206,37 @@ fn check_grpo(f: &TrainConfigFile, path: &Path) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// `grpo.credit: turn` is GRPO's: `train::estimate` reads it only for `algorithm: grpo`, so with
+/// another algorithm it would be ignored without a word. Refused instead, with what to use.
+fn check_credit(f: &TrainConfigFile, path: &Path) -> Result<()> {
+    if f.grpo.credit == Credit::Episode {
+        return Ok(());
+    }
+    let why = match f.algorithm {
+        Algorithm::Grpo => return Ok(()),
+        Algorithm::Ppo => {
+            "PPO already gives every token its own advantage (GAE over the per-turn rewards)"
+        }
+        Algorithm::ReinforcePp => {
+            "REINFORCE++ already gives every token its own discounted return-to-go"
+        }
+        Algorithm::Rloo => {
+            "RLOO's leave-one-out baseline is one advantage per dialogue; for per-turn credit use \
+             algorithm: grpo with grpo.credit: turn, or reinforce_pp or ppo"
+        }
+    };
+    Err(Error::input(
+        path,
+        "grpo.credit",
+        format!(
+            "`turn` is turn-level credit for algorithm: grpo only, and {} ignores it: {why}. \
+             Remove grpo.credit (or set it to episode); for per-turn rewards set \
+             env.aggregate: dense",
+            f.algorithm
+        ),
+    ))
 }
 
 fn check_ppo(f: &TrainConfigFile, path: &Path) -> Result<()> {
@@ -325,14 +358,39 @@ mod tests {
 
     #[test]
     fn algorithm_is_an_enum_and_unknown_words_name_the_choices() {
-        let c = load("algorithm: reinforce_pp\ngrpo:\n  credit: turn\n", &[]).unwrap();
+        let c = load("algorithm: reinforce_pp\n", &[]).unwrap();
         assert_eq!(c.file.algorithm, crate::algo::Algorithm::ReinforcePp);
+        let c = load("algorithm: grpo\ngrpo:\n  credit: turn\n", &[]).unwrap();
         assert_eq!(c.file.grpo.credit, crate::algo::Credit::Turn);
         let err = load("algorithm: dpo\n", &[]).unwrap_err().to_string();
         assert!(
             err.contains("grpo") && err.contains("reinforce_pp"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn turn_credit_is_refused_outside_grpo_with_what_to_use() {
+        // estimate() reads grpo.credit only for grpo: with the others `turn` would do nothing.
+        for (algorithm, why) in [
+            ("ppo", "GAE"),
+            ("reinforce_pp", "discounted return-to-go"),
+            ("rloo", "leave-one-out"),
+        ] {
+            let text = format!("algorithm: {algorithm}\ngrpo:\n  credit: turn\n");
+            let err = load(&text, &[]).unwrap_err().to_string();
+            assert!(
+                err.starts_with("cfg.yaml: grpo.credit:")
+                    && err.contains(&format!("{algorithm} ignores it"))
+                    && err.contains(why)
+                    && err.contains("env.aggregate: dense"),
+                "{err}"
+            );
+            // Through --set too, and `episode` (the default) stays accepted.
+            let base = format!("algorithm: {algorithm}\n");
+            assert!(load(&base, &["grpo.credit=turn"]).is_err());
+            assert!(load(&base, &["grpo.credit=episode"]).is_ok());
+        }
     }
 
     #[test]
