@@ -9,6 +9,7 @@ use serde_yaml::Value;
 
 use super::config_file::TrainConfigFile;
 use super::overrides::{apply_overrides, Override};
+use crate::algo::{Algorithm, Credit};
 use crate::error::{Error, Result};
 use crate::model::{default_policy_path, SamplingParams};
 use crate::profile::auto::AutoSettings;
@@ -148,6 +149,7 @@ fn check_file(f: &TrainConfigFile, path: &Path) -> Result<()> {
     check_env(f, path)?;
     check_simulator(f, path)?;
     check_grpo(f, path)?;
+    check_credit(f, path)?;
     check_ppo(f, path)?;
     check_optim(f, path)?;
     if f.checkpoint.every == 0 {
@@ -230,6 +232,37 @@ fn check_grpo(f: &TrainConfigFile, path: &Path) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// `grpo.credit: turn` is GRPO's: `train::estimate` reads it only for `algorithm: grpo`, so with
+/// another algorithm it would be ignored without a word. Refused instead, with what to use.
+fn check_credit(f: &TrainConfigFile, path: &Path) -> Result<()> {
+    if f.grpo.credit == Credit::Episode {
+        return Ok(());
+    }
+    let why = match f.algorithm {
+        Algorithm::Grpo => return Ok(()),
+        Algorithm::Ppo => {
+            "PPO already gives every token its own advantage (GAE over the per-turn rewards)"
+        }
+        Algorithm::ReinforcePp => {
+            "REINFORCE++ already gives every token its own discounted return-to-go"
+        }
+        Algorithm::Rloo => {
+            "RLOO's leave-one-out baseline is one advantage per dialogue; for per-turn credit use \
+             algorithm: grpo with grpo.credit: turn, or reinforce_pp or ppo"
+        }
+    };
+    Err(Error::input(
+        path,
+        "grpo.credit",
+        format!(
+            "`turn` is turn-level credit for algorithm: grpo only, and {} ignores it: {why}. \
+             Remove grpo.credit (or set it to episode); for per-turn rewards set \
+             env.aggregate: dense",
+            f.algorithm
+        ),
+    ))
 }
 
 fn check_ppo(f: &TrainConfigFile, path: &Path) -> Result<()> {

@@ -244,7 +244,8 @@ pub struct GrpoSection {
     pub drop_zero_std: bool,
     /// How GRPO's advantage is spread over the turns: `episode` (default, one per dialogue) or
     /// `turn` (each turn's return-to-go, normalized across the group at the same turn index;
-    /// meaningful with `env.aggregate: dense`).
+    /// meaningful with `env.aggregate: dense`). `turn` is refused with other algorithms, which
+    /// ignore it (PPO and REINFORCE++ already credit every token, RLOO is per dialogue).
     #[serde(default)]
     pub credit: Credit,
     /// DAPO's dynamic sampling (Yu et al. 2025): groups whose rewards are all equal are replaced

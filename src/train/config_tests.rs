@@ -46,14 +46,39 @@ fn empty_file_gives_the_documented_defaults() {
 
 #[test]
 fn algorithm_is_an_enum_and_unknown_words_name_the_choices() {
-    let c = load("algorithm: reinforce_pp\ngrpo:\n  credit: turn\n", &[]).unwrap();
+    let c = load("algorithm: reinforce_pp\n", &[]).unwrap();
     assert_eq!(c.file.algorithm, crate::algo::Algorithm::ReinforcePp);
+    let c = load("algorithm: grpo\ngrpo:\n  credit: turn\n", &[]).unwrap();
     assert_eq!(c.file.grpo.credit, crate::algo::Credit::Turn);
     let err = load("algorithm: dpo\n", &[]).unwrap_err().to_string();
     assert!(
         err.contains("grpo") && err.contains("reinforce_pp"),
         "{err}"
     );
+}
+
+#[test]
+fn turn_credit_is_refused_outside_grpo_with_what_to_use() {
+    // estimate() reads grpo.credit only for grpo: with the others `turn` would do nothing.
+    for (algorithm, why) in [
+        ("ppo", "GAE"),
+        ("reinforce_pp", "discounted return-to-go"),
+        ("rloo", "leave-one-out"),
+    ] {
+        let text = format!("algorithm: {algorithm}\ngrpo:\n  credit: turn\n");
+        let err = load(&text, &[]).unwrap_err().to_string();
+        assert!(
+            err.starts_with("cfg.yaml: grpo.credit:")
+                && err.contains(&format!("{algorithm} ignores it"))
+                && err.contains(why)
+                && err.contains("env.aggregate: dense"),
+            "{err}"
+        );
+        // Through --set too, and `episode` (the default) stays accepted.
+        let base = format!("algorithm: {algorithm}\n");
+        assert!(load(&base, &["grpo.credit=turn"]).is_err());
+        assert!(load(&base, &["grpo.credit=episode"]).is_ok());
+    }
 }
 
 #[test]

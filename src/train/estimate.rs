@@ -124,3 +124,126 @@ pub fn estimate(
         critic_targets: None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    /// A dialogue with user emotions `emotions` (start first), one reply between each two.
+    fn record(emotions: &[u8]) -> EpisodeRecord {
+        let mut turns =
+            vec![serde_json::json!({"role": "user", "text": "hi", "emotion": emotions[0]})];
+        for &e in &emotions[1..] {
+            turns.push(serde_json::json!({"role": "assistant", "text": "ok", "think": null}));
+            turns.push(serde_json::json!({"role": "user", "text": "...", "emotion": e}));
+        }
+        serde_json::from_value(serde_json::json!({
+            "schema": crate::episode::SCHEMA,
+            "profile": {"scenario": "s", "persona": "p", "difficulty": "moderate"},
+            "simulator": {"seed": 1}, "turns": turns, "end": "max_turns",
+        }))
+        .unwrap()
+    }
+
+    /// A sequence of replies of `lens` tokens, with context before each.
+    fn sequence(lens: &[usize]) -> TokenSequence {
+        let mut s = TokenSequence::new();
+        for &n in lens {
+            s.push_context(&[1, 2]);
+            s.push_reply(&vec![7; n]);
+        }
+        s
+    }
+
+    fn config(extra: &str) -> TrainConfig {
+        let text = format!(
+            "grpo:\n  profiles_per_step: 2\n  group_size: 2\n  advantage_scale: none\n{extra}"
+        );
+        TrainConfig::from_yaml(&text, Path::new("t.yaml"), &[]).unwrap()
+    }
+
+    fn per_token(a: &Advantages) -> &[Vec<f32>] {
+        match a {
+            Advantages::PerToken(rows) => rows,
+            Advantages::PerSequence(_) => panic!("expected per-token advantages: {a:?}"),
+        }
+    }
+
+    fn close(got: &[Vec<f32>], want: &[Vec<f32>]) {
+        assert_eq!(got.len(), want.len(), "{got:?} vs {want:?}");
+        for (g, w) in got.iter().zip(want) {
+            assert_eq!(g.len(), w.len(), "{got:?} vs {want:?}");
+            assert!(
+                g.iter().zip(w).all(|(x, y)| (x - y).abs() < 1e-6),
+                "{got:?} vs {want:?}"
+            );
+        }
+    }
+
+    /// Two groups of two 2-turn dialogues, dense rewards (emotion change / 100 per turn):
+    ///   group 0: d0 40 -> 50 -> 50: turns [0.1, 0.0], total 0.1, to-go [0.1, 0.0]
+    ///            d1 40 -> 40 -> 60: turns [0.0, 0.2], total 0.2, to-go [0.2, 0.2]
+    ///   group 1: d2 40 -> 50 -> 50: turns [0.1, 0.0], total 0.1, to-go [0.1, 0.0]
+    ///            d3 40 -> 40 -> 50: turns [0.0, 0.1], total 0.1, to-go [0.1, 0.1]
+    /// Replies of d0..d3: [2, 3], [1, 2], [1, 1], [2, 1] tokens.
+    fn batch() -> (Vec<EpisodeRecord>, Vec<f32>, Vec<TokenSequence>) {
+        let records = [[40, 50, 50], [40, 40, 60], [40, 50, 50], [40, 40, 50]]
+            .iter()
+            .map(|e| record(e))
+            .collect();
+        let seqs = [[2, 3], [1, 2], [1, 1], [2, 1]]
+            .iter()
+            .map(|l| sequence(l))
+            .collect();
+        (records, vec![0.1, 0.2, 0.1, 0.1], seqs)
+    }
+
+    #[test]
+    fn turn_credit_gives_each_turn_its_own_advantage_by_hand() {
+        let (records, rewards, seqs) = batch();
+        let cfg = config("  credit: turn\nenv:\n  aggregate: dense\n");
+        let all = [0, 1, 2, 3];
+        let est = estimate(&cfg, &records, &rewards, &seqs, &all, None).unwrap();
+        assert!(est.critic_targets.is_none());
+        // Scale none: A = to-go - mean of the group at the same turn index.
+        //   group 0, turn 0: 0.1, 0.2 (mean 0.15) -> -0.05, +0.05
+        //            turn 1: 0.0, 0.2 (mean 0.10) -> -0.10, +0.10
+        //   group 1, turn 0: 0.1, 0.1 -> 0, 0;  turn 1: 0.0, 0.1 (mean 0.05) -> -0.05, +0.05
+        // Each turn's advantage on each of its tokens.
+        let want = vec![
+            vec![-0.05, -0.05, -0.1, -0.1, -0.1],
+            vec![0.05, 0.1, 0.1],
+            vec![0.0, -0.05],
+            vec![0.0, 0.0, 0.05],
+        ];
+        close(per_token(&est.advantages), &want);
+        // `keep` picks rows of the batch (a dropped group, dynamic sampling).
+        let est = estimate(&cfg, &records, &rewards, &seqs, &[1, 3], None).unwrap();
+        close(
+            per_token(&est.advantages),
+            &[want[1].clone(), want[3].clone()],
+        );
+
+        // Episode credit on the same batch: one advantage per dialogue from the totals; group 1's
+        // totals are equal, so it learns nothing there, where turn credit saw turn 1 differ.
+        let cfg = config("env:\n  aggregate: dense\n");
+        let est = estimate(&cfg, &records, &rewards, &seqs, &all, None).unwrap();
+        match est.advantages {
+            Advantages::PerSequence(a) => close(&[a], &[vec![-0.05, 0.05, 0.0, 0.0]]),
+            other => panic!("episode credit is per sequence: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn turn_credit_with_final_rewards_is_episode_credit_on_every_token() {
+        // aggregate final: the last turn carries the total, so every turn's return-to-go is the
+        // total: d0 -0.05 on its 5 tokens, d1 +0.05 on its 3, group 1 all zero.
+        let (records, rewards, seqs) = batch();
+        let cfg = config("  credit: turn\nenv:\n  aggregate: final\n");
+        let est = estimate(&cfg, &records, &rewards, &seqs, &[0, 1, 2, 3], None).unwrap();
+        let want = vec![vec![-0.05; 5], vec![0.05; 3], vec![0.0; 2], vec![0.0; 3]];
+        close(per_token(&est.advantages), &want);
+    }
+}

@@ -3,11 +3,15 @@
 //! GSPO / CISPO losses each raise a verifiable reward; PPO's critic comes to explain part of the
 //! returns' variance; a PPO run stopped and resumed ends bit for bit where an uninterrupted one
 //! ends (critic and its optimizer included); dynamic sampling replaces all-equal groups and logs
-//! how many it drew.
+//! how many it drew; GRPO's turn credit runs through the trainer; the KL sample starts at 0 and
+//! grows as the policy moves.
+
+use std::path::Path;
 
 use anyhow::Result;
+use empathy_gym::algo::Credit;
 use empathy_gym::grpo::{read_metrics, StepMetrics};
-use empathy_gym::train::{TrainConfig, Trainer};
+use empathy_gym::train::{Override, TrainConfig, Trainer};
 
 use crate::train::{
     adapter_bits, config, parts, share_of_e, share_of_lowercase, tiny_model_dir, untimed, FULL,
@@ -17,6 +21,11 @@ use crate::train::{
 /// tokens, reward = share of 'e' in the replies; `top` adds top-level sections, `grpo` lines of
 /// the `grpo:` section (indented by two spaces).
 fn learning_run(top: &str, grpo: &str) -> Result<Vec<StepMetrics>> {
+    learning_run_with(top, grpo, &[])
+}
+
+/// [`learning_run`] with `sets` applied last (as `--set` would), over the test's own keys.
+fn learning_run_with(top: &str, grpo: &str, sets: &[Override]) -> Result<Vec<StepMetrics>> {
     let model = tiny_model_dir()?;
     let results = tempfile::tempdir()?;
     let extra = format!(
@@ -28,11 +37,11 @@ optim:\n  lr: 0.02\n  max_grad_norm: null\n\
 checkpoint:\n  every: 100\n"
     );
     let reward = share_of_e;
-    let mut t = Trainer::start(parts(
-        config(model.path(), results.path(), &extra)?,
-        &reward,
-        1,
-    )?)?;
+    let mut cfg = config(model.path(), results.path(), &extra)?;
+    if !sets.is_empty() {
+        cfg = TrainConfig::from_yaml(&cfg.to_yaml()?, Path::new("test.yaml"), sets)?;
+    }
+    let mut t = Trainer::start(parts(cfg, &reward, 1)?)?;
     Ok(t.run(None)?)
 }
 
@@ -48,7 +57,24 @@ fn assert_learns(name: &str, rows: &[StepMetrics]) -> (f64, f64) {
     // Every algorithm logs the stability columns: the KL sample (beta is 0 here) and advantages.
     assert!(rows.iter().all(|m| m.kl_sample.is_some()), "{name}");
     assert!(rows.iter().any(|m| m.adv_std > 0.0), "{name}");
+    assert_kl_sample_tracks_drift(name, rows);
     (first, last)
+}
+
+/// The KL sample is measured with the policy as it sampled the step: at step 1 the adapters' B
+/// are zero (LoRA starts equal to the base), so it is 0; after the reward has risen the policy
+/// has moved and it is clearly above 0 on every one of the last five steps.
+fn assert_kl_sample_tracks_drift(name: &str, rows: &[StepMetrics]) {
+    let kl: Vec<f64> = rows
+        .iter()
+        .map(|m| m.kl_sample.unwrap_or(f64::NAN))
+        .collect();
+    eprintln!("{name}: kl_sample {kl:.5?}");
+    assert!(kl[0].abs() < 1e-6, "{name}: step 1 KL {} (B = 0)", kl[0]);
+    assert!(
+        kl[kl.len() - 5..].iter().all(|&k| k > 1e-3),
+        "{name}: the trained policy's KL sample stayed near 0: {kl:?}"
+    );
 }
 
 #[test]
@@ -69,6 +95,14 @@ fn ppo_raises_the_reward_and_its_critic_explains_variance() -> Result<()> {
         .iter()
         .all(|m| m.policy_tokens == 0 && m.value_loss.is_some()));
     assert!(rows[2..].iter().all(|m| m.policy_tokens > 0));
+    // The policy samples step 3 as the warm-up left it: untouched, so its KL sample is still 0
+    // (measured: exactly 0 on steps 1 to 3, 0.29 on step 4).
+    assert!(
+        rows[..3]
+            .iter()
+            .all(|m| m.kl_sample.is_some_and(|k| k.abs() < 1e-6)),
+        "the warm-up moved the policy: {rows:?}"
+    );
     // The critic starts at zero (explained variance <= 0) and comes to explain the returns.
     assert!(
         rows[0].explained_var.is_none_or(|e| e <= 1e-6),
@@ -122,12 +156,38 @@ fn lite_ppo_preset_raises_the_reward() -> Result<()> {
         g.loss.aggregation,
         empathy_gym::grpo::Aggregation::TokenMean
     );
-    let rows = learning_run(
-        "",
-        "  advantage_scale: batch\n  loss:\n    aggregation: token_mean\n",
-    )?;
+    // The preset's algorithm keys over the learning test's config, so a broken preset fails here.
+    let rows = learning_run_with("", "", &algorithm_keys(&preset)?)?;
     assert_learns("lite_ppo", &rows);
     Ok(())
+}
+
+/// Every key an algorithm preset may set (the ones `algorithm_configs_differ_...` lets differ
+/// from the quickstart, and the loss), as overrides carrying the preset's values.
+fn algorithm_keys(preset: &TrainConfig) -> Result<Vec<Override>> {
+    let (f, g) = (&preset.file, &preset.file.grpo);
+    let keys = [
+        ("algorithm", serde_yaml::to_value(f.algorithm)?),
+        ("ppo", serde_yaml::to_value(f.ppo)?),
+        ("grpo.credit", serde_yaml::to_value(g.credit)?),
+        (
+            "grpo.advantage_scale",
+            serde_yaml::to_value(g.advantage_scale)?,
+        ),
+        ("grpo.drop_zero_std", serde_yaml::to_value(g.drop_zero_std)?),
+        ("grpo.loss.kind", serde_yaml::to_value(g.loss.kind)?),
+        (
+            "grpo.loss.aggregation",
+            serde_yaml::to_value(g.loss.aggregation)?,
+        ),
+    ];
+    Ok(keys
+        .into_iter()
+        .map(|(key, value)| Override {
+            path: key.split('.').map(str::to_string).collect(),
+            value,
+        })
+        .collect())
 }
 
 #[test]
@@ -140,6 +200,41 @@ fn gspo_and_cispo_losses_raise_the_reward() -> Result<()> {
         let rows = learning_run("", &grpo)?;
         assert_learns(kind, &rows);
     }
+    Ok(())
+}
+
+#[test]
+fn grpo_turn_credit_runs_through_the_trainer_and_with_flat_turns_equals_episode_credit(
+) -> Result<()> {
+    // FULL (two turns, mu = 2, beta > 0, dropout, dropped groups) with dense rewards. The scripted
+    // user never changes emotion, so each dialogue's turn rewards are [0, r] and every turn's
+    // return-to-go is r: turn credit must give each token exactly episode credit's advantage
+    // (the per-turn numbers are pinned in src/train/estimate.rs). Anything lost or misaligned on
+    // the way from estimate() to the loss shows as different metrics or adapters.
+    let model = tiny_model_dir()?;
+    let reward = share_of_lowercase;
+    let dense = FULL.replace("env:\n", "env:\n  aggregate: dense\n");
+    let mut outcomes = Vec::new();
+    for credit in ["episode", "turn"] {
+        let dir = tempfile::tempdir()?;
+        let text = dense.replace("grpo:\n", &format!("grpo:\n  credit: {credit}\n"));
+        let cfg = config(model.path(), dir.path(), &text)?;
+        let want = if credit == "turn" {
+            Credit::Turn
+        } else {
+            Credit::Episode
+        };
+        assert_eq!(cfg.file.grpo.credit, want);
+        let mut t = Trainer::start(parts(cfg, &reward, 2)?)?;
+        let rows = untimed(&t.run(None)?);
+        assert!(
+            rows.iter().any(|m| m.policy_tokens > 0),
+            "{credit}: {rows:?}"
+        );
+        outcomes.push((rows, adapter_bits(t.model())?));
+    }
+    assert_eq!(outcomes[0].0, outcomes[1].0, "metrics differ");
+    assert!(outcomes[0].1 == outcomes[1].1, "adapters differ");
     Ok(())
 }
 

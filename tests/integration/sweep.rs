@@ -1,6 +1,7 @@
 //! Sweeps end to end on a tiny model with the real simulator: bad sweep files are refused before
-//! anything runs; a local sweep killed with SIGKILL in the middle of a cell resumes, redoes only
-//! the unfinished cells and collects rows identical to an uninterrupted sweep's; the generated
+//! anything runs, and the sweep files committed under results/ still validate; a local sweep
+//! killed with SIGKILL in the middle of a cell resumes, redoes only the unfinished cells and
+//! collects rows identical to an uninterrupted sweep's (run two cells at a time); the generated
 //! sbatch script passes `sbatch --test-only` and a 2 x 2 array runs on a real (local) Slurm
 //! cluster.
 
@@ -107,6 +108,56 @@ fn bad_sweep_files_are_refused_before_anything_runs() -> Result<()> {
     Ok(())
 }
 
+/// The sweep files in the repository: every `sweep.yaml`, and every other YAML file whose
+/// top-level mapping has `axes:`, outside target/, models/ and hidden folders.
+fn committed_sweep_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let (path, kind) = (entry.path(), entry.file_type()?);
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if kind.is_dir() {
+            if !name.starts_with('.') && name != "target" && name != "models" {
+                committed_sweep_files(&path, out)?;
+            }
+        } else if kind.is_file() && (name.ends_with(".yaml") || name.ends_with(".yml")) {
+            let has_axes = || -> Result<bool> {
+                let v: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(&path)?)?;
+                Ok(v.get("axes").is_some())
+            };
+            if name == "sweep.yaml" || has_axes().unwrap_or(false) {
+                out.push(path);
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn committed_sweep_files_still_validate() -> Result<()> {
+    // What `sweep run` and `sweep slurm` check before anything starts (Sweep::load, then
+    // validate: every cell's config), without running: validation reads no model, so this needs
+    // none. A config key renamed or a range tightened later breaks the committed sweeps here.
+    let root = crate::common::root();
+    let mut files = Vec::new();
+    committed_sweep_files(&root, &mut files)?;
+    files.sort();
+    let quick = root.join("results/sweeps/quick/sweep.yaml");
+    assert!(files.contains(&quick), "{files:?}");
+    for file in &files {
+        let mut sweep = empathy_gym::sweep::Sweep::load(file)?;
+        // Relative base paths are relative to the working directory, the repository root.
+        if let empathy_gym::sweep::Base::File(p) = &mut sweep.base {
+            if p.is_relative() {
+                *p = root.join(&*p);
+            }
+        }
+        let configs = sweep.validate()?; // its errors name the file
+        assert_eq!(configs.len(), sweep.cells.len(), "{}", file.display());
+        eprintln!("{}: {} cells valid", file.display(), configs.len());
+    }
+    Ok(())
+}
+
 #[test]
 fn a_killed_local_sweep_resumes_and_matches_an_uninterrupted_one() -> Result<()> {
     let model = tiny_model_dir()?;
@@ -115,9 +166,24 @@ fn a_killed_local_sweep_resumes_and_matches_an_uninterrupted_one() -> Result<()>
     let whole = sweep_file(tmp.path(), model.path(), "whole", 6, axes, "[0]");
     let killed = sweep_file(tmp.path(), model.path(), "killed", 6, axes, "[0]");
 
-    let out = eg_ok(&["sweep", "run", whole.to_str().unwrap()]);
+    // The uninterrupted sweep runs its two cells side by side (--jobs 2); the killed one, one at a
+    // time. Their rows must still agree, and the base model is evaluated once (under its lock).
+    let out = eg_ok(&["sweep", "run", whole.to_str().unwrap(), "--jobs", "2"]);
+    assert!(out.contains("2 cells, 2 to run, 2 at a time"), "{out}");
     assert!(out.contains("2 of 2 cells done"), "{out}");
     crate::common::assert_words_for_people("sweep run", &out);
+    let whole_cells = tmp.path().join("whole/cells");
+    let mut base_evals = 0;
+    for cell in ["difficulty=moderate,seed=0", "difficulty=hard,seed=0"] {
+        let dir = whole_cells.join(cell);
+        assert!(dir.join("done").is_file(), "{cell} is not done");
+        let log = std::fs::read_to_string(dir.join("cell.log"))?;
+        base_evals += log.matches("evaluating the base model").count();
+    }
+    assert_eq!(
+        base_evals, 1,
+        "the base model was not evaluated exactly once"
+    );
 
     // Kill the second run with SIGKILL once its second cell is past its first checkpoint.
     let mut child = Command::new(env!("CARGO_BIN_EXE_empathy-gym"))
