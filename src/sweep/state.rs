@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::grpo::read_metrics;
-use crate::train::run_files::METRICS_FILE;
+use crate::train::run_files::{CONFIG_FILE, METRICS_FILE};
+use crate::train::TrainConfig;
 
 /// Written last when a cell has finished.
 pub const DONE_FILE: &str = "done";
@@ -110,6 +111,14 @@ pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
     std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
 }
 
+/// Whether the run folder `dir` was started with `cfg`: its `config.yaml` read back with this
+/// version's defaults equals `cfg`. Compared as configs, not as text, so a cell started by an
+/// earlier version (without the keys added since, which take their defaults) still resumes, while
+/// a changed value does not. An unreadable or invalid file counts as another config.
+pub fn started_with(dir: &Path, cfg: &TrainConfig) -> bool {
+    TrainConfig::load(&dir.join(CONFIG_FILE), &[]).is_ok_and(|c| c.file == cfg.file)
+}
+
 /// Marks the cell in `dir` finished.
 pub fn write_done(dir: &Path, marker: &DoneMarker) -> Result<()> {
     let json = serde_json::to_string_pretty(marker)
@@ -120,6 +129,36 @@ pub fn write_done(dir: &Path, marker: &DoneMarker) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_config_written_before_newer_keys_still_matches_but_a_changed_value_does_not() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = Path::new("cell.yaml");
+        let cfg = TrainConfig::from_yaml("run: c\ngrpo:\n  steps: 4\n", path, &[]).unwrap();
+        let full = cfg.to_yaml().unwrap();
+        assert!(full.contains("simulator:") && full.contains("stability:"));
+        // As an earlier version wrote it: without the sections added since.
+        let older: String = full
+            .split_inclusive('\n')
+            .scan(false, |skipping, line| {
+                if !line.starts_with(' ') {
+                    *skipping = line.starts_with("simulator:") || line.starts_with("stability:");
+                }
+                Some(if *skipping { "" } else { line })
+            })
+            .collect();
+        assert!(!older.contains("simulator:"));
+        std::fs::write(tmp.path().join(CONFIG_FILE), &older).unwrap();
+        assert!(started_with(tmp.path(), &cfg));
+        std::fs::write(
+            tmp.path().join(CONFIG_FILE),
+            older.replace("steps: 4", "steps: 5"),
+        )
+        .unwrap();
+        assert!(!started_with(tmp.path(), &cfg));
+        std::fs::remove_file(tmp.path().join(CONFIG_FILE)).unwrap();
+        assert!(!started_with(tmp.path(), &cfg));
+    }
 
     #[test]
     fn states_follow_the_files() {

@@ -10,7 +10,7 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::Parser;
 use empathy_gym::sweep::collect::{BASE, TRAINED};
-use empathy_gym::sweep::state::{write_atomic, write_done, DoneMarker, FAILED_FILE};
+use empathy_gym::sweep::state::{started_with, write_atomic, write_done, DoneMarker, FAILED_FILE};
 use empathy_gym::sweep::{read_state, CellState, Sweep, EMPATHY_DIR, FACTUAL_DIR};
 use empathy_gym::train::run_files::{CONFIG_FILE, METRICS_FILE};
 use empathy_gym::train::TrainConfig;
@@ -68,10 +68,7 @@ fn train_and_evaluate(
     let dir = cfg.run_dir.clone();
     let resume = dir.join(METRICS_FILE).is_file();
     if resume {
-        // Compared as configs, not as text: a config written by an earlier version, which lacks
-        // keys added since (their defaults), still resumes; a changed value does not.
-        let written = TrainConfig::load(&dir.join(CONFIG_FILE), &[]).map(|c| c.file);
-        if written.ok().as_ref() != Some(&cfg.file) {
+        if !started_with(&dir, &cfg) {
             anyhow::bail!(empathy_gym::Error::input(
                 dir.join(CONFIG_FILE),
                 "document",
