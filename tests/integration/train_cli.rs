@@ -24,21 +24,29 @@ fn output_text(o: &std::process::Output) -> String {
     )
 }
 
-#[test]
-fn train_and_export_commands_with_the_real_simulator() -> Result<()> {
-    let model = tiny_model_dir()?;
-    let work = tempfile::tempdir()?;
-    let cfg = work.path().join("cfg.yaml");
+/// A tiny-model training config written to `work/cfg.yaml`: run `cli` in `work`, one-turn
+/// dialogues, 2 steps of 1 profile x 2 dialogues; `extra` adds top-level sections. Tests change
+/// the rest with `--set`.
+fn tiny_config(work: &std::path::Path, model: &std::path::Path, extra: &str) -> Result<String> {
+    let cfg = work.join("cfg.yaml");
     std::fs::write(
         &cfg,
         format!(
             "run: cli\nresults_dir: {}\nmodel:\n  path: {}\nlora:\n  rank: 2\nenv:\n  knobs:\n    max_turns: 1\n\
-sampling:\n  max_new_tokens: 4\ngrpo:\n  steps: 2\n  profiles_per_step: 1\n  group_size: 2\n",
-            work.path().display(),
-            model.path().display()
+sampling:\n  max_new_tokens: 4\ngrpo:\n  steps: 2\n  profiles_per_step: 1\n  group_size: 2\n{extra}",
+            work.display(),
+            model.display()
         ),
     )?;
-    let cfg = cfg.to_str().unwrap();
+    Ok(cfg.to_string_lossy().into_owned())
+}
+
+#[test]
+fn train_and_export_commands_with_the_real_simulator() -> Result<()> {
+    let model = tiny_model_dir()?;
+    let work = tempfile::tempdir()?;
+    let cfg = tiny_config(work.path(), model.path(), "")?;
+    let cfg = cfg.as_str();
     // A misspelt key through --set is bad input: exit code 2, the file and the key named.
     let o = eg(&["train", "--config", cfg, "--set", "grpo.stepz=3"]);
     assert_eq!(o.status.code(), Some(2), "{}", output_text(&o));
@@ -95,17 +103,19 @@ sampling:\n  max_new_tokens: 4\ngrpo:\n  steps: 2\n  profiles_per_step: 1\n  gro
 fn auto_difficulty_trains_logs_its_knobs_and_replays() -> Result<()> {
     let model = tiny_model_dir()?;
     let work = tempfile::tempdir()?;
-    let cfg = work.path().join("cfg.yaml");
-    std::fs::write(
+    let cfg = tiny_config(work.path(), model.path(), "")?;
+    let o = eg(&[
+        "train",
+        "--config",
         &cfg,
-        format!(
-            "run: auto\nresults_dir: {}\nmodel:\n  path: {}\nlora:\n  rank: 2\nenv:\n  difficulty: auto\n  knobs:\n    max_turns: 1\n\
-sampling:\n  max_new_tokens: 4\ngrpo:\n  steps: 3\n  profiles_per_step: 1\n  group_size: 2\n",
-            work.path().display(),
-            model.path().display()
-        ),
-    )?;
-    let o = eg(&["train", "--config", cfg.to_str().unwrap(), "--quiet"]);
+        "--quiet",
+        "--set",
+        "run=auto",
+        "--set",
+        "grpo.steps=3",
+        "--set",
+        "env.difficulty=auto",
+    ]);
     assert!(o.status.success(), "{}", output_text(&o));
     assert!(output_text(&o).contains("profiles (train, auto)"));
     let run = work.path().join("auto");
@@ -159,18 +169,9 @@ fn train_against_llm_user(
         &server.url,
         "retries: 0\ntimeout_s: 30\nparse_retries: 1\n",
     );
-    let cfg = work.join("cfg.yaml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "run: llm\nresults_dir: {}\nmodel:\n  path: {}\nlora:\n  rank: 2\nenv:\n  knobs:\n    max_turns: 1\n\
-simulator:\n  kind: llm\n  config: {settings}\nsampling:\n  max_new_tokens: 4\n\
-grpo:\n  steps: 2\n  profiles_per_step: 1\n  group_size: 2\n",
-            work.display(),
-            model.display()
-        ),
-    )?;
-    let mut all = vec!["train", "--config", cfg.to_str().unwrap(), "--quiet"];
+    let simulator = format!("simulator:\n  kind: llm\n  config: {settings}\n");
+    let cfg = tiny_config(work, model, &simulator)?;
+    let mut all = vec!["train", "--config", &cfg, "--quiet", "--set", "run=llm"];
     all.extend_from_slice(args);
     let o = eg(&all);
     assert!(o.status.success(), "{}", output_text(&o));
