@@ -54,11 +54,13 @@ pub fn token_logprobs(
     temperature: f64,
 ) -> Result<Tensor> {
     let (ids, mask, t) = pad_batch(model, batch)?;
-    let hidden = model.forward(&ids, None, mode, pass)?.narrow(1, 0, t - 1)?;
-    let mut logits = model.logits(&hidden, pass)?;
+    let mut hidden = model.forward(&ids, None, mode, pass)?.narrow(1, 0, t - 1)?;
     if temperature != 1.0 {
-        logits = (logits / temperature)?;
+        // logits / T = head(hidden / T): scaling the hidden state (576 wide for SmolLM2) instead
+        // of the logits (49152 wide) costs 85x less, forward and backward.
+        hidden = (hidden / temperature)?;
     }
+    let logits = model.logits(&hidden, pass)?;
     let (b, rows, vocab) = logits.dims3()?;
     let targets = ids.narrow(1, 1, t - 1)?.contiguous()?.flatten_all()?;
     let picked =
