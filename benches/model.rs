@@ -132,6 +132,8 @@ fn device_name(dev: &Device) -> &'static str {
 }
 
 fn main() -> anyhow::Result<()> {
+    // As the binary does: candle's thread count decided once, not per matmul.
+    empathy_gym::model::fix_thread_count();
     // A missing model is an error (non-zero exit, every place tried), never a silent skip.
     let path = common::bench_model(DEFAULT_POLICY)?;
     let mut c = Criterion::default().configure_from_args();

@@ -20,6 +20,7 @@ pub mod lora;
 pub mod ops;
 pub mod rope;
 pub mod sampler;
+pub mod threads;
 pub mod tokenizer;
 pub mod weights;
 
@@ -31,3 +32,4 @@ pub use load::{default_policy_path, load_model, LoadOptions};
 pub use locate::{find_model, models_dir, ModelSearch, DEFAULT_EMBEDDER, DEFAULT_POLICY};
 pub use lora::{AdapterMode, LoraConfig, LoraTarget, Pass};
 pub use sampler::SamplingParams;
+pub use threads::fix_thread_count;
