@@ -55,8 +55,9 @@ def main(out):
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, rs in groups.items():
         def ms(xs, fmt):
-            sd = st.stdev(xs) if len(xs) > 1 else float("nan")
-            return f"{st.mean(xs):{fmt}} ± {sd:{fmt[1:]}}"
+            if len(xs) < 2:  # one seed: no spread to report
+                return f"{st.mean(xs):{fmt}}"
+            return f"{st.mean(xs):{fmt}} ± {st.stdev(xs):{fmt.lstrip('+')}}"
         rises = [r[4] for r in rs]
         print(f"| {name} | {len(rs)} | {ms(rises, '+.3f')} | {sum(x > 0 for x in rises)} of {len(rs)} "
               f"| {ms([r[5] for r in rs], '.1f')} | {ms([r[6] for r in rs], '.1f')} "
