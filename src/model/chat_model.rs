@@ -9,7 +9,7 @@ use tokenizers::Tokenizer;
 use super::adapters::{load_vars, save_vars};
 use super::chat_template::{ChatMessage, ChatTemplate};
 use super::config::ModelConfig;
-use super::generate::generate_tokens;
+use super::generate::{generate_continuing, generate_tokens, Continuation, RawGeneration};
 use super::llama::Llama;
 use super::logprobs;
 use super::lora::{AdapterMode, LoraConfig, Pass};
@@ -104,6 +104,33 @@ impl ChatModel {
             &self.stop_tokens,
             AdapterMode::On,
         )?;
+        self.decoded(raw)
+    }
+
+    /// As [`ChatModel::generate`] for dialogues that go on: a prompt that extends `conts[i]`
+    /// (what sequence i's previous call left there) prefills only the new tokens; on return
+    /// `conts[i]` holds what this call's sequence i leaves for the next.
+    pub fn generate_continuing(
+        &self,
+        prompts: &[Vec<u32>],
+        seeds: &[u64],
+        params: &SamplingParams,
+        conts: &mut [Option<Continuation>],
+    ) -> Result<Vec<Generation>> {
+        let raw = generate_continuing(
+            &self.model,
+            prompts,
+            seeds,
+            params,
+            &self.stop_tokens,
+            AdapterMode::On,
+            conts,
+        )?;
+        self.decoded(raw)
+    }
+
+    /// Generations with their text (stop token and special tokens left out).
+    fn decoded(&self, raw: Vec<RawGeneration>) -> Result<Vec<Generation>> {
         raw.into_iter()
             .map(|g| {
                 let body = if g.stopped {

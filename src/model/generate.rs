@@ -2,6 +2,12 @@
 //! once and their cache rows copied; every sequence draws from its own ChaCha8 stream (seeded by
 //! the caller), so a sample does not depend on what else is in the batch; finished sequences
 //! leave the batch and the cache shrinks with them.
+//!
+//! A multi-turn dialogue can be continued instead of prefilled again: `generate_continuing` hands
+//! back, per sequence, a [`Continuation`] (the cache of its prompt and reply), and a later prompt
+//! that extends those tokens prefills only the new part (the user's next message). The keys of
+//! the earlier reply are then the ones computed while sampling it, equal to a fresh prefill's up
+//! to rounding (`model::tests` pins both paths' logits to each other).
 
 use std::collections::HashMap;
 
@@ -61,6 +67,44 @@ fn prefill(model: &Llama, prompt: &[u32], mode: AdapterMode) -> Result<(KvCache,
     Ok((cache, logits))
 }
 
+/// Runs `rest` through the model after the tokens cached in `cache` (one row); returns the
+/// extended cache and the last position's logits.
+pub fn prefill_from(
+    model: &Llama,
+    mut cache: KvCache,
+    rest: &[u32],
+    mode: AdapterMode,
+) -> Result<(KvCache, Vec<f32>)> {
+    if rest.is_empty() {
+        return Err(Error::Other("prefill_from: nothing to add".into()));
+    }
+    let ids = Tensor::new(rest, model.device())?.unsqueeze(0)?;
+    let hidden = model.forward(&ids, Some(&mut cache), mode, Pass::Infer)?;
+    let last = hidden.narrow(1, rest.len() - 1, 1)?;
+    let logits = model
+        .logits(&last, Pass::Infer)?
+        .flatten_all()?
+        .to_dtype(candle_core::DType::F32)?
+        .to_vec1()?;
+    Ok((cache, logits))
+}
+
+/// What a finished sequence leaves for its next turn: the tokens whose keys and values are
+/// cached (the prompt and every sampled token but the last, which was never fed back) and that
+/// single-row cache.
+#[derive(Debug)]
+pub struct Continuation {
+    tokens: Vec<u32>,
+    cache: KvCache,
+}
+
+impl Continuation {
+    /// The cached tokens.
+    pub fn tokens(&self) -> &[u32] {
+        &self.tokens
+    }
+}
+
 /// Generates continuations of `prompts`; sequence i samples with `ChaCha8Rng::seed_from_u64(seeds[i])`.
 pub fn generate_tokens(
     model: &Llama,
@@ -69,6 +113,47 @@ pub fn generate_tokens(
     params: &SamplingParams,
     stop: &[u32],
     mode: AdapterMode,
+) -> Result<Vec<RawGeneration>> {
+    generate(model, prompts, seeds, params, stop, mode, None)
+}
+
+/// As [`generate_tokens`], continuing from `conts`: a prompt that strictly extends `conts[i]`'s
+/// tokens prefills only the extension (any other prompt is prefilled whole). On return `conts[i]`
+/// holds sequence i's continuation for its next turn.
+pub fn generate_continuing(
+    model: &Llama,
+    prompts: &[Vec<u32>],
+    seeds: &[u64],
+    params: &SamplingParams,
+    stop: &[u32],
+    mode: AdapterMode,
+    conts: &mut [Option<Continuation>],
+) -> Result<Vec<RawGeneration>> {
+    if conts.len() != prompts.len() {
+        return Err(Error::Other(format!(
+            "generate: {} prompts but {} continuations",
+            prompts.len(),
+            conts.len()
+        )));
+    }
+    generate(model, prompts, seeds, params, stop, mode, Some(conts))
+}
+
+/// A prefill to run: a whole prompt (shared by identical prompts) or the rest of one prompt after
+/// its sequence's continuation.
+enum Prefill<'p> {
+    Whole(&'p [u32]),
+    Rest(Continuation, &'p [u32]),
+}
+
+fn generate(
+    model: &Llama,
+    prompts: &[Vec<u32>],
+    seeds: &[u64],
+    params: &SamplingParams,
+    stop: &[u32],
+    mode: AdapterMode,
+    mut conts: Option<&mut [Option<Continuation>]>,
 ) -> Result<Vec<RawGeneration>> {
     check_inputs(model, prompts, seeds)?;
     let mut out: Vec<RawGeneration> = prompts
@@ -81,22 +166,32 @@ pub fn generate_tokens(
     if params.max_new_tokens == 0 || prompts.is_empty() {
         return Ok(out);
     }
-    // Identical prompts share one prefill.
+    // A prompt extending its continuation prefills the rest; identical other prompts share one.
     let mut unique: HashMap<&[u32], usize> = HashMap::new();
-    let mut order: Vec<&[u32]> = Vec::new();
-    let src: Vec<usize> = prompts
-        .iter()
-        .map(|p| {
-            *unique.entry(p.as_slice()).or_insert_with(|| {
-                order.push(p.as_slice());
+    let mut order: Vec<Prefill> = Vec::new();
+    let mut src = Vec::with_capacity(prompts.len());
+    for (i, p) in prompts.iter().enumerate() {
+        let cont = conts.as_deref_mut().and_then(|c| c[i].take());
+        let u = match cont {
+            Some(c) if p.len() > c.tokens.len() && p.starts_with(&c.tokens) => {
+                let rest = &p[c.tokens.len()..];
+                order.push(Prefill::Rest(c, rest));
                 order.len() - 1
-            })
-        })
-        .collect();
+            }
+            _ => *unique.entry(p.as_slice()).or_insert_with(|| {
+                order.push(Prefill::Whole(p.as_slice()));
+                order.len() - 1
+            }),
+        };
+        src.push(u);
+    }
     let mut prefixes = Vec::with_capacity(order.len());
     let mut first_logits = Vec::with_capacity(order.len());
-    for p in &order {
-        let (c, l) = prefill(model, p, mode)?;
+    for job in order {
+        let (c, l) = match job {
+            Prefill::Whole(p) => prefill(model, p, mode)?,
+            Prefill::Rest(cont, rest) => prefill_from(model, cont.cache, rest, mode)?,
+        };
         prefixes.push(c);
         first_logits.push(l);
     }
@@ -109,6 +204,15 @@ pub fn generate_tokens(
         let tok = sample_token(&first_logits[src[i]], params, &mut rngs[i]);
         if !push_token(&mut out[i], tok, stop, params.max_new_tokens) {
             live.push(i);
+        } else {
+            leave(
+                conts.as_deref_mut(),
+                i,
+                &prompts[i],
+                &out[i].tokens,
+                &prefixes[src[i]],
+                0,
+            )?;
         }
     }
     if live.is_empty() {
@@ -134,6 +238,15 @@ pub fn generate_tokens(
             let tok = sample_token(&logits[row], params, &mut rngs[i]);
             if !push_token(&mut out[i], tok, stop, params.max_new_tokens) {
                 keep.push(row);
+            } else {
+                leave(
+                    conts.as_deref_mut(),
+                    i,
+                    &prompts[i],
+                    &out[i].tokens,
+                    &cache,
+                    row,
+                )?;
             }
         }
         if keep.is_empty() {
@@ -145,6 +258,26 @@ pub fn generate_tokens(
         }
     }
     Ok(out)
+}
+
+/// Stores finished sequence i's continuation (its prompt, its sampled tokens but the last, and
+/// `row` of `cache`, which holds exactly those) when continuations are kept.
+fn leave(
+    conts: Option<&mut [Option<Continuation>]>,
+    i: usize,
+    prompt: &[u32],
+    sampled: &[u32],
+    cache: &KvCache,
+    row: usize,
+) -> Result<()> {
+    if let Some(c) = conts {
+        let mut tokens = prompt.to_vec();
+        tokens.extend_from_slice(&sampled[..sampled.len() - 1]);
+        let cache = cache.row(row)?;
+        debug_assert_eq!(cache.len(), tokens.len());
+        c[i] = Some(Continuation { tokens, cache });
+    }
+    Ok(())
 }
 
 /// Appends `tok`; returns true when the sequence is finished.

@@ -193,6 +193,33 @@ impl KvCache {
         })
     }
 
+    /// Row `r`'s valid columns as a single-row cache in storage of its own, full (capacity =
+    /// length): extending it reallocates, so it never writes into storage another cache shares.
+    pub fn row(&self, r: usize) -> Result<KvCache> {
+        let s = *self
+            .start
+            .get(r)
+            .ok_or_else(|| Error::Other(format!("kv cache has no row {r}")))?;
+        let n = self.len - s;
+        let copy = |x: &Tensor| -> Result<Tensor> {
+            let (_, h, _, d) = x.dims4()?;
+            let out = Tensor::zeros((1, h, n, d), x.dtype(), x.device())?;
+            out.slice_set(&x.narrow(0, r, 1)?.narrow(2, s, n)?.contiguous()?, 2, 0)?;
+            Ok(out)
+        };
+        let layers = self
+            .layers
+            .iter()
+            .map(|(k, v)| Ok((copy(k)?, copy(v)?)))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(KvCache {
+            layers,
+            len: n,
+            cap: n,
+            start: vec![0],
+        })
+    }
+
     fn device(&self) -> Result<Device> {
         match self.layers.first() {
             Some((k, _)) => Ok(k.device().clone()),
@@ -269,6 +296,34 @@ mod tests {
         assert_eq!(got, vec![4., 5., 0., 1.]);
         c.retain_rows(&[])?;
         assert_eq!(c.batch(), 0);
+        Ok(())
+    }
+
+    #[test]
+    fn a_row_is_its_valid_columns_in_storage_of_its_own() -> Result<()> {
+        let dev = Device::Cpu;
+        let mut a = KvCache::new(1, 1, 1, 1, 3, DType::F32, &dev)?;
+        let k = Tensor::new(&[1f32, 2., 3.], &dev)?.reshape((1, 1, 3, 1))?;
+        a.append(0, &k, &k)?;
+        a.advance(3);
+        let mut b = KvCache::new(1, 1, 1, 1, 1, DType::F32, &dev)?;
+        let k1 = Tensor::full(9f32, (1, 1, 1, 1), &dev)?;
+        b.append(0, &k1, &k1)?;
+        b.advance(1);
+        let batch = KvCache::from_prefixes(&[a, b], &[0, 1], 2)?;
+        let mut row1 = batch.row(1)?;
+        assert_eq!((row1.len(), row1.cap, row1.starts()), (1, 1, &[0][..]));
+        let row0 = batch.row(0)?;
+        let (k, _) = &row0.layers[0];
+        assert_eq!(k.flatten_all()?.to_vec1::<f32>()?, vec![1., 2., 3.]);
+        // Extending the row leaves the batch cache as it was.
+        let x = Tensor::full(5f32, (1, 1, 1, 1), &dev)?;
+        let (k, _) = row1.append(0, &x, &x)?;
+        assert_eq!(k.flatten_all()?.to_vec1::<f32>()?, vec![9., 5.]);
+        let (bk, _) = &batch.layers[0];
+        let bk = bk.narrow(0, 1, 1)?.flatten_all()?.to_vec1::<f32>()?;
+        assert_eq!(&bk[..4], &[0., 0., 9., 0.]);
+        assert!(batch.row(2).is_err());
         Ok(())
     }
 

@@ -27,6 +27,7 @@ pub mod weights;
 pub use chat_model::{ChatModel, Generation, ModelSource};
 pub use chat_template::{ChatMessage, ChatTemplate, Role};
 pub use config::{Arch, ModelConfig, RopeLayout};
+pub use generate::Continuation;
 pub use llama::Llama;
 pub use load::{default_policy_path, load_model, LoadOptions};
 pub use locate::{find_model, models_dir, ModelSearch, DEFAULT_EMBEDDER, DEFAULT_POLICY};

@@ -4,7 +4,9 @@
 //!
 //! Prompts grow by concatenation: the first prompt is the rendered system prompt and opening; each
 //! later prompt is the previous one, plus the sampled reply, plus the template text up to the next
-//! reply (the user's answer and the generation prompt). Think-then-say: the `<think>` part stays in
+//! reply (the user's answer and the generation prompt), so each dialogue's cache carries over from
+//! one reply to the next and only the new text is prefilled (`ChatModel::generate_continuing`).
+//! Think-then-say: the `<think>` part stays in
 //! the sequence (it is trained on) while the user sees only the reply.
 
 use std::time::Instant;
@@ -12,6 +14,7 @@ use std::time::Instant;
 use super::sequence::{text_after_reply, TokenSequence};
 use crate::episode::{split_think, ModelPolicy, Policy, PolicyRef, PolicyReply, PolicyRequest};
 use crate::error::{Error, Result};
+use crate::model::Continuation;
 
 /// A [`ModelPolicy`] that records token sequences.
 pub struct TrainPolicy<'m> {
@@ -19,6 +22,8 @@ pub struct TrainPolicy<'m> {
     seqs: Vec<TokenSequence>,
     /// The stop token that ended each dialogue's last reply (None when the length cap did).
     last_stop: Vec<Option<u32>>,
+    /// Each dialogue's cache after its last reply, continued by the next.
+    conts: Vec<Option<Continuation>>,
     gen_seconds: f64,
     generated: usize,
 }
@@ -30,6 +35,7 @@ impl<'m> TrainPolicy<'m> {
             inner,
             seqs: vec![TokenSequence::new(); episodes],
             last_stop: vec![None; episodes],
+            conts: (0..episodes).map(|_| None).collect(),
             gen_seconds: 0.0,
             generated: 0,
         }
@@ -102,12 +108,21 @@ impl Policy for TrainPolicy<'_> {
             .iter()
             .map(|r| self.seed_of(r.episode, r.turn))
             .collect();
+        let mut conts: Vec<Option<Continuation>> = requests
+            .iter()
+            .map(|r| self.conts[r.episode].take())
+            .collect();
         let t0 = Instant::now();
-        let gens = self
-            .inner
-            .model
-            .generate(&prompts, &seeds, &self.inner.params)?;
+        let gens = self.inner.model.generate_continuing(
+            &prompts,
+            &seeds,
+            &self.inner.params,
+            &mut conts,
+        )?;
         self.gen_seconds += t0.elapsed().as_secs_f64();
+        for (r, c) in requests.iter().zip(conts) {
+            self.conts[r.episode] = c;
+        }
         let mut out = Vec::with_capacity(gens.len());
         for (r, g) in requests.iter().zip(gens) {
             self.generated += g.tokens.len();

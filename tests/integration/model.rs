@@ -179,6 +179,86 @@ fn batched_generation_equals_one_at_a_time() -> Result<()> {
 }
 
 #[test]
+fn continued_dialogues_prefill_only_what_is_new_and_sample_as_a_fresh_prefill_does() -> Result<()> {
+    let (_d, mut m) = tiny(TinySpec::llama(), &LoadOptions::default())?;
+    m.stop_tokens.clear();
+    let a = m.encode_chat(&user("hello"), true)?;
+    let b = m.encode_chat(&user("the 12 tell hell, a longer message"), true)?;
+    // b stops at its first token (its continuation is then the prefill's cache); a runs to the cap.
+    let b_first = m.generate(std::slice::from_ref(&b), &[0], &greedy(1))?[0].tokens[0];
+    m.stop_tokens = vec![b_first];
+    let prompts = vec![a.clone(), b.clone()];
+    let mut conts = vec![None, None];
+    let first = m.generate_continuing(&prompts, &[0, 0], &greedy(10), &mut conts)?;
+    assert_eq!(first, m.generate(&prompts, &[0, 0], &greedy(10))?);
+    assert!(first[1].stopped && first[1].tokens.len() == 1);
+    for (i, (g, c)) in first.iter().zip(&conts).enumerate() {
+        // Cached: the prompt and every sampled token but the last (never fed back).
+        let want = [&prompts[i][..], &g.tokens[..g.tokens.len() - 1]].concat();
+        assert_eq!(
+            c.as_ref().map(|c| c.tokens()),
+            Some(&want[..]),
+            "dialogue {i}"
+        );
+    }
+    // The next turn: what the dialogue said so far, then the user's answer. The third prompt does
+    // not extend its continuation (a new dialogue) and is prefilled whole.
+    let tail =
+        m.encode("<|im_end|>\n<|im_start|>user\nthe hello<|im_end|>\n<|im_start|>assistant\n")?;
+    let second: Vec<Vec<u32>> = (0..2)
+        .map(|i| [&prompts[i][..], &first[i].tokens[..], &tail[..]].concat())
+        .chain([b[..9].to_vec()])
+        .collect();
+    conts.push(None);
+    m.stop_tokens.clear();
+    let seeds = [5, 6, 7];
+    let fresh = m.generate(&second, &seeds, &greedy(10))?;
+    let continued = m.generate_continuing(&second, &seeds, &greedy(10), &mut conts)?;
+    assert_eq!(continued, fresh);
+    // Sampling too: the same draws.
+    let params = SamplingParams {
+        temperature: 0.7,
+        top_p: 0.9,
+        max_new_tokens: 10,
+        greedy: false,
+    };
+    let mut conts2 = vec![None, None];
+    m.generate_continuing(&prompts, &[0, 0], &greedy(10), &mut conts2)?;
+    let second2 = &second[..2];
+    assert_eq!(
+        m.generate_continuing(second2, &seeds[..2], &params, &mut conts2)?,
+        m.generate(second2, &seeds[..2], &params)?
+    );
+    Ok(())
+}
+
+#[test]
+fn prefill_after_a_cache_gives_a_whole_prefills_logits() -> Result<()> {
+    use empathy_gym::model::generate::prefill_from;
+    for spec in [TinySpec::llama(), TinySpec::qwen2()] {
+        let (_d, m) = tiny(spec, &lora_opts(4))?;
+        randomize_lora_b(&m, 1)?;
+        let p = m.encode_chat(&user("the 12 tell hell, a longer message"), true)?;
+        let whole = m.model.new_cache(1, p.len())?;
+        let (_, want) = prefill_from(&m.model, whole, &p, AdapterMode::On)?;
+        let k = p.len() / 2;
+        let mut cache = m.model.new_cache(1, k)?;
+        let x = Tensor::new(&p[..k], &Device::Cpu)?.unsqueeze(0)?;
+        m.model
+            .forward(&x, Some(&mut cache), AdapterMode::On, Pass::Infer)?;
+        let (c, got) = prefill_from(&m.model, cache, &p[k..], AdapterMode::On)?;
+        assert_eq!(c.len(), p.len());
+        let diff = want
+            .iter()
+            .zip(&got)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max);
+        assert!(diff < 1e-4, "qwen2={}: max |logit diff| {diff}", spec.qwen2);
+    }
+    Ok(())
+}
+
+#[test]
 fn every_lora_tensor_gets_a_gradient_and_no_base_weight_does() -> Result<()> {
     for spec in [TinySpec::llama(), TinySpec::qwen2()] {
         let (_d, m) = tiny(spec, &lora_opts(4))?;
