@@ -1,11 +1,14 @@
 //! A chat LLM as the policy: every live dialogue is rendered with the model's chat template and all
 //! of them are sampled in one batch. Think-then-say: a `<think>...</think>` section before the
-//! reply is split off; the user sees only the reply.
+//! reply is split off; the user sees only the reply. Each dialogue's KV cache carries over to its
+//! next reply as far as the newly rendered prompt repeats the tokens cached (re-rendering a reply's
+//! text does not always give back its sampled ids): a policy's weights must not change while it
+//! lives (the trainer makes one per step).
 
 use super::policy::{Policy, PolicyReply, PolicyRequest};
 use super::record::{PolicyRef, Turn};
 use crate::error::Result;
-use crate::model::{ChatMessage, ChatModel, Role, SamplingParams};
+use crate::model::{ChatMessage, ChatModel, Continuation, Role, SamplingParams};
 
 /// The default system prompt of the policy.
 pub const DEFAULT_SYSTEM: &str = "You are a warm, attentive listener. Someone is telling you about something hard in their life. Reply in two or three sentences.";
@@ -21,6 +24,8 @@ pub struct ModelPolicy<'m> {
     pub checkpoint: Option<String>,
     /// Whether the model is asked to think before it answers.
     pub think: bool,
+    /// Each dialogue's cache after its last reply, by episode index.
+    conts: Vec<Option<Continuation>>,
 }
 
 impl<'m> ModelPolicy<'m> {
@@ -33,6 +38,7 @@ impl<'m> ModelPolicy<'m> {
             seed,
             checkpoint: None,
             think: false,
+            conts: Vec::new(),
         }
     }
 
@@ -84,7 +90,20 @@ impl Policy for ModelPolicy<'_> {
             .iter()
             .map(|r| crate::seed::derive(self.seed, ((r.episode as u64) << 8) | u64::from(r.turn)))
             .collect();
-        let gens = self.model.generate(&prompts, &seeds, &self.params)?;
+        let need = requests.iter().map(|r| r.episode + 1).max().unwrap_or(0);
+        if self.conts.len() < need {
+            self.conts.resize_with(need, || None);
+        }
+        let mut conts: Vec<Option<Continuation>> = requests
+            .iter()
+            .map(|r| self.conts[r.episode].take())
+            .collect();
+        let gens = self
+            .model
+            .generate_continuing(&prompts, &seeds, &self.params, &mut conts)?;
+        for (r, c) in requests.iter().zip(conts) {
+            self.conts[r.episode] = c;
+        }
         Ok(gens
             .into_iter()
             .map(|g| {

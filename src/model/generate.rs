@@ -117,9 +117,10 @@ pub fn generate_tokens(
     generate(model, prompts, seeds, params, stop, mode, None)
 }
 
-/// As [`generate_tokens`], continuing from `conts`: a prompt that strictly extends `conts[i]`'s
-/// tokens prefills only the extension (any other prompt is prefilled whole). On return `conts[i]`
-/// holds sequence i's continuation for its next turn.
+/// As [`generate_tokens`], continuing from `conts`: a prompt that shares a prefix with
+/// `conts[i]`'s tokens prefills only what follows it (a prompt sharing nothing is prefilled
+/// whole). On return `conts[i]` holds sequence i's continuation for its next turn. The cached
+/// keys are only valid for the weights that computed them: continue within one set of weights.
 pub fn generate_continuing(
     model: &Llama,
     prompts: &[Vec<u32>],
@@ -140,10 +141,10 @@ pub fn generate_continuing(
 }
 
 /// A prefill to run: a whole prompt (shared by identical prompts) or the rest of one prompt after
-/// its sequence's continuation.
+/// the part of its sequence's continuation it shares.
 enum Prefill<'p> {
     Whole(&'p [u32]),
-    Rest(Continuation, &'p [u32]),
+    Rest(KvCache, &'p [u32]),
 }
 
 fn generate(
@@ -166,16 +167,25 @@ fn generate(
     if params.max_new_tokens == 0 || prompts.is_empty() {
         return Ok(out);
     }
-    // A prompt extending its continuation prefills the rest; identical other prompts share one.
+    // A prompt sharing a prefix with its continuation prefills only the rest (at least its last
+    // token, whose logits are needed); identical other prompts share one prefill.
     let mut unique: HashMap<&[u32], usize> = HashMap::new();
     let mut order: Vec<Prefill> = Vec::new();
     let mut src = Vec::with_capacity(prompts.len());
     for (i, p) in prompts.iter().enumerate() {
         let cont = conts.as_deref_mut().and_then(|c| c[i].take());
+        let shared = cont.as_ref().map_or(0, |c| {
+            let common = p.iter().zip(&c.tokens).take_while(|(a, b)| a == b).count();
+            common.min(p.len() - 1)
+        });
         let u = match cont {
-            Some(c) if p.len() > c.tokens.len() && p.starts_with(&c.tokens) => {
-                let rest = &p[c.tokens.len()..];
-                order.push(Prefill::Rest(c, rest));
+            Some(c) if shared > 0 => {
+                let cache = if shared == c.tokens.len() {
+                    c.cache
+                } else {
+                    c.cache.row_prefix(0, shared)?
+                };
+                order.push(Prefill::Rest(cache, &p[shared..]));
                 order.len() - 1
             }
             _ => *unique.entry(p.as_slice()).or_insert_with(|| {
@@ -190,7 +200,7 @@ fn generate(
     for job in order {
         let (c, l) = match job {
             Prefill::Whole(p) => prefill(model, p, mode)?,
-            Prefill::Rest(cont, rest) => prefill_from(model, cont.cache, rest, mode)?,
+            Prefill::Rest(cache, rest) => prefill_from(model, cache, rest, mode)?,
         };
         prefixes.push(c);
         first_logits.push(l);

@@ -200,7 +200,21 @@ impl KvCache {
             .start
             .get(r)
             .ok_or_else(|| Error::Other(format!("kv cache has no row {r}")))?;
-        let n = self.len - s;
+        self.row_prefix(r, self.len - s)
+    }
+
+    /// As [`KvCache::row`], keeping only the row's first `n` valid columns.
+    pub fn row_prefix(&self, r: usize, n: usize) -> Result<KvCache> {
+        let s = *self
+            .start
+            .get(r)
+            .ok_or_else(|| Error::Other(format!("kv cache has no row {r}")))?;
+        if n == 0 || s + n > self.len {
+            return Err(Error::Other(format!(
+                "kv cache row {r} has {} columns, not {n}",
+                self.len - s
+            )));
+        }
         let copy = |x: &Tensor| -> Result<Tensor> {
             let (_, h, _, d) = x.dims4()?;
             let out = Tensor::zeros((1, h, n, d), x.dtype(), x.device())?;
@@ -324,6 +338,9 @@ mod tests {
         let bk = bk.narrow(0, 1, 1)?.flatten_all()?.to_vec1::<f32>()?;
         assert_eq!(&bk[..4], &[0., 0., 9., 0.]);
         assert!(batch.row(2).is_err());
+        let (k, _) = &batch.row_prefix(0, 2)?.layers[0];
+        assert_eq!(k.flatten_all()?.to_vec1::<f32>()?, vec![1., 2.]);
+        assert!(batch.row_prefix(1, 2).is_err() && batch.row_prefix(0, 0).is_err());
         Ok(())
     }
 

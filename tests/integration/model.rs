@@ -215,6 +215,26 @@ fn continued_dialogues_prefill_only_what_is_new_and_sample_as_a_fresh_prefill_do
     let fresh = m.generate(&second, &seeds, &greedy(10))?;
     let continued = m.generate_continuing(&second, &seeds, &greedy(10), &mut conts)?;
     assert_eq!(continued, fresh);
+    // A prompt that leaves the cached tokens part way (a re-rendered reply tokenized otherwise)
+    // or repeats them exactly reuses the shared part.
+    let mut conts3 = vec![None, None];
+    let g3 = m.generate_continuing(&prompts, &[0, 0], &greedy(10), &mut conts3)?;
+    let cached_a = conts3[0]
+        .as_ref()
+        .map(|c| c.tokens().to_vec())
+        .unwrap_or_default();
+    let third = vec![
+        [&prompts[0][..], &g3[0].tokens[..2], &tail[..]].concat(),
+        conts3[1]
+            .as_ref()
+            .map(|c| c.tokens().to_vec())
+            .unwrap_or_default(),
+    ];
+    assert!(cached_a.len() > prompts[0].len() + 3 && third[1].len() > prompts[1].len());
+    assert_eq!(
+        m.generate_continuing(&third, &seeds[..2], &greedy(10), &mut conts3)?,
+        m.generate(&third, &seeds[..2], &greedy(10))?
+    );
     // Sampling too: the same draws.
     let params = SamplingParams {
         temperature: 0.7,
