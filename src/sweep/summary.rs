@@ -377,12 +377,39 @@ pub fn write_summary(
     if let Some(svg) = sage_chart(sweep, results) {
         plots.push(write(SAGE_SVG, &svg)?);
     }
-    files.push(write(
-        SUMMARY_MD,
-        &summary_markdown(sweep, results, base, &plots),
-    )?);
+    let md = dir.join(SUMMARY_MD);
+    let old = std::fs::read_to_string(&md).ok();
+    let generated = summary_markdown(sweep, results, base, &plots);
+    files.push(write(SUMMARY_MD, &keep_around(old.as_deref(), &generated))?);
     files.extend(plots);
     Ok(files)
+}
+
+/// Marks what `sweep collect` writes into summary.md; text a person writes above or below it
+/// (the reading of the results) survives the next collect.
+pub const BEGIN_MARK: &str = "<!-- sweep collect: begin (rewritten by `sweep collect`) -->";
+pub const END_MARK: &str = "<!-- sweep collect: end -->";
+
+/// The new summary.md: `generated` between the marks, in place of what `old` had between them,
+/// keeping `old`'s text around them. An `old` without marks that an earlier collect wrote (it
+/// opens with the same heading) is replaced; one a person wrote is kept above the marked part.
+pub fn keep_around(old: Option<&str>, generated: &str) -> String {
+    let marked = format!("{BEGIN_MARK}\n{}\n{END_MARK}", generated.trim_end());
+    let Some(old) = old.filter(|o| !o.trim().is_empty()) else {
+        return format!("{marked}\n");
+    };
+    if let Some(b) = old.find(BEGIN_MARK) {
+        if let Some(e) = old[b..].find(END_MARK) {
+            let after = &old[b + e + END_MARK.len()..];
+            return format!("{}{marked}{after}", &old[..b]);
+        }
+    }
+    let heading = generated.lines().next().unwrap_or_default();
+    if old.lines().next() == Some(heading) {
+        format!("{marked}\n")
+    } else {
+        format!("{}\n\n{marked}\n", old.trim_end())
+    }
 }
 
 /// The folder names under `dir` (sorted), e.g. the base models that were evaluated.
@@ -415,6 +442,28 @@ mod tests {
             std::path::Path::new("t.yaml"),
         )
         .unwrap()
+    }
+
+    #[test]
+    fn a_readers_text_around_the_collected_part_survives() {
+        let first = keep_around(None, "| table 1 |\n");
+        assert_eq!(first, format!("{BEGIN_MARK}\n| table 1 |\n{END_MARK}\n"));
+        let edited = format!("# Reading\nGRPO won.\n\n{first}\n## Limits\nOne seed.\n");
+        let again = keep_around(Some(&edited), "| table 2 |");
+        assert_eq!(
+            again,
+            format!("# Reading\nGRPO won.\n\n{BEGIN_MARK}\n| table 2 |\n{END_MARK}\n\n## Limits\nOne seed.\n")
+        );
+        // Without the marks: what an older collect wrote is replaced, a person's text kept.
+        let gen = "# Sweep `t`\n\nnew";
+        assert_eq!(
+            keep_around(Some("# Sweep `t`\n\nold"), gen),
+            format!("{BEGIN_MARK}\n{gen}\n{END_MARK}\n")
+        );
+        assert_eq!(
+            keep_around(Some("# Notes\nmine\n"), gen),
+            format!("# Notes\nmine\n\n{BEGIN_MARK}\n{gen}\n{END_MARK}\n")
+        );
     }
 
     /// Cell i finished with a reward curve ending at `r` and a SAGE score `s`; cell 3 unfinished.
