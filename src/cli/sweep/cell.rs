@@ -67,18 +67,16 @@ fn train_and_evaluate(
 ) -> anyhow::Result<()> {
     let dir = cfg.run_dir.clone();
     let resume = dir.join(METRICS_FILE).is_file();
-    if resume {
-        if !started_with(&dir, &cfg) {
-            anyhow::bail!(empathy_gym::Error::input(
-                dir.join(CONFIG_FILE),
-                "document",
-                format!(
-                    "cell {name} was started with another config than {} gives it now; \
-                     delete the cell's folder to start it again, or restore the sweep file",
-                    sweep.file.display()
-                )
-            ));
-        }
+    if resume && !started_with(&dir, &cfg) {
+        anyhow::bail!(empathy_gym::Error::input(
+            dir.join(CONFIG_FILE),
+            "document",
+            format!(
+                "cell {name} was started with another config than {} gives it now; \
+                 delete the cell's folder to start it again, or restore the sweep file",
+                sweep.file.display()
+            )
+        ));
     }
     let base = base_of(sweep, &cfg);
     let model_path = cfg.model_path.clone();
