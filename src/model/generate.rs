@@ -55,16 +55,7 @@ fn check_inputs(model: &Llama, prompts: &[Vec<u32>], seeds: &[u64]) -> Result<()
 
 /// Runs one prompt through the model; returns its cache and last-position logits.
 fn prefill(model: &Llama, prompt: &[u32], mode: AdapterMode) -> Result<(KvCache, Vec<f32>)> {
-    let mut cache = model.new_cache(1, prompt.len())?;
-    let ids = Tensor::new(prompt, model.device())?.unsqueeze(0)?;
-    let hidden = model.forward(&ids, Some(&mut cache), mode, Pass::Infer)?;
-    let last = hidden.narrow(1, prompt.len() - 1, 1)?;
-    let logits = model
-        .logits(&last, Pass::Infer)?
-        .flatten_all()?
-        .to_dtype(candle_core::DType::F32)?
-        .to_vec1()?;
-    Ok((cache, logits))
+    prefill_from(model, model.new_cache(1, prompt.len())?, prompt, mode)
 }
 
 /// Runs `rest` through the model after the tokens cached in `cache` (one row); returns the
