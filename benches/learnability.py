@@ -10,10 +10,14 @@ import sys
 
 
 def quarter_means(metrics):
+    """Steps, mean reward of the first and the last quarter of steps, and the mean share of groups
+    whose rewards were all equal (they teach GRPO nothing)."""
     with open(metrics, newline="") as f:
-        rewards = [float(r["reward_mean"]) for r in csv.DictReader(f)]
+        rows = list(csv.DictReader(f))
+    rewards = [float(r["reward_mean"]) for r in rows]
+    flat = st.mean(float(r["frac_reward_zero_std"]) for r in rows)
     q = max(1, len(rewards) // 4)
-    return len(rewards), st.mean(rewards[:q]), st.mean(rewards[-q:])
+    return len(rewards), st.mean(rewards[:q]), st.mean(rewards[-q:]), flat
 
 
 def sage(csv_path, model):
@@ -37,16 +41,16 @@ def main(out):
         if not os.path.isfile(os.path.join(d, "done")):
             print(f"(cell {cell} is not finished; run the bench again to finish it)")
             continue
-        steps, first, last = quarter_means(os.path.join(d, "metrics.csv"))
+        steps, first, last, flat = quarter_means(os.path.join(d, "metrics.csv"))
         trained = sage(os.path.join(d, "eval-empathy", "empathy.csv"), "trained")
         common = sorted(set(trained) & set(base))
         before = st.mean(base[p] for p in common) if common else float("nan")
         after = st.mean(trained[p] for p in common) if common else float("nan")
-        rows.append((cell, steps, first, last, last - first, before, after, len(common)))
-    print("| cell | steps | reward, first quarter | reward, last quarter | rise | held-out score before | after | profiles |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for cell, steps, first, last, rise, before, after, n in rows:
-        print(f"| {cell} | {steps} | {first:.3f} | {last:.3f} | {rise:+.3f} | {before:.1f} | {after:.1f} | {n} |")
+        rows.append((cell, steps, first, last, last - first, before, after, len(common), flat))
+    print("| cell | steps | reward, first quarter | reward, last quarter | rise | groups without spread | held-out score before | after | profiles |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for cell, steps, first, last, rise, before, after, n, flat in rows:
+        print(f"| {cell} | {steps} | {first:.3f} | {last:.3f} | {rise:+.3f} | {flat:.0%} | {before:.1f} | {after:.1f} | {n} |")
     groups = {}
     for r in rows:
         groups.setdefault(r[0].rsplit(",seed=", 1)[0], []).append(r)
