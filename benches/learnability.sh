@@ -9,6 +9,7 @@
 #   env: SEEDS="0 1 2"  DIFFICULTIES="moderate" (training difficulty; e.g. "moderate hard auto"
 #        compares them at equal budget)  SAGE_LIMIT=12 (test profiles; 0 = all 37)
 #        SETS="grpo.steps=16 ..." (overrides for every cell)  JOBS=1
+#        EMPATHY_GYM=path/to/binary (a copy, so that builds during the run do not replace it)
 #
 # Not a test: 3 seeds of the quickstart take about 45-60 minutes on 2 CPU cores.
 set -euo pipefail
@@ -18,8 +19,8 @@ out=${2:-results/learnability/$(basename "$config" .yaml)}
 seeds=${SEEDS:-0 1 2}
 difficulties=${DIFFICULTIES:-moderate}
 limit=${SAGE_LIMIT:-12}
-cargo build --release --quiet
-bin=target/release/empathy-gym
+bin=${EMPATHY_GYM:-target/release/empathy-gym}
+[ -n "${EMPATHY_GYM:-}" ] || cargo build --release --quiet
 mkdir -p "$out"
 {
   echo "# Written by benches/learnability.sh: $config, seeds $seeds."

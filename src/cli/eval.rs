@@ -44,6 +44,9 @@ pub struct FactualArgs {
     /// Only the first N items (quick checks).
     #[arg(long)]
     pub limit: Option<usize>,
+    /// N items spread evenly over the suite (every topic; the same items every time).
+    #[arg(long, conflicts_with = "limit")]
+    pub sample: Option<usize>,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// 0 = greedy (default, so answers do not depend on sampling luck).
@@ -171,11 +174,14 @@ fn load_named(spec: &Path, base: &Option<PathBuf>) -> anyhow::Result<ChatModel> 
 pub fn factual(args: &FactualArgs) -> anyhow::Result<()> {
     use empathy_gym::eval::factual::{
         build_report, load_answers, load_qa, model_answerer::ModelAnswerer, rescore,
-        run_factual_records, write_answers,
+        run_factual_records, spread, write_answers,
     };
     use empathy_gym::eval::factual::{ConditionGrid, Contexts, ModelOutcomes, ReportConfig};
     let mut items = load_qa(&args.qa)?;
     items.truncate(args.limit.unwrap_or(items.len()));
+    if let Some(n) = args.sample {
+        items = spread(items, n);
+    }
     let grid = ConditionGrid::new(Contexts::load(&args.contexts)?, args.seed);
     let params = sampling(args.temperature, 1.0, args.max_new_tokens);
     let mut specs: Vec<Named> = Vec::new();

@@ -42,6 +42,11 @@ impl<'m> ModelPolicy<'m> {
         }
     }
 
+    /// How many dialogues' caches are held (a dialogue's cache is dropped when it ends).
+    pub fn cached_dialogues(&self) -> usize {
+        self.conts.iter().filter(|c| c.is_some()).count()
+    }
+
     /// The chat messages the model sees for a dialogue so far.
     pub fn messages(&self, turns: &[Turn]) -> Vec<ChatMessage> {
         let mut system = self.system.clone();
@@ -115,6 +120,12 @@ impl Policy for ModelPolicy<'_> {
                 PolicyReply { text, think }
             })
             .collect())
+    }
+
+    fn finished(&mut self, episode: usize) {
+        if let Some(c) = self.conts.get_mut(episode) {
+            *c = None;
+        }
     }
 }
 

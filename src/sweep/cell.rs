@@ -91,9 +91,42 @@ pub fn expand(axes: &[Axis], seeds: &[u64], excludes: &[Exclude]) -> Vec<Cell> {
     cells
 }
 
+/// `cells` reordered seed by seed (every combination at the sweep's first seed, then at its
+/// second, ...), index order within a seed: a first look at the whole grid before the repeats.
+pub fn seed_major<'a>(mut cells: Vec<&'a Cell>, seeds: &[u64]) -> Vec<&'a Cell> {
+    let rank = |c: &Cell| {
+        seeds
+            .iter()
+            .position(|&s| s == c.seed)
+            .unwrap_or(seeds.len())
+    };
+    cells.sort_by_key(|c| (rank(c), c.index));
+    cells
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn seed_major_runs_every_combination_at_a_seed_first() {
+        let axis = Axis {
+            key: "x".into(),
+            label: "x".into(),
+            values: vec![Value::from(1), Value::from(2)],
+            bundles: vec![],
+        };
+        let cells = expand(&[axis], &[7, 3], &[]);
+        let names = |cs: Vec<&Cell>| cs.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
+        assert_eq!(
+            names(cells.iter().collect()),
+            ["x=1,seed=7", "x=1,seed=3", "x=2,seed=7", "x=2,seed=3"]
+        );
+        assert_eq!(
+            names(seed_major(cells.iter().collect(), &[7, 3])),
+            ["x=1,seed=7", "x=2,seed=7", "x=1,seed=3", "x=2,seed=3"]
+        );
+    }
 
     #[test]
     fn fragments_keep_safe_characters_only() {

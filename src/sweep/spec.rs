@@ -86,6 +86,10 @@ pub struct FactualEval {
     /// Only the first N QA items (default: all 441; each is asked under 18 conditions).
     #[serde(default)]
     pub limit: Option<usize>,
+    /// N QA items spread evenly over the suite, so that every topic is in (`eval factual
+    /// --sample`); not with `limit`.
+    #[serde(default)]
+    pub sample: Option<usize>,
     /// Seed of the condition grid (default 0).
     #[serde(default)]
     pub seed: u64,
@@ -152,16 +156,33 @@ pub enum Base {
     Inline(String),
 }
 
-/// One axis: a dotted config key and its values, in file order.
+/// One axis: a dotted config key and its values, in file order; or a named axis, whose values are
+/// names that each stand for a set of overrides (`algorithm: {ppo: {algorithm: ppo, ...}}`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Axis {
-    /// The dotted key, e.g. `env.difficulty`.
+    /// The dotted key, e.g. `env.difficulty`, or the name of a named axis.
     pub key: String,
     /// The short name used in cell names and plots: the last part of the key, or the whole key
     /// when another axis ends the same way.
     pub label: String,
-    /// The values.
+    /// The values (for a named axis: the names).
     pub values: Vec<Value>,
+    /// A named axis's overrides per value, in value order; empty for a plain axis.
+    pub bundles: Vec<Vec<Override>>,
+}
+
+impl Axis {
+    /// The overrides that value `i` stands for: `key = value` on a plain axis, the value's set on
+    /// a named one.
+    pub fn overrides(&self, i: usize) -> Vec<Override> {
+        match self.bundles.get(i) {
+            Some(bundle) => bundle.clone(),
+            None => vec![Override {
+                path: self.key.split('.').map(str::to_string).collect(),
+                value: self.values[i].clone(),
+            }],
+        }
+    }
 }
 
 /// A parsed sweep: everything in the file plus the expanded cells.
@@ -237,6 +258,19 @@ impl Sweep {
                 ))
             }
         };
+        if let Some(FactualEval {
+            limit: Some(_),
+            sample: Some(_),
+            ..
+        }) = raw.eval.factual
+        {
+            return Err(bad(
+                "eval.factual",
+                "give `limit` (the first N items) or `sample` (N items spread over the suite), \
+                 not both"
+                    .into(),
+            ));
+        }
         let set = parse_set(&raw.set, path)?;
         let axes = parse_axes(&raw.axes, &set, path)?;
         check_seeds(&raw.seeds, path)?;
@@ -302,10 +336,10 @@ impl Sweep {
 
     fn cell_overrides(&self, cell: &Cell) -> Vec<Override> {
         let mut sets = self.set.clone();
-        sets.extend(cell.values.iter().map(|(key, value)| Override {
-            path: key.split('.').map(str::to_string).collect(),
-            value: value.clone(),
-        }));
+        for (axis, (_, value)) in self.axes.iter().zip(&cell.values) {
+            let i = axis.values.iter().position(|v| v == value);
+            sets.extend(axis.overrides(i.expect("a cell's value is one of its axis's values")));
+        }
         let cells_dir = self.dir.join("cells");
         sets.extend([
             over("seed", Value::from(cell.seed)),
@@ -330,12 +364,9 @@ impl Sweep {
             )
         })?;
         for axis in &self.axes {
-            for v in &axis.values {
+            for (i, v) in axis.values.iter().enumerate() {
                 let mut sets = self.set.clone();
-                sets.push(Override {
-                    path: axis.key.split('.').map(str::to_string).collect(),
-                    value: v.clone(),
-                });
+                sets.extend(axis.overrides(i));
                 TrainConfig::from_yaml(&text, &base_path, &sets).map_err(|e| {
                     Error::input(
                         &self.file,
@@ -415,15 +446,13 @@ fn parse_axes(axes: &Mapping, set: &[Override], path: &Path) -> Result<Vec<Axis>
     for (k, v) in axes {
         let key = key_of(k, path, "axes")?;
         let at = format!("axes.{key}");
-        check_reserved(&key, path, &at)?;
-        if set.iter().any(|o| o.key() == key) {
-            return Err(Error::input(
-                path,
-                &at,
-                "the key is also under `set:`; keep it in one place",
-            ));
-        }
+        let mut bundles = Vec::new();
         let values = match v {
+            Value::Mapping(named) => {
+                let (values, sets) = parse_named(named, &at, path)?;
+                bundles = sets;
+                values
+            }
             Value::Sequence(s) if !s.is_empty() => s.clone(),
             Value::Sequence(_) => {
                 return Err(Error::input(
@@ -437,7 +466,9 @@ fn parse_axes(axes: &Mapping, set: &[Override], path: &Path) -> Result<Vec<Axis>
                     path,
                     &at,
                     format!(
-                        "expected a list of values, found `{}`; write `{key}: [{}]`",
+                        "expected a list of values, found `{}`; write `{key}: [{}]`, or name \
+                         each value with the overrides it stands for: `{key}: {{NAME: {{KEY: \
+                         VALUE, ...}}, ...}}`",
                         show(other),
                         show(other)
                     ),
@@ -467,6 +498,7 @@ fn parse_axes(axes: &Mapping, set: &[Override], path: &Path) -> Result<Vec<Axis>
             label: String::new(),
             key,
             values,
+            bundles,
         });
     }
     if out.is_empty() {
@@ -476,6 +508,7 @@ fn parse_axes(axes: &Mapping, set: &[Override], path: &Path) -> Result<Vec<Axis>
             "no axes: list at least one, e.g. `env.difficulty: [moderate, hard]`",
         ));
     }
+    check_one_home(&out, set, path)?;
     let last = |k: &str| k.rsplit('.').next().unwrap_or(k).to_string();
     let labels: Vec<String> = out
         .iter()
@@ -497,6 +530,99 @@ fn parse_axes(axes: &Mapping, set: &[Override], path: &Path) -> Result<Vec<Axis>
         a.label = l;
     }
     Ok(out)
+}
+
+/// A named axis's values: each name and the overrides (dotted key -> value) it stands for; `{}`
+/// (or nothing) for a value that changes nothing, e.g. the base config's own algorithm.
+fn parse_named(named: &Mapping, at: &str, path: &Path) -> Result<(Vec<Value>, Vec<Vec<Override>>)> {
+    let mut values = Vec::new();
+    let mut bundles = Vec::new();
+    for (name, bundle) in named {
+        let name_at = format!("{at}.{}", show(name));
+        if !matches!(name, Value::String(_) | Value::Number(_) | Value::Bool(_)) {
+            return Err(Error::input(
+                path,
+                at,
+                format!("`{}` is not a name for a value", show(name)),
+            ));
+        }
+        let sets = match bundle {
+            Value::Null => Vec::new(),
+            Value::Mapping(m) => m
+                .iter()
+                .map(|(k, v)| {
+                    let key = key_of(k, path, &name_at)?;
+                    check_reserved(&key, path, &format!("{name_at}.{key}"))?;
+                    Ok(Override {
+                        path: key.split('.').map(str::to_string).collect(),
+                        value: v.clone(),
+                    })
+                })
+                .collect::<Result<_>>()?,
+            other => {
+                return Err(Error::input(
+                    path,
+                    &name_at,
+                    format!(
+                        "expected the overrides this value stands for, as a mapping of dotted \
+                         config keys (e.g. `{{algorithm: ppo, grpo.drop_zero_std: false}}`), \
+                         found `{}`",
+                        show(other)
+                    ),
+                ))
+            }
+        };
+        values.push(Value::String(show(name)));
+        bundles.push(sets);
+    }
+    if values.is_empty() {
+        return Err(Error::input(
+            path,
+            at,
+            "the axis has no values; name at least one with its overrides",
+        ));
+    }
+    Ok((values, bundles))
+}
+
+/// Every config key is set in one place: by `set:`, by one plain axis, or by the values of one
+/// named axis.
+fn check_one_home(axes: &[Axis], set: &[Override], path: &Path) -> Result<()> {
+    let keys = |a: &Axis| -> Vec<String> {
+        if a.bundles.is_empty() {
+            return vec![a.key.clone()];
+        }
+        let mut keys: Vec<String> = a.bundles.iter().flatten().map(Override::key).collect();
+        keys.sort();
+        keys.dedup();
+        keys
+    };
+    for (i, a) in axes.iter().enumerate() {
+        let at = format!("axes.{}", a.key);
+        if a.bundles.is_empty() {
+            check_reserved(&a.key, path, &at)?;
+        }
+        for key in keys(a) {
+            if set.iter().any(|o| o.key() == key) {
+                return Err(Error::input(
+                    path,
+                    &at,
+                    format!("`{key}` is also under `set:`; keep it in one place"),
+                ));
+            }
+            if let Some(b) = axes[..i].iter().find(|b| keys(b).contains(&key)) {
+                return Err(Error::input(
+                    path,
+                    &at,
+                    format!(
+                        "`{key}` is also set by the axis `{}`; keep it on one axis",
+                        b.key
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn check_seeds(seeds: &[u64], path: &Path) -> Result<()> {
@@ -663,6 +789,8 @@ mod tests {
         assert!(e.contains("unknown field `sets`"), "{e}");
         let e = err("base: 3\naxes:\n  x: [1]\n");
         assert!(e.contains("base: expected a config file path"), "{e}");
+        let e = err("base: {}\naxes:\n  x: [1]\neval:\n  factual: {limit: 2, sample: 4}\n");
+        assert!(e.contains("eval.factual: give `limit`"), "{e}");
         let e = err("base: {}\nset: {grpo.steps: 2}\naxes:\n  grpo.steps: [1]\n");
         assert!(e.contains("also under `set:`"), "{e}");
     }
@@ -708,5 +836,66 @@ mod tests {
             Path::new("results/sweeps/s/cells/difficulty=moderate,lr=0.001,seed=1")
         );
         assert_eq!(c.file.grpo.steps, 2);
+    }
+
+    const NAMED: &str =
+        "base: {grpo: {drop_zero_std: true}}\naxes:\n  algorithm:\n    grpo: {}\n    \
+                         ppo: {algorithm: ppo, grpo.drop_zero_std: false}\n    \
+                         lite_ppo: {grpo.advantage_scale: batch}\n  \
+                         env.difficulty: [moderate, hard]\n";
+
+    #[test]
+    fn a_named_axis_sets_each_values_overrides() {
+        let s = parse(NAMED).unwrap();
+        assert_eq!(s.axes[0].label, "algorithm");
+        let names: Vec<&str> = s.cells.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names[0], "algorithm=grpo,difficulty=moderate,seed=0");
+        assert_eq!(names[3], "algorithm=ppo,difficulty=hard,seed=0");
+        assert_eq!(names[5], "algorithm=lite_ppo,difficulty=hard,seed=0");
+        let cfgs = s.validate().unwrap();
+        let (grpo, ppo, lite) = (&cfgs[0].file, &cfgs[3].file, &cfgs[5].file);
+        assert_eq!(grpo.algorithm.to_string(), "grpo");
+        assert!(grpo.grpo.drop_zero_std);
+        assert_eq!(ppo.algorithm.to_string(), "ppo");
+        assert!(!ppo.grpo.drop_zero_std);
+        assert_eq!(ppo.env.difficulty.to_string(), "hard");
+        assert_eq!(lite.algorithm.to_string(), "grpo");
+        assert_eq!(lite.grpo.advantage_scale.to_string(), "batch");
+        // Exclusions name the value by its name.
+        let s = parse(&format!("{NAMED}exclude:\n  - {{algorithm: ppo}}\n")).unwrap();
+        assert_eq!(s.cells.len(), 4);
+    }
+
+    #[test]
+    fn a_named_axis_refuses_bad_values_and_keys_set_twice() {
+        let e = err("base: {}\naxes:\n  algorithm: {ppo: 3}\n");
+        assert!(
+            e.contains("axes.algorithm.ppo: expected the overrides this value stands for"),
+            "{e}"
+        );
+        let e = err("base: {}\naxes:\n  algorithm: {ppo: {seed: 3}}\n");
+        assert!(
+            e.contains("axes.algorithm.ppo.seed: `seed` is set by the sweep"),
+            "{e}"
+        );
+        let e = err(
+            "base: {}\naxes:\n  algorithm: {ppo: {env.difficulty: hard}}\n  \
+             env.difficulty: [moderate]\n",
+        );
+        assert!(
+            e.contains("axes.env.difficulty: `env.difficulty` is also set by the axis `algorithm`"),
+            "{e}"
+        );
+        let e = err("base: {}\nset: {algorithm: grpo}\naxes:\n  a: {ppo: {algorithm: ppo}}\n");
+        assert!(
+            e.contains("axes.a: `algorithm` is also under `set:`"),
+            "{e}"
+        );
+        let s = parse("base: {}\naxes:\n  algorithm: {x: {algorithm: sgd}}\n").unwrap();
+        let e = s.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("axes.algorithm: the value `x` does not fit"),
+            "{e}"
+        );
     }
 }

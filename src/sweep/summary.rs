@@ -153,8 +153,21 @@ pub fn summary_markdown(
         .axes
         .iter()
         .map(|a| {
-            let vals: Vec<String> = a.values.iter().map(show).collect();
-            format!("`{}` ({})", a.key, vals.join(", "))
+            let vals: Vec<String> = (0..a.values.len())
+                .map(|i| match a.bundles.get(i) {
+                    None => show(&a.values[i]),
+                    Some(sets) if sets.is_empty() => format!("{}: the base", show(&a.values[i])),
+                    Some(sets) => {
+                        let sets: Vec<String> = sets
+                            .iter()
+                            .map(|o| format!("{}={}", o.key(), show(&o.value)))
+                            .collect();
+                        format!("{}: {}", show(&a.values[i]), sets.join(" "))
+                    }
+                })
+                .collect();
+            let sep = if a.bundles.is_empty() { ", " } else { "; " };
+            format!("`{}` ({})", a.key, vals.join(sep))
         })
         .collect();
     md.push_str(&axes.join("; "));

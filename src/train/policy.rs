@@ -51,6 +51,11 @@ impl<'m> TrainPolicy<'m> {
         self.generated
     }
 
+    /// How many dialogues' caches are held (a dialogue's cache is dropped when it ends).
+    pub fn cached_dialogues(&self) -> usize {
+        self.conts.iter().filter(|c| c.is_some()).count()
+    }
+
     /// The recorded sequences, one per dialogue.
     pub fn into_sequences(self) -> Vec<TokenSequence> {
         self.seqs
@@ -140,5 +145,9 @@ impl Policy for TrainPolicy<'_> {
             out.push(PolicyReply { text, think });
         }
         Ok(out)
+    }
+
+    fn finished(&mut self, episode: usize) {
+        self.conts[episode] = None;
     }
 }

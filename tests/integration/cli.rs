@@ -468,4 +468,16 @@ fn eval_factual_rescores_recorded_answers_under_given_names() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("would overwrite"), "{}", text(&o));
     assert_eq!(std::fs::read(&keyed).unwrap(), before);
+
+    // `--sample 2` asks 2 of the 5 items: the 5-item answers no longer fit, and the error says so.
+    let o = run(
+        &["--sample", "2", "--baseline", keyed.to_str().unwrap()],
+        &dir.path().join("sampled"),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("90 answers for 36 prompts (2 items x 18)"),
+        "{}",
+        text(&o)
+    );
 }

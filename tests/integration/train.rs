@@ -436,6 +436,21 @@ fn text(model: &ChatModel, ids: &[u32]) -> String {
     model.decode(ids).unwrap()
 }
 
+/// One job per profile, seeded by its position.
+fn jobs_of(profiles: Vec<Profile>) -> Vec<EpisodeJob> {
+    profiles
+        .into_iter()
+        .enumerate()
+        .map(|(i, profile)| EpisodeJob {
+            profile,
+            seed: i as u64,
+            step: 1,
+            group: i as u64,
+            sample: 0,
+        })
+        .collect()
+}
+
 #[test]
 fn dialogue_sequences_are_template_text_around_the_sampled_ids() -> Result<()> {
     let dir = tiny_model_dir()?;
@@ -449,19 +464,19 @@ fn dialogue_sequences_are_template_text_around_the_sampled_ids() -> Result<()> {
         max_new_tokens: 5,
         greedy: false,
     };
+    // A dialogue's cache is dropped when it ends: nothing is held after a rollout.
+    let mut plain = ModelPolicy::new(&model, params.clone(), 11);
+    rollout(
+        &FlatUser,
+        &mut plain,
+        &jobs_of(profiles(2, 3)),
+        &RolloutOptions::default(),
+        |_| Ok(()),
+    )?;
+    assert_eq!(plain.cached_dialogues(), 0);
     let mut inner = ModelPolicy::new(&model, params, 11);
     inner.system = "Be brief.".into();
-    let jobs: Vec<EpisodeJob> = profiles(2, 3)
-        .into_iter()
-        .enumerate()
-        .map(|(i, profile)| EpisodeJob {
-            profile,
-            seed: i as u64,
-            step: 1,
-            group: i as u64,
-            sample: 0,
-        })
-        .collect();
+    let jobs = jobs_of(profiles(2, 3));
     let mut policy = TrainPolicy::new(inner, jobs.len());
     let records = rollout(
         &FlatUser,
@@ -470,6 +485,7 @@ fn dialogue_sequences_are_template_text_around_the_sampled_ids() -> Result<()> {
         &RolloutOptions::default(),
         |_| Ok(()),
     )?;
+    assert_eq!(policy.cached_dialogues(), 0);
     let seqs: Vec<TokenSequence> = policy.into_sequences();
     for (rec, seq) in records.iter().zip(&seqs) {
         let users: Vec<&str> = rec

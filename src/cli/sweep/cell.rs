@@ -195,5 +195,8 @@ fn factual_argv(
     if let Some(n) = f.limit {
         argv.extend(["--limit".into(), n.to_string()]);
     }
+    if let Some(n) = f.sample {
+        argv.extend(["--sample".into(), n.to_string()]);
+    }
     argv
 }

@@ -7,6 +7,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use empathy_gym::sweep::cell::seed_major;
 use empathy_gym::sweep::collect::collect_cells;
 use empathy_gym::sweep::state::LOG_FILE;
 use empathy_gym::sweep::{read_state, Cell, CellState, Sweep};
@@ -14,7 +15,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::prepare;
 
-pub fn run(catalog_root: &Path, file: &Path, jobs: usize) -> anyhow::Result<()> {
+pub fn run(catalog_root: &Path, file: &Path, jobs: usize, seeds_first: bool) -> anyhow::Result<()> {
     if jobs == 0 {
         anyhow::bail!(empathy_gym::Error::input(
             file,
@@ -31,6 +32,9 @@ pub fn run(catalog_root: &Path, file: &Path, jobs: usize) -> anyhow::Result<()> 
         ) {
             todo.push(cell);
         }
+    }
+    if seeds_first {
+        todo = seed_major(todo, &sweep.seeds);
     }
     let total = sweep.cells.len() as u64;
     let bar = ProgressBar::new(total).with_style(

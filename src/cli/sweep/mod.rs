@@ -39,6 +39,10 @@ pub struct RunArgs {
     /// Cells at once.
     #[arg(long, default_value_t = 1)]
     pub jobs: usize,
+    /// Run every combination at the first seed before any at the next (a first look at the
+    /// whole grid early); default: index order.
+    #[arg(long)]
+    pub seeds_first: bool,
 }
 
 #[derive(Debug, Args)]
@@ -76,7 +80,7 @@ pub struct CollectArgs {
 
 pub fn run(catalog_root: &Path, cmd: SweepCommand) -> anyhow::Result<()> {
     match cmd {
-        SweepCommand::Run(a) => local::run(catalog_root, &a.file, a.jobs),
+        SweepCommand::Run(a) => local::run(catalog_root, &a.file, a.jobs, a.seeds_first),
         SweepCommand::Cell(a) => cell::run(catalog_root, &a.file, a.index, a.quiet),
         SweepCommand::Slurm(a) => slurm(catalog_root, &a.file, a.submit),
         SweepCommand::Status(a) => status(&a.target),

@@ -52,7 +52,7 @@ pub fn rescore(
             path,
             "whole file",
             format!(
-                "{} answers for {} prompts ({} items x 18); use the same --qa, --limit and --seed as the run that wrote it",
+                "{} answers for {} prompts ({} items x 18); use the same --qa, --limit, --sample and --seed as the run that wrote it",
                 records.len(),
                 prompts.len(),
                 items.len()

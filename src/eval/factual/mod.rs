@@ -23,7 +23,7 @@ pub mod stats;
 pub use answers::{load_answers, rescore, write_answers};
 pub use conditions::{Belief, Condition, ConditionGrid, ConditionPrompt, Context};
 pub use contexts::Contexts;
-pub use qa::{load_qa, parse_qa, QaItem};
+pub use qa::{load_qa, parse_qa, spread, QaItem};
 pub use report::{build_report, FactualReport, ModelOutcomes, ReportConfig, Slice, SliceRow};
 pub use run::{run_factual, run_factual_records, AnswerRecord, Answerer};
 pub use scorer::{judge, score, AnswerKey, Judgement, Outcome};

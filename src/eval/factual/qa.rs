@@ -69,6 +69,22 @@ pub fn parse_qa(text: &str, path: &Path) -> Result<Vec<QaItem>> {
     Ok(items)
 }
 
+/// `n` items spread evenly over `items` (item `floor(i * len / n)` for i in 0..n), so that a small
+/// fixed subset covers every topic of a suite written topic by topic; all of them when `n >= len`.
+pub fn spread<T>(items: Vec<T>, n: usize) -> Vec<T> {
+    let len = items.len();
+    if n >= len {
+        return items;
+    }
+    let keep: Vec<usize> = (0..n).map(|i| i * len / n).collect();
+    items
+        .into_iter()
+        .enumerate()
+        .filter(|(j, _)| keep.binary_search(j).is_ok())
+        .map(|(_, item)| item)
+        .collect()
+}
+
 /// Turns a serde_json error for one line into an input error naming the line and column.
 fn json_error(path: &Path, line: usize, e: &serde_json::Error) -> Error {
     let msg = e.to_string();
@@ -216,5 +232,13 @@ mod tests {
     #[test]
     fn empty_file_is_an_error() {
         assert!(err("\n\n").contains("no questions found"));
+    }
+
+    #[test]
+    fn spread_takes_evenly_spaced_items() {
+        // 10 items, 4 kept: floor(0, 2.5, 5, 7.5) = 0, 2, 5, 7.
+        assert_eq!(spread((0..10).collect(), 4), vec![0, 2, 5, 7]);
+        assert_eq!(spread((0..3).collect(), 5), vec![0, 1, 2]);
+        assert_eq!(spread((0..3).collect::<Vec<u8>>(), 0), Vec::<u8>::new());
     }
 }
