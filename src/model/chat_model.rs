@@ -169,7 +169,7 @@ impl ChatModel {
         mode: AdapterMode,
         pass: Pass,
     ) -> Result<Tensor> {
-        logprobs::token_logprobs(&self.model, batch, mode, pass, 1.0)
+        logprobs::token_logprobs(&self.model, batch, mode, pass, 1.0, None)
     }
 
     /// [`Self::token_logprobs`] under softmax(logits / `temperature`): the distribution a sampler
@@ -181,7 +181,21 @@ impl ChatModel {
         pass: Pass,
         temperature: f64,
     ) -> Result<Tensor> {
-        logprobs::token_logprobs(&self.model, batch, mode, pass, temperature)
+        logprobs::token_logprobs(&self.model, batch, mode, pass, temperature, None)
+    }
+
+    /// [`Self::tempered_logprobs`] at the positions where `scored` ([B, T-1]) is non-zero only,
+    /// exact zeros elsewhere: the vocabulary head runs only there (the trainer scores its policy
+    /// tokens, not the prompts and the user's turns).
+    pub fn scored_logprobs(
+        &self,
+        batch: &[Vec<u32>],
+        mode: AdapterMode,
+        pass: Pass,
+        temperature: f64,
+        scored: &Tensor,
+    ) -> Result<Tensor> {
+        logprobs::token_logprobs(&self.model, batch, mode, pass, temperature, Some(scored))
     }
 
     /// Trainable tensors with full names, e.g. "layers.3.attn.q_proj.lora_a".

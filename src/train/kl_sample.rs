@@ -30,8 +30,9 @@ pub fn kl_sample(
         (seqs.len(), width),
         &model.device,
     )?;
-    let cur = model.tempered_logprobs(&ids, AdapterMode::On, Pass::Infer, temperature)?;
-    let reference = model.tempered_logprobs(&ids, AdapterMode::Off, Pass::Infer, temperature)?;
+    let cur = model.scored_logprobs(&ids, AdapterMode::On, Pass::Infer, temperature, &mask)?;
+    let reference =
+        model.scored_logprobs(&ids, AdapterMode::Off, Pass::Infer, temperature, &mask)?;
     let d = (reference - cur)?;
     let k3 = ((d.exp()? - &d)? - 1.0)?;
     let sum = (k3 * &mask)?.sum_all()?.to_scalar::<f32>()? as f64;

@@ -169,11 +169,12 @@ pub fn grpo_update(
         for (mi, micro) in micros.iter_mut().enumerate() {
             set_dropout_seed(model, cfg, it, mi)?;
             let t0 = Instant::now();
-            let new = model.tempered_logprobs(
+            let new = model.scored_logprobs(
                 &micro.ids,
                 AdapterMode::On,
                 Pass::Train,
                 cfg.temperature,
+                &micro.mask,
             )?;
             let old = micro.old.clone().unwrap_or_else(|| new.detach());
             if it == 0 {
@@ -240,12 +241,24 @@ fn prepare(
             )?,
         };
         let old = if cfg.iterations > 1 {
-            Some(model.tempered_logprobs(&ids, AdapterMode::On, Pass::Infer, cfg.temperature)?)
+            Some(model.scored_logprobs(
+                &ids,
+                AdapterMode::On,
+                Pass::Infer,
+                cfg.temperature,
+                &mask,
+            )?)
         } else {
             None
         };
         let reference = if cfg.loss.beta > 0.0 {
-            Some(model.tempered_logprobs(&ids, AdapterMode::Off, Pass::Infer, cfg.temperature)?)
+            Some(model.scored_logprobs(
+                &ids,
+                AdapterMode::Off,
+                Pass::Infer,
+                cfg.temperature,
+                &mask,
+            )?)
         } else {
             None
         };

@@ -354,6 +354,67 @@ fn tempered_logprobs_are_the_samplers_distribution() -> Result<()> {
     Ok(())
 }
 
+/// The trainer scores only its policy tokens: the head then runs at those positions alone. Same
+/// log-probs there (within rounding: the head's matmul sees fewer rows), exact zeros elsewhere,
+/// and the same gradients for a loss over the scored positions.
+#[test]
+fn scored_logprobs_equal_the_full_ones_where_scored() -> Result<()> {
+    let (_d, m) = tiny(TinySpec::llama(), &lora_opts(4))?;
+    randomize_lora_b(&m, 4)?;
+    let batch = vec![
+        m.encode_chat(&user("hello there, how are you"), true)?,
+        m.encode_chat(&user("12"), false)?,
+    ];
+    let width = batch.iter().map(Vec::len).max().unwrap() - 1;
+    // Score every third position of row 0 and the last two real targets of row 1.
+    let short = batch[1].len() - 1;
+    let keep: Vec<f32> = (0..2 * width)
+        .map(|i| {
+            let (r, c) = (i / width, i % width);
+            let on = if r == 0 {
+                c % 3 == 1
+            } else {
+                c + 2 >= short && c < short
+            };
+            if on {
+                1.0
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    let scored = Tensor::from_vec(keep.clone(), (2, width), &m.device)?;
+    for t in [1.0, 0.7] {
+        let full = m.tempered_logprobs(&batch, AdapterMode::On, Pass::Train, t)?;
+        let part = m.scored_logprobs(&batch, AdapterMode::On, Pass::Train, t, &scored)?;
+        let want = (&full * &scored)?;
+        assert!(max_abs_diff(&part, &want)? < 1e-5, "T = {t}");
+        let got = part.flatten_all()?.to_vec1::<f32>()?;
+        for (i, k) in keep.iter().enumerate() {
+            assert_eq!(
+                *k == 0.0,
+                got[i] == 0.0,
+                "position {i}: zero exactly where not scored"
+            );
+        }
+        let g_full = want.sum_all()?.backward()?;
+        let g_part = part.sum_all()?.backward()?;
+        for (name, var) in m.trainable() {
+            let (a, b) = (
+                g_full.get(var.as_tensor()).expect("grad"),
+                g_part.get(var.as_tensor()).expect("grad"),
+            );
+            assert!(max_abs_diff(a, b)? < 1e-5, "T = {t}, {name}");
+        }
+    }
+    let wrong = Tensor::zeros((2, width + 1), candle_core::DType::F32, &m.device)?;
+    let e = m
+        .scored_logprobs(&batch, AdapterMode::On, Pass::Infer, 1.0, &wrong)
+        .unwrap_err();
+    assert!(e.to_string().contains("scored mask"), "{e}");
+    Ok(())
+}
+
 #[test]
 fn logprob_gradient_matches_finite_difference() -> Result<()> {
     let (_d, m) = tiny(TinySpec::qwen2(), &lora_opts(4))?;
