@@ -147,6 +147,8 @@ def permutation_p(rows, key, factor, other, shuffles=10_000, seed=0):
 
 def factors(rows, key, f):
     rows = [r for r in rows if r[key] == r[key]]
+    if min(len({r["algorithm"] for r in rows}), len({r["difficulty"] for r in rows})) < 2:
+        return ["(Not yet: this needs finished cells of at least two algorithms and two difficulties.)"]
     ss = sums_of_squares(rows, key)
     if ss["total"] == 0:
         return ["(no variation)"]
