@@ -177,10 +177,7 @@ impl Axis {
     pub fn overrides(&self, i: usize) -> Vec<Override> {
         match self.bundles.get(i) {
             Some(bundle) => bundle.clone(),
-            None => vec![Override {
-                path: self.key.split('.').map(str::to_string).collect(),
-                value: self.values[i].clone(),
-            }],
+            None => vec![over(&self.key, self.values[i].clone())],
         }
     }
 }
@@ -271,7 +268,7 @@ impl Sweep {
                     .into(),
             ));
         }
-        let set = parse_set(&raw.set, path)?;
+        let set = parse_overrides(&raw.set, "set", path)?;
         let axes = parse_axes(&raw.axes, &set, path)?;
         check_seeds(&raw.seeds, path)?;
         let excludes = parse_excludes(&raw.exclude, &axes, path)?;
@@ -380,9 +377,10 @@ impl Sweep {
     }
 }
 
+/// `key = value` for a dotted config key.
 fn over(key: &str, value: Value) -> Override {
     Override {
-        path: vec![key.to_string()],
+        path: key.split('.').map(str::to_string).collect(),
         value,
     }
 }
@@ -428,15 +426,14 @@ fn check_reserved(key: &str, path: &Path, at: &str) -> Result<()> {
     Ok(())
 }
 
-fn parse_set(set: &Mapping, path: &Path) -> Result<Vec<Override>> {
-    set.iter()
+/// The overrides of a mapping of dotted config keys (`set:`, or one value of a named axis), each
+/// key checked and named in errors under `at`.
+fn parse_overrides(map: &Mapping, at: &str, path: &Path) -> Result<Vec<Override>> {
+    map.iter()
         .map(|(k, v)| {
-            let key = key_of(k, path, "set")?;
-            check_reserved(&key, path, &format!("set.{key}"))?;
-            Ok(Override {
-                path: key.split('.').map(str::to_string).collect(),
-                value: v.clone(),
-            })
+            let key = key_of(k, path, at)?;
+            check_reserved(&key, path, &format!("{at}.{key}"))?;
+            Ok(over(&key, v.clone()))
         })
         .collect()
 }
@@ -548,17 +545,7 @@ fn parse_named(named: &Mapping, at: &str, path: &Path) -> Result<(Vec<Value>, Ve
         }
         let sets = match bundle {
             Value::Null => Vec::new(),
-            Value::Mapping(m) => m
-                .iter()
-                .map(|(k, v)| {
-                    let key = key_of(k, path, &name_at)?;
-                    check_reserved(&key, path, &format!("{name_at}.{key}"))?;
-                    Ok(Override {
-                        path: key.split('.').map(str::to_string).collect(),
-                        value: v.clone(),
-                    })
-                })
-                .collect::<Result<_>>()?,
+            Value::Mapping(m) => parse_overrides(m, &name_at, path)?,
             other => {
                 return Err(Error::input(
                     path,
