@@ -28,6 +28,8 @@ import sys
 BEGIN = "<!-- algorithm-vs-environment.py: begin (written by the script; edits here are replaced) -->"
 END = "<!-- algorithm-vs-environment.py: end -->"
 REFERENCE = ("grpo", "moderate")
+# The order tables list values in (the sweep file's); values not listed here come after, sorted.
+PREFERRED = {"algorithm": ["grpo", "ppo", "lite_ppo", "rloo"], "difficulty": ["moderate", "hard", "auto"]}
 # Two-sided 95% quantiles of Student's t by degrees of freedom (any statistics table).
 T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
        9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042}
@@ -84,24 +86,30 @@ def training(path):
             "rise": st.mean(rewards[-q:]) - st.mean(rewards[:q])}
 
 
-def order(values, preferred):
+def order(rows, factor):
+    """The values of `factor` among `rows`, in table order."""
+    values, preferred = {r[factor] for r in rows}, PREFERRED[factor]
     return [v for v in preferred if v in values] + sorted(v for v in values if v not in preferred)
+
+
+def combinations(rows):
+    """(algorithm, difficulty) pairs present in `rows`, in table order."""
+    return [(a, d) for a in order(rows, "algorithm") for d in order(rows, "difficulty")]
 
 
 def paired(rows, key, f):
     ref = {r["seed"]: r[key] for r in rows if (r["algorithm"], r["difficulty"]) == REFERENCE}
     lines = []
-    for a in order({r["algorithm"] for r in rows}, ["grpo", "ppo", "lite_ppo", "rloo"]):
-        for d in order({r["difficulty"] for r in rows}, ["moderate", "hard", "auto"]):
-            if (a, d) == REFERENCE:
-                continue
-            diffs = [r[key] - ref[r["seed"]] for r in rows
-                     if (r["algorithm"], r["difficulty"]) == (a, d) and r["seed"] in ref
-                     and r[key] == r[key] and ref[r["seed"]] == ref[r["seed"]]]
-            if diffs:
-                m, h = mean_ci(diffs)
-                better = sum(x > 0 for x in diffs)
-                lines.append(f"| {a} | {d} | {len(diffs)} | {fmt_ci(m, h, f)} | {better} of {len(diffs)} |")
+    for a, d in combinations(rows):
+        if (a, d) == REFERENCE:
+            continue
+        diffs = [r[key] - ref[r["seed"]] for r in rows
+                 if (r["algorithm"], r["difficulty"]) == (a, d) and r["seed"] in ref
+                 and r[key] == r[key] and ref[r["seed"]] == ref[r["seed"]]]
+        if diffs:
+            m, h = mean_ci(diffs)
+            better = sum(x > 0 for x in diffs)
+            lines.append(f"| {a} | {d} | {len(diffs)} | {fmt_ci(m, h, f)} | {better} of {len(diffs)} |")
     return lines
 
 
@@ -159,10 +167,9 @@ def factors(rows, key, f):
     balanced = len(set(per_combo.values())) == 1
     lines = ["| source | share of variance | main-effect means (pooled over the other factor and seeds) | permutation p |",
              "| --- | ---: | --- | ---: |"]
-    for factor, other, pref in [("algorithm", "difficulty", ["grpo", "ppo", "lite_ppo", "rloo"]),
-                                ("difficulty", "algorithm", ["moderate", "hard", "auto"])]:
+    for factor, other in [("algorithm", "difficulty"), ("difficulty", "algorithm")]:
         means = []
-        for v in order({r[factor] for r in rows}, pref):
+        for v in order(rows, factor):
             xs = [r[key] for r in rows if r[factor] == v]
             means.append(f"{v} {f.format(st.mean(xs)).lstrip('+')}")
         p = permutation_p(rows, key, factor, other)
@@ -179,18 +186,17 @@ def factors(rows, key, f):
 def stability(rows):
     lines = ["| algorithm | difficulty | seeds | final reward, seed-to-seed std | reward rise (last - first quarter) | steps flagged collapse | KL drift (last quarter) | policy tokens trained on |",
              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for a in order({r["algorithm"] for r in rows}, ["grpo", "ppo", "lite_ppo", "rloo"]):
-        for d in order({r["difficulty"] for r in rows}, ["moderate", "hard", "auto"]):
-            rs = [r for r in rows if (r["algorithm"], r["difficulty"]) == (a, d)]
-            if not rs:
-                continue
-            spread = f"{st.stdev([r['final_reward'] for r in rs]):.3f}" if len(rs) > 1 else "(one seed)"
-            rise = mean_ci([r["rise"] for r in rs])
-            kl = [r["kl_drift"] for r in rs if r["kl_drift"] == r["kl_drift"]]
-            kl_text = f"{st.mean(kl):.4f}" if kl else "-"
-            tokens = st.mean(r["policy_tokens"] for r in rs)
-            lines.append(f"| {a} | {d} | {len(rs)} | {spread} | {fmt_ci(*rise, '{:+.3f}')} | "
-                         f"{sum(r['collapse'] for r in rs)} | {kl_text} | {tokens:,.0f} |")
+    for a, d in combinations(rows):
+        rs = [r for r in rows if (r["algorithm"], r["difficulty"]) == (a, d)]
+        if not rs:
+            continue
+        spread = f"{st.stdev([r['final_reward'] for r in rs]):.3f}" if len(rs) > 1 else "(one seed)"
+        rise = mean_ci([r["rise"] for r in rs])
+        kl = [r["kl_drift"] for r in rs if r["kl_drift"] == r["kl_drift"]]
+        kl_text = f"{st.mean(kl):.4f}" if kl else "-"
+        tokens = st.mean(r["policy_tokens"] for r in rs)
+        lines.append(f"| {a} | {d} | {len(rs)} | {spread} | {fmt_ci(*rise, '{:+.3f}')} | "
+                     f"{sum(r['collapse'] for r in rs)} | {kl_text} | {tokens:,.0f} |")
     return lines
 
 
