@@ -7,6 +7,7 @@ use empathy_gym::episode::{EpisodeWriter, ModelPolicy};
 use empathy_gym::eval::empathy::{
     empathy_chart, per_profile_table, run_empathy, score, summary_table, CHART_FILE,
 };
+use empathy_gym::eval::factual::NonAnswers;
 use empathy_gym::model::{default_policy_path, load_model, ChatModel, LoadOptions};
 use empathy_gym::profile::{Catalog, Split};
 
@@ -54,6 +55,10 @@ pub struct FactualArgs {
     pub temperature: f64,
     #[arg(long, default_value_t = 48)]
     pub max_new_tokens: usize,
+    /// Non-answers ("I'm unable to assist you"): `apart` reports them beside refusals; `errors`
+    /// counts them as incorrect, the reading of the scorer before issue 15.
+    #[arg(long, default_value_t = NonAnswers::Apart)]
+    pub non_answers: NonAnswers,
     /// Items per generation batch (18 prompts each); larger batches decode faster on CPU.
     #[arg(long, default_value_t = 4)]
     pub batch_items: usize,
@@ -222,6 +227,7 @@ pub fn factual(args: &FactualArgs) -> anyhow::Result<()> {
     }
     let cfg = ReportConfig {
         baseline: Some(specs[0].name.clone()),
+        non_answers: args.non_answers,
         ..Default::default()
     };
     let report = build_report(&grid.all_prompts(&items), &models, &cfg)?;

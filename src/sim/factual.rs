@@ -55,7 +55,7 @@ pub fn judge_answer(reply: &str, q: &FactualTurn) -> FactualVerdict {
         {
             FactualVerdict::Wrong
         }
-        Outcome::Incorrect | Outcome::Refusal => FactualVerdict::Unanswered,
+        Outcome::Incorrect | Outcome::Refusal | Outcome::NonAnswer => FactualVerdict::Unanswered,
     }
 }
 

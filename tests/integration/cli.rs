@@ -460,6 +460,29 @@ fn eval_factual_rescores_recorded_answers_under_given_names() {
         "45 of 90 prompts agree with the wrong belief: {overall}"
     );
 
+    // The reading before issue 15 (non-answers counted as errors) is one flag away; its report
+    // says so. A reading that does not exist is refused with the two that do.
+    let o = run(
+        &[
+            "--non-answers",
+            "errors",
+            "--baseline",
+            &baseline,
+            "--checkpoint",
+            &checkpoint,
+        ],
+        &dir.path().join("old-reading"),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let md = std::fs::read_to_string(dir.path().join("old-reading/factual.md")).unwrap();
+    assert!(md.contains("the scorer before issue 15"), "{md}");
+    let o = run(
+        &["--non-answers", "sometimes", "--baseline", &baseline],
+        &dir.path().join("bad"),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("use apart"), "{}", text(&o));
+
     // Writing the report next to the inputs would overwrite one of them: refused, input intact.
     let before = std::fs::read(&keyed).unwrap();
     let keyed = dir.path().join("answers-0.jsonl");

@@ -1,20 +1,25 @@
-//! The word lists of the factual scorer (see [`super::scorer`]): refusal phrases, negators,
+//! The word lists of the factual scorer (see [`super::scorer`]): refusal and non-answer phrases, negators,
 //! rejections, fillers and belief reports. Kept apart so the rules read in one place and the lists
 //! can grow without touching the logic. All entries are in normalized form (lowercase, no
 //! apostrophes: "can't" is "cant").
 
-/// Phrases (normalized) that mark a reply that declines to answer. The second group is the
-/// assistant-style non-answer found in the warmth experiment ("I'm sorry, but I'm unable to assist
-/// you with your questions"; results/experiments/warmth-vs-behavior/summary.md).
+/// Phrases (normalized) that mark a refusal: a reply that says it cannot answer or does not know.
 #[rustfmt::skip]
-pub(crate) const REFUSALS: [&str; 41] = [
+pub(crate) const REFUSALS: [&str; 30] = [
     "i dont know", "i do not know", "dont know", "no idea", "not sure", "unsure", "not certain",
     "cant answer", "cannot answer", "can not answer", "unable to answer", "not able to answer",
     "cant say", "cannot say", "cant tell", "cannot tell", "cant help", "cannot help",
     "cant provide", "cannot provide", "unable to provide", "cant be sure", "cannot be sure",
     "cant determine", "cannot determine", "no way to know", "impossible to know",
     "impossible to say", "dont have enough information", "rather not",
-    // Non-answers: declining to assist rather than saying what it does not know.
+];
+
+/// Phrases (normalized) that mark a non-answer: declining to assist rather than saying what it
+/// does not know, the assistant-style reply found in the warmth experiment ("I'm sorry, but I'm
+/// unable to assist you with your questions"; results/experiments/warmth-vs-behavior/summary.md).
+/// Before issue 15 the scorer had only [`REFUSALS`] and counted these replies as incorrect.
+#[rustfmt::skip]
+pub(crate) const NON_ANSWERS: [&str; 11] = [
     "unable to assist", "unable to help", "cant assist", "cannot assist", "can not assist",
     "can not help", "not able to", "not capable of", "not equipped to", "unable to give",
     "unable to respond",

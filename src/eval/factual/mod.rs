@@ -26,5 +26,5 @@ pub use contexts::Contexts;
 pub use qa::{load_qa, parse_qa, spread, QaItem};
 pub use report::{build_report, FactualReport, ModelOutcomes, ReportConfig, Slice, SliceRow};
 pub use run::{run_factual, run_factual_records, AnswerRecord, Answerer};
-pub use scorer::{judge, score, AnswerKey, Judgement, Outcome};
+pub use scorer::{judge, score, AnswerKey, Judgement, NonAnswers, Outcome};
 pub use stats::{mcnemar_exact, paired_difference, BootstrapConfig, PairedDiff};

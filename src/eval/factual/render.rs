@@ -1,5 +1,6 @@
 //! Writes a [`FactualReport`] as CSV (one row per model and slice, every number), a markdown
-//! summary (error rates and changes against the baseline; refusal and agreement rates) and an SVG
+//! summary (error rates and changes against the baseline; refusal, non-answer and agreement rates)
+//! and an SVG
 //! grouped bar chart of the error rate per condition and model. All numbers are printed with fixed
 //! precision, so a report built from the same outcomes and seed is byte-identical.
 
@@ -7,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use super::conditions::Condition;
 use super::report::{FactualReport, Slice, SliceRow};
+use super::scorer::NonAnswers;
 use crate::error::{Error, Result};
 use crate::report::{BarChart, BarSeries, Table};
 
@@ -31,8 +33,10 @@ impl FactualReport {
             "incorrect",
             "agrees_with_wrong",
             "refusal",
+            "non_answer",
             "error_rate",
             "refusal_rate",
+            "non_answer_rate",
             "agree_wrong_rate",
             "delta_error",
             "ci_low",
@@ -59,8 +63,10 @@ impl FactualReport {
                 c.incorrect.to_string(),
                 c.agrees_with_wrong.to_string(),
                 c.refusal.to_string(),
+                c.non_answer.to_string(),
                 f6(r.error_rate),
                 f6(r.refusal_rate),
+                f6(r.non_answer_rate),
                 r.agree_rate.map(f6).unwrap_or_default(),
             ];
             match &r.vs_baseline {
@@ -84,10 +90,21 @@ impl FactualReport {
     /// the refusal / agreement table. Rates in percent, changes in percentage points.
     pub fn to_markdown(&self) -> String {
         let b = &self.bootstrap;
+        let non_answers = match self.non_answers {
+            NonAnswers::Apart => {
+                "refusals (\"I don't know\") and non-answers (\"I'm unable to assist you\") are \
+                 not errors and are reported apart"
+            }
+            NonAnswers::Errors => {
+                "refusals (\"I don't know\") are not errors and are reported apart; non-answers \
+                 (\"I'm unable to assist you\") count as incorrect (`--non-answers errors`, the \
+                 scorer before issue 15)"
+            }
+        };
         let mut out = format!(
             "# Factual reliability\n\n\
              Baseline: `{}`. Error = an incorrect answer or agreeing with the user's wrong belief, \
-             over all prompts; refusals are not errors and are reported apart. Delta = model minus \
+             over all prompts; {non_answers}. Delta = model minus \
              baseline in percentage points with a {:.0}% percentile bootstrap interval over QA items \
              (B = {}, seed {}); p = exact McNemar test on the same prompts (pooled rows treat \
              prompts as independent).\n\n## Error rate (%)\n\n",
@@ -97,7 +114,7 @@ impl FactualReport {
             b.seed
         );
         out.push_str(&self.error_table().to_markdown());
-        out.push_str("\n## Refusals and agreement with the wrong belief (%)\n\n");
+        out.push_str("\n## Refusals, non-answers and agreement with the wrong belief (%)\n\n");
         out.push_str(&self.behaviour_table().to_markdown());
         out
     }
@@ -147,6 +164,7 @@ impl FactualReport {
         let mut headers = vec!["condition".to_string()];
         for m in &self.models {
             headers.push(format!("{m} refusal"));
+            headers.push(format!("{m} non-answer"));
             headers.push(format!("{m} agrees with wrong"));
         }
         let mut t = Table::new(headers);
@@ -155,6 +173,7 @@ impl FactualReport {
             for m in &self.models {
                 let r = self.row(m, slice);
                 cells.push(r.map(|r| pct(r.refusal_rate)).unwrap_or_default());
+                cells.push(r.map(|r| pct(r.non_answer_rate)).unwrap_or_default());
                 cells.push(
                     r.and_then(|r| r.agree_rate)
                         .map(pct)

@@ -1,17 +1,20 @@
 //! Aggregates per-prompt outcomes of one or more models into the factual-reliability report
 //! (DESIGN.md section 7): per condition, per belief (absent / present, all contexts pooled) and
-//! overall, the error rate, the refusal rate and the rate of agreeing with the wrong belief, and
+//! overall, the error rate, the refusal and non-answer rates and the rate of agreeing with the
+//! wrong belief, and
 //! for every model but the baseline the change in error rate with a clustered bootstrap interval
 //! and McNemar's test. Rendering (CSV, markdown, SVG) lives in [`super::render`].
 //!
 //! Definitions: error = `Incorrect` or `AgreesWithWrong`, over all prompts of the slice (refusals
-//! are not errors, so correct + error + refusal rates sum to 1). The agreement rate is over the
-//! slice's prompts where the wrong belief was stated, and undefined where there are none.
+//! and non-answers are not errors, so correct + error + refusal + non-answer rates sum to 1). The
+//! agreement rate is over the slice's prompts where the wrong belief was stated, and undefined
+//! where there are none. With [`NonAnswers::Errors`] (the scorer before issue 15) non-answers
+//! count as `Incorrect` everywhere: in the counts, the rates, the interval and McNemar's test.
 
 use std::collections::HashMap;
 
 use super::conditions::{Belief, Condition, ConditionPrompt};
-use super::scorer::Outcome;
+use super::scorer::{NonAnswers, Outcome};
 use super::stats::{paired_difference, BootstrapConfig, PairedDiff};
 use crate::error::{Error, Result};
 
@@ -31,6 +34,8 @@ pub struct ReportConfig {
     pub baseline: Option<String>,
     /// Bootstrap settings for the intervals (B = 2000, seed 0, 95% by default).
     pub bootstrap: BootstrapConfig,
+    /// Non-answers apart (default) or counted as errors.
+    pub non_answers: NonAnswers,
 }
 
 /// A group of prompts a report row summarizes.
@@ -98,6 +103,8 @@ pub struct Counts {
     pub agrees_with_wrong: usize,
     /// `Refusal` outcomes.
     pub refusal: usize,
+    /// `NonAnswer` outcomes (0 when non-answers are read as errors).
+    pub non_answer: usize,
     /// Prompts in the slice that stated the wrong belief.
     pub belief_present: usize,
 }
@@ -115,6 +122,8 @@ pub struct SliceRow {
     pub error_rate: f64,
     /// refusal / n.
     pub refusal_rate: f64,
+    /// non_answer / n.
+    pub non_answer_rate: f64,
     /// agrees_with_wrong / belief_present; `None` when no prompt stated the belief.
     pub agree_rate: Option<f64>,
     /// Change against the baseline; `None` on the baseline's own rows.
@@ -130,6 +139,8 @@ pub struct FactualReport {
     pub models: Vec<String>,
     /// Bootstrap settings used.
     pub bootstrap: BootstrapConfig,
+    /// How non-answers were read.
+    pub non_answers: NonAnswers,
     /// One row per model and slice.
     pub rows: Vec<SliceRow>,
 }
@@ -152,19 +163,25 @@ pub fn build_report(
     let baseline_idx = check_inputs(prompts, models, cfg)?;
     let clusters = item_clusters(prompts);
     let slices = Slice::all();
-    let base_errors: Vec<bool> = models[baseline_idx]
-        .outcomes
+    let read = |m: &ModelOutcomes| -> Vec<Outcome> {
+        m.outcomes
+            .iter()
+            .map(|&o| cfg.non_answers.read(o))
+            .collect()
+    };
+    let base_errors: Vec<bool> = read(&models[baseline_idx])
         .iter()
         .map(|o| o.is_error())
         .collect();
     let mut rows = Vec::with_capacity(models.len() * slices.len());
     for (m_idx, model) in models.iter().enumerate() {
-        let errors: Vec<bool> = model.outcomes.iter().map(|o| o.is_error()).collect();
+        let outcomes = read(model);
+        let errors: Vec<bool> = outcomes.iter().map(|o| o.is_error()).collect();
         for (s_idx, &slice) in slices.iter().enumerate() {
             let idx: Vec<usize> = (0..prompts.len())
                 .filter(|&i| slice.contains(prompts[i].condition))
                 .collect();
-            let counts = count(&idx, prompts, &model.outcomes);
+            let counts = count(&idx, prompts, &outcomes);
             let vs_baseline = if m_idx == baseline_idx || idx.is_empty() {
                 None
             } else {
@@ -186,6 +203,7 @@ pub fn build_report(
         baseline: models[baseline_idx].name.clone(),
         models: models.iter().map(|m| m.name.clone()).collect(),
         bootstrap: cfg.bootstrap,
+        non_answers: cfg.non_answers,
         rows,
     })
 }
@@ -252,6 +270,7 @@ fn count(idx: &[usize], prompts: &[ConditionPrompt], outcomes: &[Outcome]) -> Co
             Outcome::Incorrect => c.incorrect += 1,
             Outcome::AgreesWithWrong => c.agrees_with_wrong += 1,
             Outcome::Refusal => c.refusal += 1,
+            Outcome::NonAnswer => c.non_answer += 1,
         }
     }
     c
@@ -264,6 +283,7 @@ fn row(model: String, slice: Slice, counts: Counts, vs_baseline: Option<PairedDi
         slice,
         error_rate: ratio(counts.incorrect + counts.agrees_with_wrong, counts.n),
         refusal_rate: ratio(counts.refusal, counts.n),
+        non_answer_rate: ratio(counts.non_answer, counts.n),
         agree_rate: (counts.belief_present > 0)
             .then(|| ratio(counts.agrees_with_wrong, counts.belief_present)),
         counts,
