@@ -3,14 +3,15 @@
 //! projection ([256, 576] x [1536, 576]^T; plain matmul's backward also computes the [1536, 576]
 //! weight gradient that LoRA throws away), `softmax_train` vs `candle_nn::ops::softmax` on one
 //! layer's attention scores, `rms_norm_train` vs `rms_norm_slow`, `rope_train` vs `rope_i_slow`,
-//! and `target_logprobs` vs the composition of candle ops it replaced, on the logits of one
-//! 512-token sequence ([512, 49152]).
+//! `target_logprobs` vs the composition of candle ops it replaced, on the logits of one
+//! 512-token sequence ([512, 49152]), and `attention_probs_train` vs matmul + mask + softmax_train
+//! on one layer's attention at 4 x 512 tokens (3 KV heads, 3 query heads each).
 
 use candle_core::{DType, Device, Tensor, Var};
 use criterion::{criterion_group, criterion_main, Criterion};
 use empathy_gym::model::ops::{
-    frozen_matmul, rms_norm_train, rope_train, softmax_train, target_logprobs,
-    target_logprobs_composed,
+    attention_probs_composed, attention_probs_train, frozen_matmul, rms_norm_train, rope_train,
+    softmax_train, target_logprobs, target_logprobs_composed,
 };
 
 fn inputs() -> anyhow::Result<(Var, Tensor)> {
@@ -138,8 +139,39 @@ fn bench_logprob(c: &mut Criterion) {
     group.finish();
 }
 
+fn bench_attention(c: &mut Criterion) {
+    // One layer of the 4 x 512 training case: q [4, 3 KV heads, 3 x 512, 64], k [4, 3, 512, 64].
+    let dev = Device::Cpu;
+    let rand = |dims: (usize, usize, usize, usize)| {
+        Var::from_tensor(&Tensor::rand(-1f32, 1f32, dims, &dev).expect("rand")).expect("var")
+    };
+    let (q, k) = (rand((4, 3, 1536, 64)), rand((4, 3, 512, 64)));
+    let r = Tensor::rand(0f32, 1f32, (4, 3, 1536, 512), &dev).expect("r");
+    let mask = empathy_gym::model::block::causal_mask(512, &dev).expect("mask");
+    let mut group = c.benchmark_group("attention probs fwd+bwd, q [4,3,1536,64], k [4,3,512,64]");
+    group.sample_size(10);
+    let mut case = |name: &str, f: &dyn Fn() -> Tensor| {
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let grads = (f() * &r)
+                    .and_then(|y| y.sum_all()?.backward())
+                    .expect("backward");
+                grads.get(&q).expect("grad").dims().len()
+            })
+        });
+    };
+    case("attention_probs_train (one op)", &|| {
+        attention_probs_train(&q, &k, &mask).expect("op")
+    });
+    case("matmul + mask + softmax_train", &|| {
+        attention_probs_composed(&q, &k, &mask.reshape((512, 512)).expect("mask")).expect("comp")
+    });
+    group.finish();
+}
+
 criterion_group!(
     benches,
+    bench_attention,
     bench_matmul,
     bench_softmax,
     bench_norm_rope,

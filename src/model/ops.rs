@@ -12,6 +12,7 @@
 //! fine-tuning. `frozen_matmul` is a custom op whose backward returns only the input gradient.
 //! Its forward calls the backend's own matmul, so it is the same kernel on CPU and CUDA.
 
+mod attention;
 mod frozen;
 mod kernels;
 mod logprob;
@@ -20,6 +21,7 @@ mod tests;
 
 use candle_core::{DType, Result, Tensor, D};
 
+use attention::AttentionProbs;
 use frozen::FrozenMatmul;
 use kernels::{RmsNormCpu, RopeCpu, SoftmaxLastDimTrain};
 use logprob::TargetLogprob;
@@ -138,6 +140,42 @@ pub fn softmax_train(x: &Tensor) -> Result<Tensor> {
         return x.contiguous()?.apply_op1(SoftmaxLastDimTrain);
     }
     softmax_composed(x)
+}
+
+/// Attention probabilities softmax(q k^T + mask) with backward, for the training forward.
+///
+/// q: [b, g, m, d] (already scaled by 1/sqrt(d)), k: [b, g, n, d], mask: [.., r, n] additive (0 or
+/// -inf; leading dims 1), added to row i of every [m, n] block as its row i % r -> [b, g, m, n]. On CPU (f32/f64)
+/// one custom op (`ops/attention.rs`) that keeps only the probabilities alive besides q and k;
+/// elsewhere the composition of matmul, mask add and [`softmax_train`]. Both give the same values
+/// and gradients.
+pub fn attention_probs_train(q: &Tensor, k: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    let (r, n) = (mask.dim(D::Minus2)?, mask.dim(D::Minus1)?);
+    if mask.elem_count() != r * n {
+        candle_core::bail!(
+            "attention_probs_train: one [t, keys] mask for every row and head expected, got {:?}",
+            mask.dims()
+        )
+    }
+    let mask = mask.to_dtype(q.dtype())?.reshape((r, n))?;
+    if q.device().is_cpu() && matches!(q.dtype(), DType::F32 | DType::F64) {
+        return q
+            .contiguous()?
+            .apply_op3(&k.contiguous()?, &mask.contiguous()?, AttentionProbs);
+    }
+    attention_probs_composed(q, k, &mask)
+}
+
+/// The device-independent attention probabilities: matmul, mask add, [`softmax_train`]; mask
+/// [r, n]. Public for the benchmark that compares it with the CPU op.
+pub fn attention_probs_composed(q: &Tensor, k: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    let (b, g, m, _) = q.dims4()?;
+    let (r, n) = mask.dims2()?;
+    if r == 0 || m % r != 0 {
+        candle_core::bail!("attention_probs_train: mask rows {r} do not divide query rows {m}")
+    }
+    let scores = q.matmul(&k.t()?)?.reshape((b, g, m / r, r, n))?;
+    softmax_train(&scores.broadcast_add(mask)?)?.reshape((b, g, m, n))
 }
 
 /// The device-independent softmax: candle ops only, max detached.

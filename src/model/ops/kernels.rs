@@ -265,7 +265,7 @@ impl CustomOp1 for RopeCpu {
 }
 
 /// Float types of the CPU softmax kernels.
-trait KernelFloat: WithDType {
+pub(super) trait KernelFloat: WithDType {
     fn exp_k(self) -> Self;
 }
 
@@ -283,20 +283,21 @@ impl KernelFloat for f64 {
 
 /// Row-wise softmax of contiguous rows of length `dim`.
 fn softmax_rows<T: KernelFloat>(x: &[T], dim: usize) -> Vec<T> {
-    let mut out = vec![T::from_f64(0.0); x.len()];
-    for (row, o) in x
-        .chunks_exact(dim.max(1))
-        .zip(out.chunks_exact_mut(dim.max(1)))
-    {
-        let max = row.iter().fold(row[0], |m, &v| if v > m { v } else { m });
-        let mut sum = T::from_f64(0.0);
-        for (o, &v) in o.iter_mut().zip(row) {
-            *o = (v - max).exp_k();
-            sum += *o;
-        }
-        o.iter_mut().for_each(|o| *o /= sum);
-    }
+    let mut out = x.to_vec();
+    out.chunks_exact_mut(dim.max(1))
+        .for_each(|row| softmax_in_place(row));
     out
+}
+
+/// Softmax of one row, in place: exp(v - max) / sum.
+pub(super) fn softmax_in_place<T: KernelFloat>(row: &mut [T]) {
+    let max = row.iter().fold(row[0], |m, &v| if v > m { v } else { m });
+    let mut sum = T::from_f64(0.0);
+    for v in row.iter_mut() {
+        *v = (*v - max).exp_k();
+        sum += *v;
+    }
+    row.iter_mut().for_each(|v| *v /= sum);
 }
 
 /// Row-wise softmax backward: dx = y * (g - sum(g * y)).
@@ -347,7 +348,7 @@ impl CustomOp1 for SoftmaxLastDimTrain {
 }
 
 /// CPU kernel of the softmax backward: (grad, y) -> y * (grad - sum(grad * y)).
-struct SoftmaxLastDimBwd;
+pub(super) struct SoftmaxLastDimBwd;
 
 impl CustomOp2 for SoftmaxLastDimBwd {
     fn name(&self) -> &'static str {

@@ -251,3 +251,66 @@ fn target_logprobs_rejects_a_target_outside_the_vocabulary() -> Result<()> {
     assert!(err.to_string().contains("outside the vocabulary"), "{err}");
     Ok(())
 }
+
+/// The causal mask of the training forward for t positions, [1, 1, 1, t, t].
+fn causal(t: usize) -> Result<Tensor> {
+    crate::model::block::causal_mask(t, &Device::Cpu)
+        .map_err(|e| candle_core::Error::Msg(e.to_string()))
+}
+
+#[test]
+fn attention_probs_hand_computed() -> Result<()> {
+    // One head, t = 2, d = 1: q = [1, 2], k = [0, ln 3]. Row 0 sees key 0 only: [1, 0].
+    // Row 1: scores [2 * 0, 2 * ln 3] = [0, ln 9] -> softmax [1/10, 9/10].
+    let dev = Device::Cpu;
+    let q = Tensor::new(&[1f32, 2.], &dev)?.reshape((1, 1, 2, 1))?;
+    let k = Tensor::new(&[0f32, 3f32.ln()], &dev)?.reshape((1, 1, 2, 1))?;
+    let p = attention_probs_train(&q, &k, &causal(2)?)?
+        .flatten_all()?
+        .to_vec1::<f32>()?;
+    let want = [1.0, 0.0, 0.1, 0.9];
+    assert!(
+        p.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-6),
+        "{p:?}"
+    );
+    Ok(())
+}
+
+/// The CPU op against the composition it replaces (matmul, mask add, softmax), with grouped-query
+/// heads stacked as the block stacks them (3 query heads per KV head, t = 5): same values, same
+/// gradients for q and k.
+#[test]
+fn attention_probs_cpu_op_and_composition_agree_with_gradients() -> Result<()> {
+    let (b, g, rep, t, d) = (2, 2, 3, 5, 8);
+    let q = Var::from_tensor(&seeded(&[b, g, rep * t, d], 31)?)?;
+    let k = Var::from_tensor(&seeded(&[b, g, t, d], 32)?)?;
+    let r = seeded(&[b, g, rep * t, t], 33)?;
+    let mask = causal(t)?;
+    let p_op = attention_probs_train(&q, &k, &mask)?;
+    let p_comp = attention_probs_composed(&q, &k, &mask.reshape((t, t))?)?;
+    assert_eq!(p_op.dims(), &[b, g, rep * t, t]);
+    assert!(max_abs_diff(&p_op, &p_comp)? < 1e-6);
+    // Row 1 of every block sees keys 0 and 1 only.
+    let row = p_op.get(1)?.get(1)?.get(t + 1)?.to_vec1::<f32>()?;
+    assert!(row[2..].iter().all(|&v| v == 0.0) && (row[0] + row[1] - 1.0).abs() < 1e-6);
+    let g_op = (p_op * &r)?.sum_all()?.backward()?;
+    let g_comp = (p_comp * &r)?.sum_all()?.backward()?;
+    for v in [&q, &k] {
+        let (a, b) = (g_op.get(v).expect("grad"), g_comp.get(v).expect("grad"));
+        assert!(max_abs_diff(a, b)? < 1e-6);
+        assert!(a.abs()?.sum_all()?.to_scalar::<f32>()? > 1e-3);
+    }
+    Ok(())
+}
+
+#[test]
+fn attention_probs_rejects_a_mask_per_batch_row() -> Result<()> {
+    let q = seeded(&[2, 1, 3, 4], 34)?;
+    let k = seeded(&[2, 1, 3, 4], 35)?;
+    let per_row = Tensor::zeros((2, 1, 1, 3, 3), DType::F32, &Device::Cpu)?;
+    let e = attention_probs_train(&q, &k, &per_row)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("one [t, keys] mask"), "{e}");
+    Ok(())
+}
