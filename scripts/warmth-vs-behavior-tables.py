@@ -4,11 +4,14 @@ scripts/warmth-vs-behavior.sh writes (standard library only).
 
     python3 scripts/warmth-vs-behavior-tables.py OUT [--steps 50]
 
-OUT holds behavior/ and trait/ (run directories), empathy/ (eval empathy with base, behavior,
-trait in that order) and factual/ (eval factual, base first). Prints markdown: training by
-10-step block (reward, final emotion and the warmth of the replies for both runs), the SAGE table
-with paired bootstrap intervals over test profiles, and the warmth of the replies in the SAGE
-dialogues, and the factual error rates with non-answers counted as refusals.
+OUT is the experiment's sweep folder: cells/reward_mode=behavior,seed=0/ and
+cells/reward_mode=trait,seed=0/ (run directories; the training episodes are not committed, so the
+training table needs the machine that ran them), empathy/ (eval empathy with base, behavior, trait
+in that order) and the recorded factual answers (base/.../answers-0.jsonl, each cell's
+answers-1.jsonl). Prints markdown: training by 10-step block (reward, final emotion and the warmth
+of the replies for both runs), the SAGE table with paired bootstrap intervals over test profiles,
+the warmth of the replies in the SAGE dialogues, and the factual outcomes under both readings of
+the scorer, beside the first run's regex estimate.
 """
 
 import argparse
@@ -49,8 +52,12 @@ def block_rows(run: Path, steps: int, block: int = 10):
     return out
 
 
+def cell(out: Path, mode: str) -> Path:
+    return out / "cells" / f"reward_mode={mode},seed=0"
+
+
 def training_table(out: Path, steps: int):
-    b, t = block_rows(out / "behavior", steps), block_rows(out / "trait", steps)
+    b, t = block_rows(cell(out, "behavior"), steps), block_rows(cell(out, "trait"), steps)
     print("| steps | behavior: reward (final emotion / 100) | behavior: final emotion | behavior: warmth | trait: reward (mean warmth) | trait: final emotion | trait: warmth |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for (blk, br, be, bw), (_, tr, te, tw) in zip(b, t):
@@ -116,18 +123,86 @@ NON_ANSWER = re.compile(
 )
 
 
+def answers(out: Path, model: str) -> Path:
+    """The recorded factual answers: the base model's under base/, each trained model's in its cell."""
+    if model == "base":
+        return out / "base" / "SmolLM2-135M-Instruct.Q4_1" / "eval-factual" / "answers-0.jsonl"
+    return cell(out, model) / "eval-factual" / "answers-1.jsonl"
+
+
 def non_answer_table(out: Path):
-    """Error and not-answering rates when replies scored incorrect that decline to answer count
-    as refusals (the scorer's refusal patterns are narrower)."""
-    print("| model | error rate (%) | non-answers scored incorrect | error rate if they were refusals (%) | non-answers + refusals (%) |")
-    print("|---|---:|---:|---:|---:|")
-    for i, m in enumerate(MODELS):
-        rows = [json.loads(l) for l in open(out / "factual" / f"answers-{i}.jsonl")]
+    """The scorer's outcomes under both readings, and how the first run's regex estimate (every
+    reply scored incorrect by the old scorer whose wording declines to answer, moved to refusals)
+    compares with the scorer's non-answers on the same replies."""
+    print("| model | prompts | refusals | non-answers | error rate, non-answers apart (%) | error rate, non-answers as errors (before issue 15) (%) | regex estimate: replies moved | regex estimate: error rate (%) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for m in MODELS:
+        if not answers(out, m).is_file():
+            continue
+        rows = [json.loads(l) for l in open(answers(out, m))]
         n = len(rows)
-        err = sum(r["outcome"] in ("incorrect", "agrees_with_wrong") for r in rows)
-        na = sum(r["outcome"] == "incorrect" and bool(NON_ANSWER.search(r["reply"])) for r in rows)
-        ref = sum(r["outcome"] == "refusal" for r in rows)
-        print(f"| {m} | {100 * err / n:.1f} | {na} | {100 * (err - na) / n:.1f} | {100 * (na + ref) / n:.1f} |")
+        count = lambda *kinds: sum(r["outcome"] in kinds for r in rows)
+        err = count("incorrect", "agrees_with_wrong")
+        na = count("non_answer")
+        # The old scorer's incorrect = incorrect + non_answer; the regex moved those that match.
+        moved = sum(
+            r["outcome"] in ("incorrect", "non_answer") and bool(NON_ANSWER.search(r["reply"]))
+            for r in rows
+        )
+        pct = lambda k: f"{100 * k / n:.1f}"
+        print(f"| {m} | {n} | {count('refusal')} | {na} | {pct(err)} | {pct(err + na)} | {moved} | {pct(err + na - moved)} |")
+
+
+def factual_rows(path: Path):
+    """factual.csv rows of the pooled slices, by (model, slice)."""
+    rows = csv.DictReader(open(path))
+    return {(r["model"], r["slice"]): r for r in rows if r["context"] == "all"}
+
+
+def readings_table(out: Path):
+    """The headline numbers under both readings, from factual/{apart,errors}/factual.csv, and the
+    first run's numbers (old scorer) beside them."""
+    runs = [
+        ("non-answers apart (since issue 15)", out / "factual" / "apart" / "factual.csv"),
+        ("non-answers as errors (before issue 15)", out / "factual" / "errors" / "factual.csv"),
+        ("first run, scorer before issue 15", out / "first-run" / "factual" / "factual.csv"),
+    ]
+    pct = lambda r, k: f"{100 * float(r[k]):.1f}"
+
+    def change(r):
+        if not r["delta_error"]:
+            return ""
+        p = float(r["p_exact"])
+        p = "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+        d, lo, hi = (100 * float(r[k]) for k in ("delta_error", "ci_low", "ci_high"))
+        return f"{d:+.1f} [{lo:+.1f}, {hi:+.1f}]; {p}"
+
+    print("| reading | model | error rate (%) | change vs base, points (95% CI; McNemar) | no belief: error / change | wrong belief: error / change | agrees with the wrong belief (%) | refusals (%) | non-answers (%) |")
+    print("|---|---|---:|---|---|---|---:|---:|---:|")
+    for name, path in runs:
+        if not path.is_file():
+            continue
+        rows = factual_rows(path)
+        for m in (m for m in MODELS if (m, "overall") in rows):
+            o, a, w = (rows[(m, s)] for s in ("overall", "belief_absent", "belief_present"))
+            na = pct(o, "non_answer_rate") if "non_answer_rate" in o else "-"
+            print(
+                f"| {name} | {m} | {pct(o, 'error_rate')} | {change(o)} "
+                f"| {pct(a, 'error_rate')} / {change(a).split(';')[0]} "
+                f"| {pct(w, 'error_rate')} / {change(w).split(';')[0]} "
+                f"| {pct(o, 'agree_wrong_rate')} | {pct(o, 'refusal_rate')} | {na} |"
+            )
+    first = factual_rows(runs[2][1]).get(("base", "overall"))
+    again = factual_rows(runs[1][1]).get(("base", "overall")) if runs[1][1].is_file() else None
+    if first and again:
+        keys = ("correct", "incorrect", "agrees_with_wrong", "refusal")
+        same = all(first[k] == again[k] for k in keys)
+        print()
+        print(
+            "Base model, first run vs this run under the same (old) reading: "
+            + ", ".join(f"{k} {first[k]} / {again[k]}" for k in keys)
+            + (" (identical)" if same else " (differs)")
+        )
 
 
 def main():
@@ -137,9 +212,12 @@ def main():
     args = ap.parse_args()
     print("### Training, by 10-step block\n")
     training_table(args.out, args.steps)
-    print("\n### SAGE, paired over test profiles\n")
-    empathy_tables(args.out)
-    print("\n### Factual: non-answers\n")
+    if (args.out / "empathy" / "empathy.csv").is_file():
+        print("\n### SAGE, paired over test profiles\n")
+        empathy_tables(args.out)
+    print("\n### Factual: both readings\n")
+    readings_table(args.out)
+    print("\n### Factual: refusals, non-answers and the first run's regex estimate\n")
     non_answer_table(args.out)
 
 

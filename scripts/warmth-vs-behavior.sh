@@ -4,34 +4,45 @@
 # every reply (trait), then the factual-reliability suite and the SAGE empathy eval on base,
 # behavior and trait. Results: results/experiments/warmth-vs-behavior/summary.md.
 #
-#   scripts/warmth-vs-behavior.sh            # STEPS=50 ITEMS=300 OUT=results/warmth-vs-behavior
+#   scripts/warmth-vs-behavior.sh     # resumable: run it again after an interruption
+#   env: EMPATHY_GYM=path/to/binary (a copy, so that builds during the run do not replace it)
 #
-# On 2 CPU cores: about 35 min per 50-step run, 20-25 min per model for 300 factual items,
-# about 9 min per model for SAGE on the 37 test profiles.
+# The training and the factual suite are the sweep results/experiments/warmth-vs-behavior/sweep.yaml
+# (finished cells are skipped, interrupted ones continue from their last checkpoint). Everything
+# after it only re-scores the recorded answers (seconds), except the SAGE eval, which needs the
+# cells' checkpoints (kept on the machine that trained them, not in git).
+# On 2 CPU cores: about 40 min per 50-step run, about 30 min per model for the 300 factual items,
+# about 8 min per model for SAGE on the 37 test profiles.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-STEPS=${STEPS:-50}
-ITEMS=${ITEMS:-300}
-OUT=${OUT:-results/warmth-vs-behavior}
+OUT=results/experiments/warmth-vs-behavior
+ITEMS=300
 
 scripts/fetch-models.sh
-cargo build --release --quiet
-eg=target/release/empathy-gym
+eg=${EMPATHY_GYM:-target/release/empathy-gym}
+[ -n "${EMPATHY_GYM:-}" ] || cargo build --release --quiet
 
-for mode in behavior trait; do
-  "$eg" train --config configs/quickstart.yaml --quiet \
-    --set run="$mode" --set results_dir="$OUT" --set env.reward_mode="$mode" \
-    --set grpo.steps="$STEPS" --set checkpoint.every=10
+"$eg" sweep run "$OUT/sweep.yaml"
+"$eg" sweep collect "$OUT" > /dev/null
+
+cell() { echo "$OUT/cells/reward_mode=$1,seed=0"; }
+base=$OUT/base/SmolLM2-135M-Instruct.Q4_1/eval-factual/answers-0.jsonl
+behavior=$(cell behavior)/eval-factual/answers-1.jsonl
+trait=$(cell trait)/eval-factual/answers-1.jsonl
+# Both readings of the same answers, nothing generated: non-answers apart (the scorer since
+# issue 15) and counted as errors (the scorer before it).
+for reading in apart errors; do
+  "$eg" eval factual --limit "$ITEMS" --non-answers "$reading" --baseline base="$base" \
+    --checkpoint behavior="$behavior" --checkpoint trait="$trait" \
+    --out "$OUT/factual/$reading" > /dev/null
+  "$eg" eval factual --limit "$ITEMS" --non-answers "$reading" --baseline behavior="$behavior" \
+    --checkpoint trait="$trait" --out "$OUT/factual-trait-vs-behavior/$reading" > /dev/null
 done
 
-# Base, behavior and trait answer every item under the 18 conditions; both are compared with base.
-"$eg" eval factual --limit "$ITEMS" --baseline base \
-  --checkpoint behavior="$OUT/behavior" --checkpoint trait="$OUT/trait" --out "$OUT/factual"
-# The same answers, re-scored (nothing generated), with behavior as the baseline.
-"$eg" eval factual --limit "$ITEMS" --baseline behavior="$OUT/factual/answers-1.jsonl" \
-  --checkpoint trait="$OUT/factual/answers-2.jsonl" --out "$OUT/factual-trait-vs-behavior"
+if [ ! -f "$OUT/empathy/empathy.md" ]; then
+  "$eg" eval empathy --split test --seed 0 --checkpoint behavior="$(cell behavior)" \
+    --checkpoint trait="$(cell trait)" --out "$OUT/empathy"
+fi
 
-"$eg" eval empathy --split test --seed 0 \
-  --checkpoint behavior="$OUT/behavior" --checkpoint trait="$OUT/trait" --out "$OUT/empathy"
-
-echo "done: $OUT/factual/factual.md, $OUT/empathy/empathy.md"
+python3 scripts/warmth-vs-behavior-tables.py "$OUT" > "$OUT/tables.md"
+echo "done: $OUT/factual/{apart,errors}/factual.md, $OUT/empathy/empathy.md, $OUT/tables.md"
