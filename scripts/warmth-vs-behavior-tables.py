@@ -28,7 +28,9 @@ MODELS = ["base", "behavior", "trait"]
 def block_rows(run: Path, steps: int, block: int = 10):
     rows = [r for r in csv.DictReader(open(run / "metrics.csv")) if int(r["step"]) <= steps]
     warmth = {}
-    for line in open(run / "episodes.jsonl"):
+    # The training episodes stay on the machine that trained (not committed): warmth is "-" without.
+    log = run / "episodes.jsonl"
+    for line in open(log) if log.is_file() else []:
         e = json.loads(line)
         if e["step"] > steps:
             continue
@@ -46,7 +48,7 @@ def block_rows(run: Path, steps: int, block: int = 10):
                 f"{lo}-{hi}",
                 st.mean(float(r["reward_mean"]) for r in sel),
                 st.mean(float(r["final_emotion_mean"]) for r in sel),
-                st.mean(w),
+                st.mean(w) if w else float("nan"),
             )
         )
     return out
@@ -61,7 +63,8 @@ def training_table(out: Path, steps: int):
     print("| steps | behavior: reward (final emotion / 100) | behavior: final emotion | behavior: warmth | trait: reward (mean warmth) | trait: final emotion | trait: warmth |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for (blk, br, be, bw), (_, tr, te, tw) in zip(b, t):
-        print(f"| {blk} | {br:.3f} | {be:.1f} | {bw:.3f} | {tr:.3f} | {te:.1f} | {tw:.3f} |")
+        w = lambda x: "-" if x != x else f"{x:.3f}"
+        print(f"| {blk} | {br:.3f} | {be:.1f} | {w(bw)} | {tr:.3f} | {te:.1f} | {w(tw)} |")
 
 
 def paired_ci(a, b, reps=10_000, seed=0):
