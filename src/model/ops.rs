@@ -144,11 +144,11 @@ pub fn softmax_train(x: &Tensor) -> Result<Tensor> {
 
 /// Attention probabilities softmax(q k^T + mask) with backward, for the training forward.
 ///
-/// q: [b, g, m, d] (already scaled by 1/sqrt(d)), k: [b, g, n, d], mask: [.., r, n] additive (0 or
-/// -inf; leading dims 1), added to row i of every [m, n] block as its row i % r -> [b, g, m, n]. On CPU (f32/f64)
-/// one custom op (`ops/attention.rs`) that keeps only the probabilities alive besides q and k;
-/// elsewhere the composition of matmul, mask add and [`softmax_train`]. Both give the same values
-/// and gradients.
+/// q: [b, g, m, d] (already scaled by 1/sqrt(d)), k: [b, g, n, d], mask: [.., r, n] additive (0
+/// or -inf; leading dims 1), added to row i of every [m, n] block as its row i % r -> [b, g, m, n].
+/// On CPU (f32/f64) one custom op (`ops/attention.rs`) that keeps only the probabilities alive
+/// besides q and k; elsewhere the composition of matmul, mask add and [`softmax_train`]. Both give
+/// the same values and gradients.
 pub fn attention_probs_train(q: &Tensor, k: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let (r, n) = (mask.dim(D::Minus2)?, mask.dim(D::Minus1)?);
     if mask.elem_count() != r * n {
