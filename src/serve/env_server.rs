@@ -137,9 +137,10 @@ pub fn serve_env(
             .local_addr()
             .map_err(|e| Error::Other(format!("the listening address: {e}")))?;
         let reaper = tokio::spawn(expire_loop(state.clone()));
+        let stop = super::shutdown::shutdown_signal()?;
         on_ready(addr);
         axum::serve(listener, router(state.clone()))
-            .with_graceful_shutdown(super::shutdown::shutdown_signal())
+            .with_graceful_shutdown(stop)
             .await
             .map_err(|e| Error::Other(format!("serving on {addr}: {e}")))?;
         reaper.abort();

@@ -94,9 +94,10 @@ pub fn serve_model<M: BatchModel + Send + 'static>(
         let addr = listener
             .local_addr()
             .map_err(|e| Error::Other(format!("the listening address: {e}")))?;
+        let stop = super::shutdown::shutdown_signal()?;
         on_ready(addr);
         axum::serve(listener, router(state.clone()))
-            .with_graceful_shutdown(super::shutdown::shutdown_signal())
+            .with_graceful_shutdown(stop)
             .await
             .map_err(|e| Error::Other(format!("serving on {addr}: {e}")))
     })?;

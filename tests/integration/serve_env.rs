@@ -56,8 +56,9 @@ fn serve_env_200_concurrent_episodes_none_lost_and_the_log_verifies() {
         serde_json::from_str(String::from_utf8_lossy(&o.stdout).trim()).expect("numbers line");
     assert_eq!(numbers["lost"], 0);
     assert_eq!(numbers["episodes"], 200);
-    let (ok, rest) = server.stop();
-    assert!(ok, "the server did not shut down cleanly: {rest}");
+    let stopped = server.stop();
+    let rest = stopped.rest;
+    assert!(stopped.ok, "the server did not shut down cleanly: {rest}");
     assert!(
         rest.contains("200 episodes finished") && rest.contains("0 unfinished"),
         "{rest}"
@@ -206,8 +207,7 @@ fn serve_env_bad_requests_get_4xx_with_a_message() {
         Some(br#"{"split": "train"}"#.to_vec()),
     );
     assert_eq!(s, 201, "a deleted episode frees its place: {b}");
-    let (ok, _) = server.stop();
-    assert!(ok);
+    assert!(server.stop().ok);
 }
 
 #[test]
@@ -230,9 +230,13 @@ fn serve_env_drops_idle_episodes_after_the_ttl() {
         Some(br#"{"reply": "hello"}"#.to_vec()),
     );
     assert!(error_message(s, &b, 404, "expired episode").contains("without a request"));
-    let (ok, rest) = server.stop();
-    assert!(ok);
-    assert!(rest.contains("1 unfinished episodes dropped"), "{rest}");
+    let stopped = server.stop();
+    assert!(stopped.ok, "{}", stopped.stderr);
+    assert!(
+        stopped.rest.contains("1 unfinished episodes dropped"),
+        "{}",
+        stopped.rest
+    );
 }
 
 #[test]

@@ -166,7 +166,7 @@ fn serve_model_answers_openai_clients_streaming_or_not_and_batches_consistently(
             "{needle}: {b}"
         );
     }
-    let (ok, rest) = server.stop();
-    assert!(ok);
-    assert!(rest.contains("requests in"), "{rest}");
+    let stopped = server.stop();
+    assert!(stopped.ok, "{}", stopped.stderr);
+    assert!(stopped.rest.contains("requests in"), "{}", stopped.rest);
 }

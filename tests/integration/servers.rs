@@ -1,16 +1,31 @@
 //! A server command run for a test: started on port 0, its address read from the first line of
-//! stdout, stopped with SIGTERM (the graceful path) or killed when the test panics.
+//! stdout, stopped with SIGTERM (the graceful path) or killed when the test panics. Its stderr is
+//! kept (and echoed, so a failing test still shows it).
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, ChildStdout, Command, Stdio};
+use std::thread::JoinHandle;
 
 use super::common::{models, root};
 
 pub struct Server {
     child: Option<Child>,
     stdout: Option<BufReader<ChildStdout>>,
+    stderr: Option<JoinHandle<String>>,
+    /// The first line of stdout ("... listening on http://...").
+    pub first_line: String,
     /// `http://127.0.0.1:PORT`.
     pub url: String,
+}
+
+/// How a server ended after SIGTERM.
+pub struct Stopped {
+    /// Exited with status 0.
+    pub ok: bool,
+    /// Stdout after the first line (the shutdown summary).
+    pub rest: String,
+    /// All of stderr.
+    pub stderr: String,
 }
 
 impl Server {
@@ -22,29 +37,43 @@ impl Server {
             .arg(root())
             .env("EMPATHY_GYM_MODELS", models())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("start the server");
+        let mut err = BufReader::new(child.stderr.take().expect("piped stderr"));
+        let stderr = std::thread::spawn(move || {
+            let (mut all, mut line) = (String::new(), String::new());
+            while err.read_line(&mut line).unwrap_or(0) > 0 {
+                eprint!("{line}");
+                all.push_str(&line);
+                line.clear();
+            }
+            all
+        });
         let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
-        let mut line = String::new();
-        stdout.read_line(&mut line).expect("read the first line");
-        let url = line
+        let mut first_line = String::new();
+        stdout
+            .read_line(&mut first_line)
+            .expect("read the first line");
+        let url = first_line
             .split_whitespace()
             .find(|w| w.starts_with("http://"))
             .unwrap_or_else(|| {
                 let _ = child.kill();
-                panic!("no address on the server's first line: {line:?}")
+                panic!("no address on the server's first line: {first_line:?}")
             })
             .to_string();
         Server {
             child: Some(child),
             stdout: Some(stdout),
+            stderr: Some(stderr),
+            first_line,
             url,
         }
     }
 
-    /// Sends SIGTERM, waits, and returns (success, the rest of stdout).
-    pub fn stop(mut self) -> (bool, String) {
+    /// Sends SIGTERM and waits for the server to end.
+    pub fn stop(mut self) -> Stopped {
         let mut child = self.child.take().expect("running");
         // SAFETY: signalling a child process this test started, by its id.
         unsafe {
@@ -55,7 +84,16 @@ impl Server {
             out.read_to_string(&mut rest).expect("read stdout");
         }
         let status = child.wait().expect("wait for the server");
-        (status.success(), rest)
+        let stderr = self
+            .stderr
+            .take()
+            .map(|t| t.join().expect("the stderr reader"))
+            .unwrap_or_default();
+        Stopped {
+            ok: status.success(),
+            rest,
+            stderr,
+        }
     }
 }
 

@@ -6,8 +6,6 @@
 //! the same `assert_words_for_people`; sweep run and collect in sweep.rs.
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Command, Stdio};
 
 use empathy_gym::algo::{Algorithm, Credit};
 use empathy_gym::episode::End;
@@ -345,47 +343,15 @@ fn sweep_slurm_and_status_print_words_for_people() {
     assert_words_for_people("sweep status", &out);
 }
 
-/// A server's start-up and shutdown lines: started on port 0, asked for its health once it
-/// listens (so its signal handler is in place), stopped with SIGTERM.
+/// A server's start-up and shutdown lines. SIGTERM goes right after the "listening" line: the
+/// servers install their handlers before printing it, so they must stop gracefully even then (a
+/// handler installed lazily, when axum first polled it, let such a signal kill the process).
 fn served(args: &[&str]) -> String {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_empathy-gym"))
-        .args(args)
-        .args(["--port", "0", "--catalog"])
-        .arg(root())
-        .env("EMPATHY_GYM_MODELS", models())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the server");
-    let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
-    let mut first = String::new();
-    stdout.read_line(&mut first).expect("the first line");
-    let url = first
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .map(str::to_string);
-    if let Some(url) = url {
-        let (status, body) = super::servers::http("GET", &format!("{url}/v1/health"), None);
-        assert_eq!(status, 200, "{body}");
-    }
-    // SAFETY: signalling a child process this test started, by its id.
-    unsafe {
-        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
-    }
-    let mut rest = String::new();
-    stdout
-        .read_to_string(&mut rest)
-        .expect("the rest of stdout");
-    let mut err = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        e.read_to_string(&mut err).expect("stderr");
-    }
-    let status = child.wait().expect("wait for the server");
-    let out = format!("{first}{rest}{err}");
-    assert!(
-        status.success() && first.contains("listening on http://"),
-        "{out}"
-    );
+    let server = super::servers::Server::start(args);
+    let first = server.first_line.clone();
+    let stopped = server.stop();
+    let out = format!("{first}{}{}", stopped.rest, stopped.stderr);
+    assert!(stopped.ok && !stopped.rest.is_empty(), "{out}");
     out
 }
 
