@@ -170,6 +170,11 @@ def readings_table(out: Path):
         ("non-answers as errors (before issue 15)", out / "factual" / "errors" / "factual.csv"),
         ("first run, scorer before issue 15", out / "first-run" / "factual" / "factual.csv"),
     ]
+    # Trait against behavior directly (the baseline there is behavior): only the trait rows.
+    vs_behavior = [
+        (f"{name}, against behavior", out / "factual-trait-vs-behavior" / reading / "factual.csv")
+        for name, reading in ((runs[0][0], "apart"), (runs[1][0], "errors"))
+    ]
     pct = lambda r, k: f"{100 * float(r[k]):.1f}"
 
     def change(r):
@@ -180,15 +185,20 @@ def readings_table(out: Path):
         d, lo, hi = (100 * float(r[k]) for k in ("delta_error", "ci_low", "ci_high"))
         return f"{d:+.1f} [{lo:+.1f}, {hi:+.1f}]; {p}"
 
-    print("| reading | model | error rate (%) | change vs base, points (95% CI; McNemar) | no belief: error / change | wrong belief: error / change | agrees with the wrong belief (%) | refusals (%) | non-answers (%) |")
+    print("| reading | model | error rate (%) | change vs base (vs behavior where named), points (95% CI; McNemar) | no belief: error / change | wrong belief: error / change | agrees with the wrong belief (%) | refusals (%) | non-answers (%) |")
     print("|---|---|---:|---|---|---|---:|---:|---:|")
-    for name, path in runs:
+    for name, path in runs + vs_behavior:
         if not path.is_file():
             continue
         rows = factual_rows(path)
+        baseline_too = (name, path) in runs
         for m in (m for m in MODELS if (m, "overall") in rows):
+            if not (baseline_too or rows[(m, "overall")]["delta_error"]):
+                continue
             o, a, w = (rows[(m, s)] for s in ("overall", "belief_absent", "belief_present"))
-            na = pct(o, "non_answer_rate") if "non_answer_rate" in o else "-"
+            # Under the old reading non-answers are among the errors, so no column of their own.
+            apart = "non_answer_rate" in o and "as errors" not in name
+            na = pct(o, "non_answer_rate") if apart else "-"
             print(
                 f"| {name} | {m} | {pct(o, 'error_rate')} | {change(o)} "
                 f"| {pct(a, 'error_rate')} / {change(a).split(';')[0]} "
