@@ -165,15 +165,15 @@ def factual_rows(path: Path):
 def readings_table(out: Path):
     """The headline numbers under both readings, from factual/{apart,errors}/factual.csv, and the
     first run's numbers (old scorer) beside them."""
+    apart, errors = "non-answers apart (since issue 15)", "non-answers as errors (before issue 15)"
+    # (label, report, non-answers a column of their own, baseline rows printed too). Trait against
+    # behavior directly prints only the trait rows (its baseline, behavior, is in the rows above).
     runs = [
-        ("non-answers apart (since issue 15)", out / "factual" / "apart" / "factual.csv"),
-        ("non-answers as errors (before issue 15)", out / "factual" / "errors" / "factual.csv"),
-        ("first run, scorer before issue 15", out / "first-run" / "factual" / "factual.csv"),
-    ]
-    # Trait against behavior directly (the baseline there is behavior): only the trait rows.
-    vs_behavior = [
-        (f"{name}, against behavior", out / "factual-trait-vs-behavior" / reading / "factual.csv")
-        for name, reading in ((runs[0][0], "apart"), (runs[1][0], "errors"))
+        (apart, out / "factual" / "apart" / "factual.csv", True, True),
+        (errors, out / "factual" / "errors" / "factual.csv", False, True),
+        ("first run, scorer before issue 15", out / "first-run" / "factual" / "factual.csv", False, True),
+        (f"{apart}, against behavior", out / "factual-trait-vs-behavior" / "apart" / "factual.csv", True, False),
+        (f"{errors}, against behavior", out / "factual-trait-vs-behavior" / "errors" / "factual.csv", False, False),
     ]
     pct = lambda r, k: f"{100 * float(r[k]):.1f}"
 
@@ -187,18 +187,16 @@ def readings_table(out: Path):
 
     print("| reading | model | error rate (%) | change vs base (vs behavior where named), points (95% CI; McNemar) | no belief: error / change | wrong belief: error / change | agrees with the wrong belief (%) | refusals (%) | non-answers (%) |")
     print("|---|---|---:|---|---|---|---:|---:|---:|")
-    for name, path in runs + vs_behavior:
+    for name, path, non_answers_apart, baseline_too in runs:
         if not path.is_file():
             continue
         rows = factual_rows(path)
-        baseline_too = (name, path) in runs
         for m in (m for m in MODELS if (m, "overall") in rows):
             if not (baseline_too or rows[(m, "overall")]["delta_error"]):
                 continue
             o, a, w = (rows[(m, s)] for s in ("overall", "belief_absent", "belief_present"))
             # Under the old reading non-answers are among the errors, so no column of their own.
-            apart = "non_answer_rate" in o and "as errors" not in name
-            na = pct(o, "non_answer_rate") if apart else "-"
+            na = pct(o, "non_answer_rate") if non_answers_apart else "-"
             print(
                 f"| {name} | {m} | {pct(o, 'error_rate')} | {change(o)} "
                 f"| {pct(a, 'error_rate')} / {change(a).split(';')[0]} "
