@@ -2,7 +2,7 @@
 
 use std::future::Future;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// Installs the SIGINT and SIGTERM handlers now and returns a future that resolves on either.
 ///
@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 pub fn shutdown_signal() -> Result<impl Future<Output = ()>> {
     #[cfg(unix)]
     {
+        use crate::error::Error;
         use tokio::signal::unix::{signal, SignalKind};
         let handler = |kind: SignalKind, name: &str| {
             signal(kind).map_err(|e| Error::Other(format!("installing the {name} handler: {e}")))
