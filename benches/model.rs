@@ -14,28 +14,19 @@ use std::time::{Duration, Instant};
 
 mod common;
 
+// As the binary: large blocks kept for reuse (src/alloc.rs).
+#[global_allocator]
+static ALLOC: empathy_gym::alloc::CachingAlloc = empathy_gym::alloc::CachingAlloc;
+
 use candle_core::{DType, Device};
-use candle_nn::{AdamW, Optimizer, ParamsAdamW};
+use candle_nn::Optimizer;
 use criterion::{Criterion, SamplingMode, Throughput};
 use empathy_gym::model::{
-    load_model, AdapterMode, ChatMessage, LoadOptions, LoraConfig, Pass, Role, SamplingParams,
-    DEFAULT_POLICY,
+    load_model, AdapterMode, ChatMessage, LoadOptions, Pass, Role, SamplingParams, DEFAULT_POLICY,
 };
 
 /// New tokens per sequence in the decode cases.
 const DECODE_TOKENS: usize = 32;
-/// Training sequence length.
-const TRAIN_LEN: usize = 512;
-
-fn peak_rss_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|kb| kb.parse::<f64>().ok())
-        .map_or(f64::NAN, |kb| kb / 1024.0)
-}
 
 /// Resets VmHWM to the current RSS (Linux: "5" in clear_refs).
 fn reset_peak() {
@@ -119,7 +110,7 @@ fn run_case(
         case: name.to_string(),
         tokens,
         times,
-        peak_mib: peak_rss_mib(),
+        peak_mib: common::peak_rss_mib(),
     }
 }
 
@@ -172,33 +163,18 @@ fn main() -> anyhow::Result<()> {
         }
     }
     {
-        let opts = LoadOptions {
-            lora: Some(LoraConfig {
-                rank: 16,
-                ..LoraConfig::default()
-            }),
-            ..base
-        };
-        let m = load_model(&path, &dev, &opts)?;
-        let text = "I hear how much this hurts. ".repeat(200);
-        let mut ids = m.encode(&text)?;
-        ids.truncate(TRAIN_LEN);
-        let vars: Vec<_> = m.trainable().into_iter().map(|(_, v)| v).collect();
-        let mut opt = AdamW::new(
-            vars,
-            ParamsAdamW {
-                lr: 1e-5,
-                ..ParamsAdamW::default()
-            },
-        )?;
+        let (m, ids, mut opt) = common::lora_training(&path, &dev, &base)?;
         for rows_per_step in [1usize, 4] {
             let batch = vec![ids.clone(); rows_per_step];
-            let name = format!("train LoRA r16 fwd+bwd+AdamW, {rows_per_step}x{TRAIN_LEN}");
+            let name = format!(
+                "train LoRA r16 fwd+bwd+AdamW, {rows_per_step}x{}",
+                common::TRAIN_LEN
+            );
             rows.push(run_case(
                 &mut c,
                 &dev,
                 &name,
-                rows_per_step * TRAIN_LEN,
+                rows_per_step * common::TRAIN_LEN,
                 || {
                     let lp = m
                         .token_logprobs(&batch, AdapterMode::On, Pass::Train)

@@ -5,6 +5,7 @@
 //! See docs/DESIGN.md for the architecture and the file formats.
 
 pub mod algo;
+pub mod alloc;
 pub mod episode;
 pub mod error;
 pub mod eval;

@@ -6,6 +6,11 @@ use clap::Parser;
 
 mod cli;
 
+/// Large blocks kept for reuse instead of page-faulted afresh on every training step
+/// (src/alloc.rs, results/perf/step.md).
+#[global_allocator]
+static ALLOC: empathy_gym::alloc::CachingAlloc = empathy_gym::alloc::CachingAlloc;
+
 fn main() -> ExitCode {
     // Piping into `head` closes stdout early: end quietly like other Unix tools instead of
     // panicking in println!.

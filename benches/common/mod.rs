@@ -1,15 +1,64 @@
-//! The one way a benchmark finds its model: the library's search (`$EMPATHY_GYM_MODELS`, else
-//! `./models`, else the per-user cache). A model found nowhere is an error naming every place
-//! tried, so the benchmark exits non-zero instead of printing "skipped" and exiting 0 (issue 15).
-//! tests/integration/locate.rs runs this same file with an empty models folder.
+//! What the benchmarks share. The one way a benchmark finds its model: the library's search
+//! (`$EMPATHY_GYM_MODELS`, else `./models`, else the per-user cache). A model found nowhere is an
+//! error naming every place tried, so the benchmark exits non-zero instead of printing "skipped"
+//! and exiting 0 (issue 15). tests/integration/locate.rs runs this same file with an empty models
+//! folder. And, for the model benchmarks, the training case's setup and the peak resident memory.
 
 use std::path::PathBuf;
 
 use anyhow::Context;
+use candle_core::Device;
+use candle_nn::{AdamW, Optimizer, ParamsAdamW};
+use empathy_gym::model::{load_model, ChatModel, LoadOptions, LoraConfig};
+
+/// Tokens per row of the training case.
+#[allow(dead_code)] // not every includer trains
+pub const TRAIN_LEN: usize = 512;
 
 /// `rel` (a file or folder relative to a models folder, e.g. `DEFAULT_POLICY`) in the first
 /// models folder that holds it, or an error listing every place tried and how to fetch it.
 pub fn bench_model(rel: &str) -> anyhow::Result<PathBuf> {
     empathy_gym::model::find_model(rel)
         .with_context(|| format!("this benchmark needs the model {rel}"))
+}
+
+/// Peak resident memory of this process in MiB (VmHWM; Linux, NaN elsewhere).
+#[allow(dead_code)] // not every includer reads memory
+pub fn peak_rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|kb| kb.parse::<f64>().ok())
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+/// The training case of the model benchmarks: the model at `path` with rank-16 LoRA on every
+/// projection (`base`'s dtype), one row of `TRAIN_LEN` token ids, and AdamW over the adapters.
+#[allow(dead_code)] // not every includer trains
+pub fn lora_training(
+    path: &std::path::Path,
+    dev: &Device,
+    base: &LoadOptions,
+) -> anyhow::Result<(ChatModel, Vec<u32>, AdamW)> {
+    let opts = LoadOptions {
+        lora: Some(LoraConfig {
+            rank: 16,
+            ..LoraConfig::default()
+        }),
+        ..base.clone()
+    };
+    let m = load_model(path, dev, &opts)?;
+    let mut ids = m.encode(&"I hear how much this hurts. ".repeat(200))?;
+    ids.truncate(TRAIN_LEN);
+    let vars: Vec<_> = m.trainable().into_iter().map(|(_, v)| v).collect();
+    let opt = AdamW::new(
+        vars,
+        ParamsAdamW {
+            lr: 1e-5,
+            ..ParamsAdamW::default()
+        },
+    )?;
+    Ok((m, ids, opt))
 }
