@@ -91,9 +91,11 @@ impl Block {
         let h = rms_norm(&x, &self.mlp_norm, dims.eps, step.pass)?;
         let gate = self.gate.forward(&h, step.mode, step.pass)?;
         let up = self.up.forward(&h, step.mode, step.pass)?;
-        let mlp = self
-            .down
-            .forward(&(gate.silu()? * up)?, step.mode, step.pass)?;
+        let act = match step.pass {
+            Pass::Infer => (gate.silu()? * up)?,
+            Pass::Train => ops::swiglu_train(&gate, &up)?,
+        };
+        let mlp = self.down.forward(&act, step.mode, step.pass)?;
         Ok((x + mlp)?)
     }
 

@@ -16,6 +16,7 @@ mod attention;
 mod frozen;
 mod kernels;
 mod logprob;
+mod swiglu;
 #[cfg(test)]
 mod tests;
 
@@ -25,6 +26,7 @@ use attention::AttentionProbs;
 use frozen::FrozenMatmul;
 use kernels::{RmsNormCpu, RopeCpu, SoftmaxLastDimTrain};
 use logprob::TargetLogprob;
+use swiglu::SwiGlu;
 
 /// Internal dtype for reductions: half types are upcast to f32 (as candle's `rms_norm_slow` does).
 fn internal_dtype(dtype: DType) -> DType {
@@ -186,6 +188,16 @@ fn softmax_composed(x: &Tensor) -> Result<Tensor> {
     let num = xf.broadcast_sub(&max)?.exp()?;
     let den = num.sum_keepdim(D::Minus1)?;
     num.broadcast_div(&den)?.to_dtype(x_dtype)
+}
+
+/// The SwiGLU product silu(gate) * up with backward (Shazeer 2020, eq. 6). On CPU (f32/f64) one op
+/// that keeps only gate and up for backward and makes one pass each way (`ops/swiglu.rs`); its
+/// values equal the composition's bit for bit. Elsewhere the composition of candle ops.
+pub fn swiglu_train(gate: &Tensor, up: &Tensor) -> Result<Tensor> {
+    if gate.device().is_cpu() && matches!(gate.dtype(), DType::F32 | DType::F64) {
+        return gate.contiguous()?.apply_op2(&up.contiguous()?, SwiGlu);
+    }
+    gate.silu()? * up
 }
 
 /// x @ w^T where w is frozen: backward returns the gradient for x only and never computes or

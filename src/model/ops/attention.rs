@@ -11,8 +11,11 @@
 
 use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Tensor};
+use rayon::prelude::*;
 
-use super::kernels::{contiguous_slice, softmax_in_place, KernelFloat, SoftmaxLastDimBwd};
+use super::kernels::{
+    contiguous_slice, softmax_in_place, KernelFloat, SoftmaxLastDimBwd, MIN_ROWS,
+};
 
 /// softmax(q k^T + mask) for q [b, g, m, d] and k [b, g, n, d]; the mask [r, n] is added to row
 /// i of every [m, n] block as its row i % r (r divides m: grouped-query heads stack their t query
@@ -20,14 +23,19 @@ use super::kernels::{contiguous_slice, softmax_in_place, KernelFloat, SoftmaxLas
 pub(super) struct AttentionProbs;
 
 impl AttentionProbs {
-    /// Adds the mask row and takes the softmax of every row of `scores`, in place.
+    /// Adds the mask row and takes the softmax of every row of `scores`, in place, rows in
+    /// parallel.
     fn mask_softmax<T: KernelFloat>(scores: &mut [T], mask: &[T], n: usize) {
         let r = mask.len() / n.max(1);
-        for (i, row) in scores.chunks_exact_mut(n.max(1)).enumerate() {
-            let m = &mask[(i % r) * n..(i % r + 1) * n];
-            row.iter_mut().zip(m).for_each(|(v, &m)| *v += m);
-            softmax_in_place(row);
-        }
+        scores
+            .par_chunks_exact_mut(n.max(1))
+            .with_min_len(MIN_ROWS)
+            .enumerate()
+            .for_each(|(i, row)| {
+                let m = &mask[(i % r) * n..(i % r + 1) * n];
+                row.iter_mut().zip(m).for_each(|(v, &m)| *v += m);
+                softmax_in_place(row);
+            });
     }
 }
 

@@ -5,11 +5,37 @@
 //! every intermediate) and does one pass per direction. `super` uses them on CPU for f32/f64 and
 //! falls back to the compositions elsewhere (CUDA, half precision).
 
+use std::mem::MaybeUninit;
 use std::sync::Arc;
 
 use candle_core::{
     CpuStorage, CustomOp1, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor, WithDType,
 };
+use rayon::prelude::*;
+
+/// Rows per rayon task: enough work per task that scheduling stays negligible.
+pub(super) const MIN_ROWS: usize = 16;
+
+/// A vector of `len` values made row by row in parallel: `fill(r, out)` writes every element of
+/// row `r` (length `dim`; a last row may be shorter when `dim` does not divide `len`). Rows are
+/// independent, so the result does not depend on the thread count; the output is never zeroed
+/// first.
+pub(super) fn par_rows<T: Copy + Send + Sync>(
+    len: usize,
+    dim: usize,
+    fill: impl Fn(usize, &mut [MaybeUninit<T>]) + Send + Sync,
+) -> Vec<T> {
+    let mut out = Vec::with_capacity(len);
+    out.spare_capacity_mut()[..len]
+        .par_chunks_mut(dim.max(1))
+        .with_min_len(MIN_ROWS)
+        .enumerate()
+        .for_each(|(r, row)| fill(r, row));
+    // SAFETY: `fill` wrote every element of every row, and the rows cover [0, len); T is a plain
+    // float.
+    unsafe { out.set_len(len) };
+    out
+}
 
 /// CPU RMSNorm kernel over rows of length d. With r = (mean(x^2) + eps)^(-1/2) and
 /// dot = sum_j w_j g_j x_j per row, the backward is dx_k = r (w_k g_k - x_k r^2 dot / d) and
@@ -32,34 +58,34 @@ enum RmsPart {
 
 impl RmsNormCpu {
     /// 1 / sqrt(mean(row^2) + eps).
-    fn inv_rms<T: WithDType>(&self, row: &[T]) -> f64 {
-        let ms = row.iter().map(|v| v.to_f64() * v.to_f64()).sum::<f64>() / row.len() as f64;
+    fn inv_rms<T: KernelFloat>(&self, row: &[T]) -> f64 {
+        let ms = row.iter().map(|v| v.to_f64_k() * v.to_f64_k()).sum::<f64>() / row.len() as f64;
         1.0 / (ms + self.eps).sqrt()
     }
 
-    /// Runs one kernel; `g` is empty for the forward, `w` for the weight gradient.
-    fn run<T: WithDType>(&self, part: RmsPart, g: &[T], x: &[T], w: &[T], d: usize) -> Vec<T> {
+    /// Runs one kernel; `g` is empty for the forward, `w` for the weight gradient. The forward
+    /// and the input gradient run rows in parallel.
+    fn run<T: KernelFloat>(&self, part: RmsPart, g: &[T], x: &[T], w: &[T], d: usize) -> Vec<T> {
         let d = d.max(1);
         let rows = x.chunks_exact(d);
-        let f = |v: &T| v.to_f64();
+        let f = |v: &T| v.to_f64_k();
         match part {
-            RmsPart::Forward => rows
-                .flat_map(|row| {
-                    let inv = self.inv_rms(row);
-                    row.iter()
-                        .zip(w)
-                        .map(move |(x, w)| T::from_f64(f(x) * inv * f(w)))
-                })
-                .collect(),
-            RmsPart::InputGrad => rows
-                .zip(g.chunks_exact(d))
-                .flat_map(|(row, g)| {
-                    let inv = self.inv_rms(row);
-                    let dot: f64 = (0..d).map(|j| f(&w[j]) * f(&g[j]) * f(&row[j])).sum();
-                    let c = inv * inv * dot / d as f64;
-                    (0..d).map(move |k| T::from_f64(inv * (f(&w[k]) * f(&g[k]) - f(&row[k]) * c)))
-                })
-                .collect(),
+            RmsPart::Forward => par_rows(x.len(), d, |r, out| {
+                let row = &x[r * d..(r + 1) * d];
+                let inv = self.inv_rms(row);
+                for ((o, x), w) in out.iter_mut().zip(row).zip(w) {
+                    o.write(T::from_f64_k(f(x) * inv * f(w)));
+                }
+            }),
+            RmsPart::InputGrad => par_rows(x.len(), d, |r, out| {
+                let (row, g) = (&x[r * d..(r + 1) * d], &g[r * d..(r + 1) * d]);
+                let inv = self.inv_rms(row);
+                let dot: f64 = (0..d).map(|j| f(&w[j]) * f(&g[j]) * f(&row[j])).sum();
+                let c = inv * inv * dot / d as f64;
+                for (k, o) in out.iter_mut().enumerate() {
+                    o.write(T::from_f64_k(inv * (f(&w[k]) * f(&g[k]) - f(&row[k]) * c)));
+                }
+            }),
             RmsPart::WeightGrad => {
                 let mut dw = vec![0f64; d];
                 for (row, g) in rows.zip(g.chunks_exact(d)) {
@@ -68,7 +94,7 @@ impl RmsNormCpu {
                         dw[j] += f(&g[j]) * f(&row[j]) * inv;
                     }
                 }
-                dw.into_iter().map(T::from_f64).collect()
+                dw.into_iter().map(T::from_f64_k).collect()
             }
         }
     }
@@ -212,28 +238,27 @@ pub(super) struct RopeCpu {
 }
 
 impl RopeCpu {
-    /// Rotates every pair of every [head_dim] row of the contiguous [b, h, t, d] input.
-    fn rotate<T: WithDType>(&self, x: &[T], t: usize, d: usize) -> Vec<T> {
+    /// Rotates every pair of every [head_dim] row of the contiguous [b, h, t, d] input (rows in
+    /// parallel).
+    fn rotate<T: KernelFloat>(&self, x: &[T], t: usize, d: usize) -> Vec<T> {
         let half = d / 2;
         let sign = if self.inverse { -1.0 } else { 1.0 };
-        let mut out = vec![T::from_f64(0.0); x.len()];
-        let rows = x.chunks_exact(d.max(1)).zip(out.chunks_exact_mut(d.max(1)));
-        for (r, (row, o)) in rows.enumerate() {
+        par_rows(x.len(), d, |r, o| {
+            let row = &x[r * d..(r + 1) * d];
             let pos = r % t.max(1);
             for i in 0..half {
-                let c = T::from_f64(self.cos[pos * half + i]);
-                let s = T::from_f64(sign * self.sin[pos * half + i]);
+                let c = T::from_f64_k(self.cos[pos * half + i]);
+                let s = T::from_f64_k(sign * self.sin[pos * half + i]);
                 let (i0, i1) = if self.interleaved {
                     (2 * i, 2 * i + 1)
                 } else {
                     (i, i + half)
                 };
                 let (x0, x1) = (row[i0], row[i1]);
-                o[i0] = x0 * c - x1 * s;
-                o[i1] = x0 * s + x1 * c;
+                o[i0].write(x0 * c - x1 * s);
+                o[i1].write(x0 * s + x1 * c);
             }
-        }
-        out
+        })
     }
 }
 
@@ -264,27 +289,49 @@ impl CustomOp1 for RopeCpu {
     }
 }
 
-/// Float types of the CPU softmax kernels.
-pub(super) trait KernelFloat: WithDType {
+/// Float types of the CPU kernels, with conversions that inline (candle's `WithDType` ones are
+/// calls per element: ~3% of a training step in the profile, results/perf/step.md).
+pub(super) trait KernelFloat: WithDType + std::ops::Neg<Output = Self> {
     fn exp_k(self) -> Self;
+    fn to_f64_k(self) -> f64;
+    fn from_f64_k(v: f64) -> Self;
 }
 
 impl KernelFloat for f32 {
+    #[inline(always)]
     fn exp_k(self) -> Self {
         self.exp()
+    }
+    #[inline(always)]
+    fn to_f64_k(self) -> f64 {
+        f64::from(self)
+    }
+    #[inline(always)]
+    fn from_f64_k(v: f64) -> Self {
+        v as f32
     }
 }
 
 impl KernelFloat for f64 {
+    #[inline(always)]
     fn exp_k(self) -> Self {
         self.exp()
     }
+    #[inline(always)]
+    fn to_f64_k(self) -> f64 {
+        self
+    }
+    #[inline(always)]
+    fn from_f64_k(v: f64) -> Self {
+        v
+    }
 }
 
-/// Row-wise softmax of contiguous rows of length `dim`.
+/// Row-wise softmax of contiguous rows of length `dim` (rows in parallel).
 fn softmax_rows<T: KernelFloat>(x: &[T], dim: usize) -> Vec<T> {
     let mut out = x.to_vec();
-    out.chunks_exact_mut(dim.max(1))
+    out.par_chunks_exact_mut(dim.max(1))
+        .with_min_len(MIN_ROWS)
         .for_each(|row| softmax_in_place(row));
     out
 }
@@ -300,18 +347,17 @@ pub(super) fn softmax_in_place<T: KernelFloat>(row: &mut [T]) {
     row.iter_mut().for_each(|v| *v /= sum);
 }
 
-/// Row-wise softmax backward: dx = y * (g - sum(g * y)).
+/// Row-wise softmax backward: dx = y * (g - sum(g * y)) (rows in parallel).
 fn softmax_bwd_rows<T: KernelFloat>(g: &[T], y: &[T], dim: usize) -> Vec<T> {
-    let mut out = vec![T::from_f64(0.0); g.len()];
-    let rows = g.chunks_exact(dim.max(1)).zip(y.chunks_exact(dim.max(1)));
-    for ((g, y), o) in rows.zip(out.chunks_exact_mut(dim.max(1))) {
+    let dim = dim.max(1);
+    par_rows(g.len(), dim, |r, o| {
+        let (g, y) = (&g[r * dim..(r + 1) * dim], &y[r * dim..(r + 1) * dim]);
         let mut dot = T::from_f64(0.0);
         g.iter().zip(y).for_each(|(&g, &y)| dot += g * y);
         for ((o, &g), &y) in o.iter_mut().zip(g).zip(y) {
-            *o = y * (g - dot);
+            o.write(y * (g - dot));
         }
-    }
-    out
+    })
 }
 
 /// The contiguous slice a layout describes, for the CPU kernels.

@@ -315,3 +315,54 @@ fn attention_probs_rejects_a_mask_per_batch_row() -> Result<()> {
     assert!(e.contains("one [t, keys] mask"), "{e}");
     Ok(())
 }
+
+#[test]
+fn swiglu_op_equals_composition_values_and_gradients() -> Result<()> {
+    // Odd sizes so that the parallel chunks end mid-row.
+    let g = Var::from_tensor(&(seeded(&[3, 7001], 21)? * 4.0)?)?;
+    let u = Var::from_tensor(&seeded(&[3, 7001], 22)?)?;
+    let w = seeded(&[3, 7001], 23)?;
+    let y_op = swiglu_train(g.as_tensor(), u.as_tensor())?;
+    let y_comp = (g.as_tensor().silu()? * u.as_tensor())?;
+    assert_eq!(
+        max_abs_diff(&y_op, &y_comp)?,
+        0.0,
+        "same formula as candle's silu"
+    );
+    let grads_op = (y_op * &w)?.sum_all()?.backward()?;
+    let grads_comp = (y_comp * &w)?.sum_all()?.backward()?;
+    for v in [&g, &u] {
+        let (a, b) = (grads_op.get(v).unwrap(), grads_comp.get(v).unwrap());
+        assert_eq!(
+            max_abs_diff(a, b)?,
+            0.0,
+            "the composition's operations in its order"
+        );
+        assert!(a.abs()?.sum_all()?.to_scalar::<f32>()? > 1e-3);
+    }
+    Ok(())
+}
+
+#[test]
+fn swiglu_gradient_hand_computed() -> Result<()> {
+    // d silu/dg = s (1 + g (1 - s)) with s = sigmoid(g). g = 0: s = 1/2, silu = 0,
+    // d silu/dg = 1/2; with up = 3 and grad 1: dgate = 1.5, dup = 0. g = 2: s = 0.8807971,
+    // silu = 1.7615942, d silu/dg = 0.8807971 * (1 + 2 * 0.1192029) = 1.0907843; up = -1:
+    // dgate = -1.0907843, dup = 1.7615942.
+    let g = Var::new(&[0f32, 2.], &Device::Cpu)?;
+    let u = Var::new(&[3f32, -1.], &Device::Cpu)?;
+    let grads = swiglu_train(g.as_tensor(), u.as_tensor())?
+        .sum_all()?
+        .backward()?;
+    let dg = grads.get(&g).unwrap().to_vec1::<f32>()?;
+    let du = grads.get(&u).unwrap().to_vec1::<f32>()?;
+    assert!(
+        (dg[0] - 1.5).abs() < 1e-6 && (dg[1] + 1.090_784_3).abs() < 1e-6,
+        "{dg:?}"
+    );
+    assert!(
+        du[0].abs() < 1e-6 && (du[1] - 1.761_594_2).abs() < 1e-6,
+        "{du:?}"
+    );
+    Ok(())
+}
