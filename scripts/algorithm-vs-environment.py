@@ -35,7 +35,7 @@ T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8:
        9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042}
 METRICS = [("sage_score", "held-out SAGE score", "{:+.1f}"),
            ("final_reward", "final training reward", "{:+.3f}"),
-           ("factual_error", "factual error rate", "{:+.3f}")]
+           ("factual_error", "factual error rate (points)", "{:+.1f}")]
 
 
 def t95(df):
@@ -68,6 +68,7 @@ def load(out):
                     "difficulty": r["env.difficulty"], "seed": int(r["seed"])}
             for key, _, _ in METRICS:
                 cell[key] = float(r[key]) if r[key] else float("nan")
+            cell["factual_error"] *= 100  # percentage points, as in `sweep collect`'s tables
             cell.update(training(os.path.join(out, "cells", r["cell"], "metrics.csv")))
             rows.append(cell)
     return rows
