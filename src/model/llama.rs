@@ -26,8 +26,8 @@ pub struct Llama {
     rope: RopeTables,
 }
 
-fn linear(p: Proj) -> LoraLinear {
-    LoraLinear::new(p.weight, p.bias)
+fn linear(p: Proj) -> Result<LoraLinear> {
+    Ok(LoraLinear::new(p.weight, p.bias)?)
 }
 
 impl Llama {
@@ -40,18 +40,20 @@ impl Llama {
         let blocks = w
             .layers
             .into_iter()
-            .map(|l| Block {
-                attn_norm: l.attn_norm,
-                q: linear(l.q),
-                k: linear(l.k),
-                v: linear(l.v),
-                o: linear(l.o),
-                mlp_norm: l.mlp_norm,
-                gate: linear(l.gate),
-                up: linear(l.up),
-                down: linear(l.down),
+            .map(|l| {
+                Ok(Block {
+                    attn_norm: l.attn_norm,
+                    q: linear(l.q)?,
+                    k: linear(l.k)?,
+                    v: linear(l.v)?,
+                    o: linear(l.o)?,
+                    mlp_norm: l.mlp_norm,
+                    gate: linear(l.gate)?,
+                    up: linear(l.up)?,
+                    down: linear(l.down)?,
+                })
             })
-            .collect();
+            .collect::<Result<_>>()?;
         Ok(Llama {
             cfg,
             embed: w.embed,

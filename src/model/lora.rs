@@ -176,14 +176,25 @@ fn flatten_rows(x: &Tensor, out: usize) -> Result<(Tensor, Vec<usize>)> {
 
 impl LoraLinear {
     /// A layer with base weight [out, in] and optional bias [out]; no adapter, nothing trainable.
-    pub fn new(weight: Tensor, bias: Option<Tensor>) -> Self {
-        LoraLinear {
+    ///
+    /// On the CPU the weight is stored column-major (its transpose [in, out] is the contiguous
+    /// buffer; `weight()` is still [out, in]): x W^T then multiplies by a contiguous matrix, which
+    /// the gemm crate reads in place, while a row-major W is repacked on every call, most of a
+    /// decoding step's matmul time at a few rows (results/perf/step.md, "Weights stored
+    /// transposed"). Values are the same either way; cuBLAS has no such cost, so CUDA keeps W.
+    pub fn new(weight: Tensor, bias: Option<Tensor>) -> Result<Self> {
+        let weight = if weight.device().is_cpu() {
+            weight.t()?.contiguous()?.t()?
+        } else {
+            weight
+        };
+        Ok(LoraLinear {
             weight,
             bias,
             adapter: None,
             critic: None,
             full: None,
-        }
+        })
     }
 
     /// Adds an adapter: A [rank, in] ~ seeded init from `rng`, B [out, rank] = 0 (so the model starts equal to base).
@@ -323,11 +334,11 @@ impl LoraLinear {
         }
     }
 
-    /// W + (alpha/rank) B A, for export.
+    /// W + (alpha/rank) B A, for export (row-major [out, in]).
     pub fn merged_weight(&self) -> Result<Tensor> {
         let w = self.weight().detach();
         match &self.adapter {
-            None => Ok(w),
+            None => w.contiguous(),
             Some(ad) => {
                 let delta = (ad.b.as_tensor().matmul(ad.a.as_tensor())? * ad.scale)?;
                 w.to_dtype(DType::F32)?.add(&delta)?.to_dtype(w.dtype())

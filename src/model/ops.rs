@@ -217,8 +217,14 @@ pub fn frozen_matmul(x: &Tensor, w: &Tensor) -> Result<Tensor> {
     out_dims[last] = out_dim;
     let m = x.elem_count() / in_dim;
     let x2 = x.contiguous()?.reshape((m, in_dim))?;
-    // Detached so that autograd never walks into w (even when it happens to be a Var).
-    let w = w.contiguous()?.detach();
+    // Detached so that autograd never walks into w (even when it happens to be a Var). A
+    // column-major w (how LoraLinear stores weights on the CPU) is used in place: the matmul reads
+    // either layout, and a row-major copy would be kept per layer until backward.
+    let w = if w.is_contiguous() || w.t()?.is_contiguous() {
+        w.detach()
+    } else {
+        w.contiguous()?.detach()
+    };
     x2.apply_op2(&w, FrozenMatmul)?.reshape(out_dims)
 }
 

@@ -141,7 +141,7 @@ fn lora_layer(device: &Device, dtype: DType) -> Result<LoraLinear> {
     let mut layer = LoraLinear::new(
         seeded(&[24, 16], 10)?.to_device(device)?.to_dtype(dtype)?,
         Some(seeded(&[24], 11)?.to_device(device)?.to_dtype(dtype)?),
-    );
+    )?;
     let cfg = LoraConfig {
         rank: 4,
         alpha: 8.0,

@@ -112,7 +112,7 @@ fn adapted_layer(nonzero_b: bool) -> Result<LoraLinear> {
     let mut layer = LoraLinear::new(
         seeded(&[6, 5], 10, DType::F32)?,
         Some(seeded(&[6], 11, DType::F32)?),
-    );
+    )?;
     let cfg = LoraConfig {
         rank: 2,
         alpha: 4.0,
@@ -124,6 +124,34 @@ fn adapted_layer(nonzero_b: bool) -> Result<LoraLinear> {
         b.set(&seeded(&[6, 2], 13, DType::F32)?)?;
     }
     Ok(layer)
+}
+
+#[test]
+fn cpu_layer_stores_the_weight_column_major_with_the_same_values_and_outputs() -> Result<()> {
+    let w = seeded(&[6, 5], 10, DType::F32)?;
+    let layer = LoraLinear::new(w.clone(), None)?;
+    // Still [out, in] to every reader, but the buffer is W^T's, so x W^T reads it in place.
+    assert_eq!(layer.weight().dims(), &[6, 5]);
+    assert!(layer.weight().t()?.is_contiguous());
+    assert_eq!(layer.weight().to_vec2::<f32>()?, w.to_vec2::<f32>()?);
+    let x = seeded(&[3, 5], 14, DType::F32)?;
+    let want = x.matmul(&w.t()?)?;
+    for pass in [Pass::Infer, Pass::Train] {
+        let got = layer.forward(&x, AdapterMode::Off, pass)?;
+        assert!(max_abs_diff(&got, &want)? < 1e-6, "{pass:?}");
+    }
+    let merged = layer.merged_weight()?;
+    assert!(merged.is_contiguous());
+    assert_eq!(merged.to_vec2::<f32>()?, w.to_vec2::<f32>()?);
+    // Two rows and more: the same bits as the row-major product (a one-row product may differ in
+    // the last bits, docs/DESIGN.md "Determinism").
+    let (w, x) = (
+        seeded(&[96, 64], 15, DType::F32)?,
+        seeded(&[16, 64], 16, DType::F32)?,
+    );
+    let got = LoraLinear::new(w.clone(), None)?.forward(&x, AdapterMode::Off, Pass::Infer)?;
+    assert_eq!(got.to_vec2::<f32>()?, x.matmul(&w.t()?)?.to_vec2::<f32>()?);
+    Ok(())
 }
 
 fn base_output(layer: &LoraLinear, x: &Tensor) -> Result<Tensor> {
@@ -154,7 +182,7 @@ fn infer_and_train_agree_and_merged_weight_reproduces_adapted_output() -> Result
     let infer = layer.forward(&x, AdapterMode::On, Pass::Infer)?;
     let train = layer.forward(&x, AdapterMode::On, Pass::Train)?;
     assert!(max_abs_diff(&infer, &train)? < 1e-5);
-    let merged = LoraLinear::new(layer.merged_weight()?, layer.bias().cloned());
+    let merged = LoraLinear::new(layer.merged_weight()?, layer.bias().cloned())?;
     let via_merged = merged.forward(&x, AdapterMode::Off, Pass::Infer)?;
     assert!(max_abs_diff(&infer, &via_merged)? < 1e-5);
     Ok(())
@@ -164,7 +192,7 @@ fn infer_and_train_agree_and_merged_weight_reproduces_adapted_output() -> Result
 fn merged_weight_hand_computed() -> Result<()> {
     // W = 0 [1, 2], A = [[1, 2]] (rank 1), B = [[3]], alpha 2 -> scale 2:
     // W + 2 * B A = 2 * [[3, 6]] = [[6, 12]].
-    let mut layer = LoraLinear::new(Tensor::zeros((1, 2), DType::F32, &Device::Cpu)?, None);
+    let mut layer = LoraLinear::new(Tensor::zeros((1, 2), DType::F32, &Device::Cpu)?, None)?;
     let cfg = LoraConfig {
         rank: 1,
         alpha: 2.0,
@@ -212,7 +240,7 @@ fn lora_input_gradient_includes_adapter_path() -> Result<()> {
 #[test]
 fn full_finetune_trains_the_base_weight() -> Result<()> {
     let x = seeded(&[4, 5], 18, DType::F32)?;
-    let mut layer = LoraLinear::new(seeded(&[6, 5], 19, DType::F32)?, None);
+    let mut layer = LoraLinear::new(seeded(&[6, 5], 19, DType::F32)?, None)?;
     assert!(layer.trainable().is_empty());
     let before = layer.forward(&x, AdapterMode::On, Pass::Infer)?;
     layer.make_base_trainable()?;
@@ -231,7 +259,7 @@ fn full_finetune_trains_the_base_weight() -> Result<()> {
 #[test]
 fn adapter_init_is_seeded_and_bounded() -> Result<()> {
     let make = |seed| -> Result<Vec<f32>> {
-        let mut layer = LoraLinear::new(Tensor::zeros((8, 16), DType::F32, &Device::Cpu)?, None);
+        let mut layer = LoraLinear::new(Tensor::zeros((8, 16), DType::F32, &Device::Cpu)?, None)?;
         layer.attach_adapter(&LoraConfig::default(), &mut ChaCha8Rng::seed_from_u64(seed))?;
         let t = layer.trainable();
         assert_eq!(t[0].1.dims(), &[16, 16]);
@@ -296,7 +324,7 @@ fn lora_config_defaults_and_yaml() -> Result<()> {
         ..LoraConfig::default()
     };
     assert!(bad.check().is_err());
-    let mut layer = LoraLinear::new(Tensor::zeros((2, 2), DType::F32, &Device::Cpu)?, None);
+    let mut layer = LoraLinear::new(Tensor::zeros((2, 2), DType::F32, &Device::Cpu)?, None)?;
     assert!(layer
         .attach_adapter(&bad, &mut ChaCha8Rng::seed_from_u64(0))
         .is_err());

@@ -187,6 +187,23 @@ fn frozen_matmul_gives_no_weight_gradient() -> Result<()> {
 }
 
 #[test]
+fn frozen_matmul_on_a_column_major_weight_gives_the_same_values_and_gradient() -> Result<()> {
+    // LoraLinear keeps CPU weights column-major; the op must give what the row-major copy gives.
+    let w = seeded(&[12, 16], 9)?;
+    let w_cols = w.t()?.contiguous()?.t()?;
+    assert!(!w_cols.is_contiguous() && w_cols.t()?.is_contiguous());
+    let x = Var::from_tensor(&seeded(&[5, 16], 8)?)?;
+    let rows = frozen_matmul(&x, &w)?;
+    let cols = frozen_matmul(&x, &w_cols)?;
+    assert!(max_abs_diff(&rows, &cols)? < 1e-6);
+    let g_rows = rows.sqr()?.sum_all()?.backward()?;
+    let g_cols = cols.sqr()?.sum_all()?.backward()?;
+    let (a, b) = (g_rows.get(&x).expect("grad"), g_cols.get(&x).expect("grad"));
+    assert!(max_abs_diff(a, b)? < 1e-5);
+    Ok(())
+}
+
+#[test]
 fn frozen_embedding_gives_no_table_gradient() -> Result<()> {
     let dev = Device::Cpu;
     let table = Var::from_tensor(&seeded(&[6, 3], 12)?)?;
