@@ -1,6 +1,7 @@
 //! What `sweep collect` writes: `summary.csv` (one row per cell), `summary.md` (mean ± std and
 //! 95% t-intervals across seeds per combination of the axes, and per axis value) and the plots
-//! (training reward per axis value with a band across cells, held-out score per cell).
+//! (training reward per axis value with a band across cells, per combination with a band across
+//! seeds, held-out score per cell).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -283,55 +284,124 @@ fn mean_curve(name: &str, cells: &[&CellResult]) -> Series {
     Series::new(format!("{name} (n={})", cells.len()), points).with_band(band)
 }
 
-/// The training reward per value of each axis with two or more values (`reward-by-LABEL.svg`);
-/// one curve over every cell when no axis varies.
-pub fn reward_charts(sweep: &Sweep, results: &[CellResult]) -> Vec<(String, String)> {
-    let mut charts = Vec::new();
-    let chart = |title: String, series: Vec<Series>| {
-        LineChart {
-            title,
-            x_label: "step".into(),
-            y_label: "mean training reward (band: ± 1 std across cells)".into(),
-            series,
-            ..LineChart::default()
-        }
-        .to_svg()
+fn reward_chart(
+    title: String,
+    band: &str,
+    series: Vec<Series>,
+    y_range: Option<(f64, f64)>,
+) -> LineChart {
+    LineChart {
+        title,
+        x_label: "step".into(),
+        y_label: format!("mean training reward (band: ± 1 std across {band})"),
+        series,
+        y_range,
+        ..LineChart::default()
+    }
+}
+
+/// The training reward of finished cells (a curve that stopped half-way would pull the mean at
+/// its last steps): per value of each axis with two or more values (`reward-by-LABEL.svg`, band
+/// across every cell with that value), and, when two or more axes vary, one chart per value of
+/// the last of them (`reward-LABEL=VALUE.svg`) with a curve per combination of the others and its
+/// band across seeds alone, on one y scale; one curve over every cell when no axis varies.
+pub fn reward_charts(sweep: &Sweep, results: &[CellResult]) -> Vec<(String, LineChart)> {
+    let finished: Vec<&CellResult> = results
+        .iter()
+        .filter(|r| r.final_reward.is_some() && !r.curve.is_empty())
+        .collect();
+    let with_value = |i: usize, v: &serde_yaml::Value| -> Vec<&CellResult> {
+        finished
+            .iter()
+            .copied()
+            .filter(|r| &r.cell.values[i].1 == v)
+            .collect()
     };
-    for (i, axis) in sweep.axes.iter().enumerate() {
-        if axis.values.len() < 2 {
-            continue;
-        }
-        let series: Vec<Series> = axis
+    let varying: Vec<usize> = (0..sweep.axes.len())
+        .filter(|&i| sweep.axes[i].values.len() >= 2)
+        .collect();
+    let mut charts = Vec::new();
+    for &i in &varying {
+        let axis = &sweep.axes[i];
+        let series = axis
             .values
             .iter()
-            .map(|v| {
-                let cells: Vec<&CellResult> = results
-                    .iter()
-                    .filter(|r| &r.cell.values[i].1 == v && !r.curve.is_empty())
-                    .collect();
-                mean_curve(&show(v), &cells)
-            })
+            .map(|v| mean_curve(&show(v), &with_value(i, v)))
             .collect();
-        let file = format!(
-            "reward-by-{}.svg",
-            fragment(&serde_yaml::Value::String(axis.label.clone()))
-        );
-        charts.push((
-            file,
-            chart(format!("Training reward by {}", axis.label), series),
-        ));
+        let file = format!("reward-by-{}.svg", label_fragment(&axis.label));
+        let title = format!("Training reward by {}", axis.label);
+        charts.push((file, reward_chart(title, "cells", series, None)));
+    }
+    if let Some((&last, others)) = varying.split_last() {
+        if !others.is_empty() {
+            let axis = &sweep.axes[last];
+            let panels: Vec<(&serde_yaml::Value, Vec<Series>)> = axis
+                .values
+                .iter()
+                .map(|v| {
+                    let cells = with_value(last, v);
+                    let series = combinations_of(sweep, others)
+                        .into_iter()
+                        .map(|combo| {
+                            let of_combo: Vec<&CellResult> = cells
+                                .iter()
+                                .copied()
+                                .filter(|r| {
+                                    others
+                                        .iter()
+                                        .zip(&combo)
+                                        .all(|(&j, c)| &r.cell.values[j].1 == *c)
+                                })
+                                .collect();
+                            let name: Vec<String> = combo.iter().map(|c| show(c)).collect();
+                            mean_curve(&name.join(", "), &of_combo)
+                        })
+                        .collect();
+                    (v, series)
+                })
+                .collect();
+            let high = panels
+                .iter()
+                .flat_map(|(_, s)| s.iter().flat_map(|s| s.band.iter().map(|b| b.2)))
+                .fold(0.0f64, f64::max);
+            for (v, series) in panels {
+                let file = format!("reward-{}={}.svg", label_fragment(&axis.label), fragment(v));
+                let title = format!("Training reward at {} = {}", axis.label, show(v));
+                charts.push((
+                    file,
+                    reward_chart(title, "seeds", series, Some((0.0, high))),
+                ));
+            }
+        }
     }
     if charts.is_empty() {
-        let cells: Vec<&CellResult> = results.iter().filter(|r| !r.curve.is_empty()).collect();
+        let title = "Training reward".to_string();
+        let series = vec![mean_curve("every cell", &finished)];
         charts.push((
             "reward.svg".into(),
-            chart(
-                "Training reward".into(),
-                vec![mean_curve("every cell", &cells)],
-            ),
+            reward_chart(title, "cells", series, None),
         ));
     }
     charts
+}
+
+fn label_fragment(label: &str) -> String {
+    fragment(&serde_yaml::Value::String(label.to_string()))
+}
+
+/// Every combination of the values of `axes` (indices into the sweep's axes), first outermost.
+fn combinations_of<'a>(sweep: &'a Sweep, axes: &[usize]) -> Vec<Vec<&'a serde_yaml::Value>> {
+    axes.iter().fold(vec![Vec::new()], |acc, &i| {
+        acc.into_iter()
+            .flat_map(|prefix| {
+                sweep.axes[i].values.iter().map(move |v| {
+                    let mut c = prefix.clone();
+                    c.push(v);
+                    c
+                })
+            })
+            .collect()
+    })
 }
 
 /// The held-out SAGE score per cell: one group of bars per combination, one bar per seed.
@@ -384,8 +454,8 @@ pub fn write_summary(
     let mut files = vec![dir.join(SUMMARY_CSV)];
     summary_table(sweep, results).write_csv(&files[0])?;
     let mut plots = Vec::new();
-    for (name, svg) in reward_charts(sweep, results) {
-        plots.push(write(&name, &svg)?);
+    for (name, chart) in reward_charts(sweep, results) {
+        plots.push(write(&name, &chart.to_svg())?);
     }
     if let Some(svg) = sage_chart(sweep, results) {
         plots.push(write(SAGE_SVG, &svg)?);
@@ -563,8 +633,74 @@ mod tests {
         let charts = reward_charts(&s, &r);
         assert_eq!(charts.len(), 1);
         assert_eq!(charts[0].0, "reward-by-difficulty.svg");
-        assert!(charts[0].1.contains("<polygon") && charts[0].1.contains("moderate (n=2)"));
+        let svg = charts[0].1.to_svg();
+        assert!(
+            svg.contains("<polygon") && svg.contains("moderate (n=2)"),
+            "{svg}"
+        );
+        // hard's second seed stopped at step 1 of 2: only finished cells are drawn.
+        assert!(svg.contains("hard (n=1)"), "{svg}");
         let sage = sage_chart(&s, &r).unwrap();
         assert!(sage.contains("seed 0") && sage.contains("seed 1"));
+    }
+
+    #[test]
+    fn with_two_varying_axes_each_value_of_the_last_gets_a_chart_with_seed_bands() {
+        let s = Sweep::parse(
+            "name: t\nbase: {}\naxes:\n  optim.lr: [0.001, 0.01]\n  env.difficulty: [moderate, hard]\n\
+             seeds: [0, 1]\n",
+            std::path::Path::new("t.yaml"),
+        )
+        .unwrap();
+        // Cells in order lr, difficulty, seed; the last one (0.01, hard, seed 1) is unfinished.
+        let finals = [0.2, 0.4, 0.1, 0.3, 0.5, 0.9, 0.6, 0.8];
+        let r: Vec<CellResult> = s
+            .cells
+            .iter()
+            .zip(finals)
+            .map(|(c, f)| CellResult {
+                cell: c.clone(),
+                state: CellState::Training { step: 2, of: 2 },
+                curve: vec![(1, f / 2.0), (2, f)],
+                final_reward: (c.index < 7).then_some(f),
+                sage: None,
+                factual: None,
+                wall_s: None,
+            })
+            .collect();
+        let charts = reward_charts(&s, &r);
+        let names: Vec<&str> = charts.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "reward-by-lr.svg",
+                "reward-by-difficulty.svg",
+                "reward-difficulty=moderate.svg",
+                "reward-difficulty=hard.svg"
+            ]
+        );
+        let moderate = &charts[2].1;
+        assert_eq!(moderate.title, "Training reward at difficulty = moderate");
+        assert!(moderate.y_label.ends_with("across seeds)"));
+        // lr 0.01 at moderate: seeds 0.5 and 0.9 at step 2 -> mean 0.7, std 0.2828 (n - 1).
+        let s01 = &moderate.series[1];
+        assert_eq!(s01.name, "0.01 (n=2)");
+        assert!((s01.points[1].1 - 0.7).abs() < 1e-12);
+        let (_, lo, hi) = s01.band[1];
+        assert!(
+            (lo - (0.7 - 0.08f64.sqrt())).abs() < 1e-12
+                && (hi - (0.7 + 0.08f64.sqrt())).abs() < 1e-12
+        );
+        // The unfinished seed is left out: one cell, a band of zero width.
+        let hard = &charts[3].1;
+        assert_eq!(hard.series[1].name, "0.01 (n=1)");
+        // One y scale for the panels: up to the highest band edge, 0.7 + 0.2828.
+        let top = 0.7 + 0.08f64.sqrt();
+        for (_, c) in &charts[2..] {
+            let (low, high) = c.y_range.unwrap();
+            assert!(low == 0.0 && (high - top).abs() < 1e-12, "{:?}", c.y_range);
+        }
+        // The per-axis charts keep their band across cells.
+        assert!(charts[0].1.y_label.ends_with("across cells)"));
     }
 }
