@@ -334,44 +334,7 @@ pub fn reward_charts(sweep: &Sweep, results: &[CellResult]) -> Vec<(String, Line
     }
     if let Some((&last, others)) = varying.split_last() {
         if !others.is_empty() {
-            let axis = &sweep.axes[last];
-            let panels: Vec<(&serde_yaml::Value, Vec<Series>)> = axis
-                .values
-                .iter()
-                .map(|v| {
-                    let cells = with_value(last, v);
-                    let series = combinations_of(sweep, others)
-                        .into_iter()
-                        .map(|combo| {
-                            let of_combo: Vec<&CellResult> = cells
-                                .iter()
-                                .copied()
-                                .filter(|r| {
-                                    others
-                                        .iter()
-                                        .zip(&combo)
-                                        .all(|(&j, c)| &r.cell.values[j].1 == *c)
-                                })
-                                .collect();
-                            let name: Vec<String> = combo.iter().map(|c| show(c)).collect();
-                            mean_curve(&name.join(", "), &of_combo)
-                        })
-                        .collect();
-                    (v, series)
-                })
-                .collect();
-            let high = panels
-                .iter()
-                .flat_map(|(_, s)| s.iter().flat_map(|s| s.band.iter().map(|b| b.2)))
-                .fold(0.0f64, f64::max);
-            for (v, series) in panels {
-                let file = format!("reward-{}={}.svg", label_fragment(&axis.label), fragment(v));
-                let title = format!("Training reward at {} = {}", axis.label, show(v));
-                charts.push((
-                    file,
-                    reward_chart(title, "seeds", series, Some((0.0, high))),
-                ));
-            }
+            charts.extend(seed_band_charts(sweep, &finished, last, others));
         }
     }
     if charts.is_empty() {
@@ -383,6 +346,59 @@ pub fn reward_charts(sweep: &Sweep, results: &[CellResult]) -> Vec<(String, Line
         ));
     }
     charts
+}
+
+/// One chart per value of axis `last`: a curve per combination of the `others` axes' values over
+/// the `finished` cells, its band across their seeds; every chart on one y scale (0 to the highest
+/// band edge) so the panels compare.
+fn seed_band_charts(
+    sweep: &Sweep,
+    finished: &[&CellResult],
+    last: usize,
+    others: &[usize],
+) -> Vec<(String, LineChart)> {
+    let axis = &sweep.axes[last];
+    let combos = combinations_of(sweep, others);
+    let panels: Vec<(&serde_yaml::Value, Vec<Series>)> = axis
+        .values
+        .iter()
+        .map(|v| {
+            let series = combos
+                .iter()
+                .map(|combo| {
+                    let cells: Vec<&CellResult> = finished
+                        .iter()
+                        .copied()
+                        .filter(|r| {
+                            &r.cell.values[last].1 == v
+                                && others
+                                    .iter()
+                                    .zip(combo)
+                                    .all(|(&j, c)| &r.cell.values[j].1 == *c)
+                        })
+                        .collect();
+                    let name: Vec<String> = combo.iter().map(|c| show(c)).collect();
+                    mean_curve(&name.join(", "), &cells)
+                })
+                .collect();
+            (v, series)
+        })
+        .collect();
+    let high = panels
+        .iter()
+        .flat_map(|(_, series)| series.iter().flat_map(|s| s.band.iter().map(|b| b.2)))
+        .fold(0.0f64, f64::max);
+    panels
+        .into_iter()
+        .map(|(v, series)| {
+            let file = format!("reward-{}={}.svg", label_fragment(&axis.label), fragment(v));
+            let title = format!("Training reward at {} = {}", axis.label, show(v));
+            (
+                file,
+                reward_chart(title, "seeds", series, Some((0.0, high))),
+            )
+        })
+        .collect()
 }
 
 fn label_fragment(label: &str) -> String {
