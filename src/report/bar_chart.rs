@@ -88,7 +88,15 @@ impl BarChart {
             lay.width,
         );
         let cy = (f.top + f.bottom) / 2.0;
-        svg.text(20.0, cy, &self.y_label, 13.0, Anchor::Middle, -90.0, false);
+        svg.text(
+            f.left - 52.0,
+            cy,
+            &self.y_label,
+            13.0,
+            Anchor::Middle,
+            -90.0,
+            false,
+        );
         draw_y_grid(&mut svg, f, &ya);
         self.draw_bars(&mut svg, &lay, &ya);
         draw_axes_box(&mut svg, f);
@@ -103,32 +111,42 @@ impl BarChart {
         let n_ser = self.series.len().max(1) as f64;
         let legend_w = legend_width(self.series.iter().map(|s| s.name.as_str()));
         let plot_w = (n_cat * (n_ser * 14.0 + 14.0).max(36.0)).max(360.0);
-        let width = if self.width > 0.0 {
-            self.width
-        } else {
-            72.0 + plot_w + legend_w + 32.0
-        };
         let plot_h = if self.height > 0.0 {
             self.height
         } else {
             420.0
         } - 100.0;
+        let chars = |c: &String| c.chars().count() as f64;
+        let longest = self.categories.iter().map(chars).fold(0.0, f64::max);
+        let first = self.categories.first().map_or(0.0, chars);
+        // About 7 px per character at 12 px. A rotated label ends under its slot's centre and
+        // reaches left cos(40) = 0.77 of its length: the frame moves right so the first one
+        // stays on the canvas.
+        let fixed = self.width > 0.0;
+        let slot = if fixed {
+            (self.width - legend_w - 32.0 - 72.0) / n_cat
+        } else {
+            plot_w / n_cat
+        };
+        let rotate = longest * 7.0 > slot - 4.0;
+        let left = if rotate {
+            (first * 7.0 * 0.77 - slot / 2.0 + 8.0).max(72.0)
+        } else {
+            72.0
+        };
+        let width = if fixed {
+            self.width
+        } else {
+            left + plot_w + legend_w + 32.0
+        };
         let frame = Frame {
-            left: 72.0,
+            left,
             right: width - legend_w - 32.0,
             top: 44.0,
             bottom: 44.0 + plot_h,
         };
         let slot = (frame.right - frame.left) / n_cat;
-        let longest = self
-            .categories
-            .iter()
-            .map(|c| c.chars().count())
-            .max()
-            .unwrap_or(0) as f64;
-        // About 7 px per character at 12 px; rotated by 40 degrees a label reaches down about
-        // sin(40) = 0.64 of its length.
-        let rotate = longest * 7.0 > slot - 4.0;
+        // Rotated by 40 degrees a label reaches down about sin(40) = 0.64 of its length.
         let label_h = if rotate {
             longest * 7.0 * 0.64 + 8.0
         } else {
@@ -233,6 +251,21 @@ mod tests {
         c.y_range = None;
         let a = c.y_axis();
         assert!(a.min <= -0.4 && a.max >= 0.35);
+    }
+
+    #[test]
+    fn a_long_first_label_stays_on_the_canvas() {
+        // 12 categories of 34 characters, 2 series: slots of 2 x 14 + 14 = 42 px, so the labels
+        // are rotated and the first reaches 34 x 7 x 0.77 = 183 px left of its slot's centre,
+        // more than the 72 px margin plus half a slot gives.
+        let mut c = chart();
+        c.categories = vec!["algorithm=grpo,difficulty=moderate".into(); 12];
+        c.series.iter_mut().for_each(|s| s.values = vec![0.1; 12]);
+        let lay = c.layout();
+        assert!(lay.rotate);
+        let reach = lay.frame.left + lay.slot / 2.0 + 4.0 - 34.0 * 7.0 * 0.77;
+        assert!(reach >= 0.0, "{reach}");
+        assert!((lay.frame.right - lay.frame.left - 12.0 * 42.0).abs() < 1e-9);
     }
 
     #[test]
