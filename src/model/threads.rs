@@ -26,13 +26,13 @@ pub fn elementwise_threads(cores: usize) -> Option<usize> {
 /// before any thread is spawned. Rayon's own pool then uses the same count (physical rather than
 /// logical cores where they differ).
 pub fn fix_thread_count() {
+    let n = candle_core::utils::get_num_threads();
     if std::env::var_os("RAYON_NUM_THREADS").is_none() {
-        let n = candle_core::utils::get_num_threads();
         std::env::set_var("RAYON_NUM_THREADS", n.to_string());
     }
     if std::env::var_os("CANDLE_NUM_THREADS").is_none() {
-        if let Some(n) = elementwise_threads(candle_core::utils::get_num_threads()) {
-            std::env::set_var("CANDLE_NUM_THREADS", n.to_string());
+        if let Some(e) = elementwise_threads(n) {
+            std::env::set_var("CANDLE_NUM_THREADS", e.to_string());
         }
     }
 }

@@ -119,13 +119,18 @@ fn cell_spread(group: &[&CellResult], m: &Measure) -> String {
     spread(&xs).map_or(String::new(), |s: Spread| s.show(m.decimals))
 }
 
+/// A cell whose training finished: the summary averages and draws only these.
+fn is_finished(r: &CellResult) -> bool {
+    r.final_reward.is_some()
+}
+
 /// Groups finished cells by `key`, keeping first-seen order.
 fn group_by(
     results: &[CellResult],
     key: impl Fn(&CellResult) -> String,
 ) -> Vec<(String, Vec<&CellResult>)> {
     let mut groups: Vec<(String, Vec<&CellResult>)> = Vec::new();
-    for r in results.iter().filter(|r| r.final_reward.is_some()) {
+    for r in results.iter().filter(|r| is_finished(r)) {
         let k = key(r);
         match groups.iter_mut().find(|(g, _)| *g == k) {
             Some((_, v)) => v.push(r),
@@ -142,7 +147,7 @@ pub fn summary_markdown(
     base: &[BaseResult],
     plots: &[PathBuf],
 ) -> String {
-    let done = results.iter().filter(|r| r.final_reward.is_some()).count();
+    let done = results.iter().filter(|r| is_finished(r)).count();
     let mut md = format!("# Sweep `{}`\n\n", sweep.name);
     md.push_str(&format!(
         "{done} of {} cells finished. Written by `empathy-gym sweep collect {}`.\n\n",
@@ -308,7 +313,7 @@ fn reward_chart(
 pub fn reward_charts(sweep: &Sweep, results: &[CellResult]) -> Vec<(String, LineChart)> {
     let finished: Vec<&CellResult> = results
         .iter()
-        .filter(|r| r.final_reward.is_some() && !r.curve.is_empty())
+        .filter(|r| is_finished(r) && !r.curve.is_empty())
         .collect();
     let with_value = |i: usize, v: &serde_yaml::Value| -> Vec<&CellResult> {
         finished
@@ -405,19 +410,17 @@ fn label_fragment(label: &str) -> String {
     fragment(&serde_yaml::Value::String(label.to_string()))
 }
 
-/// Every combination of the values of `axes` (indices into the sweep's axes), first outermost.
+/// The combinations of the values of `axes` (indices into the sweep's axes) that the sweep's cells
+/// take, in cell order (first axis outermost); excluded combinations do not appear.
 fn combinations_of<'a>(sweep: &'a Sweep, axes: &[usize]) -> Vec<Vec<&'a serde_yaml::Value>> {
-    axes.iter().fold(vec![Vec::new()], |acc, &i| {
-        acc.into_iter()
-            .flat_map(|prefix| {
-                sweep.axes[i].values.iter().map(move |v| {
-                    let mut c = prefix.clone();
-                    c.push(v);
-                    c
-                })
-            })
-            .collect()
-    })
+    let mut combos: Vec<Vec<&serde_yaml::Value>> = Vec::new();
+    for cell in &sweep.cells {
+        let combo: Vec<&serde_yaml::Value> = axes.iter().map(|&j| &cell.values[j].1).collect();
+        if !combos.contains(&combo) {
+            combos.push(combo);
+        }
+    }
+    combos
 }
 
 /// The held-out SAGE score per cell: one group of bars per combination, one bar per seed.
