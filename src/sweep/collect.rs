@@ -50,6 +50,13 @@ pub struct CellResult {
     pub wall_s: Option<f64>,
 }
 
+impl CellResult {
+    /// Training finished (its final reward is known): summaries average and draw only these.
+    pub fn is_finished(&self) -> bool {
+        self.final_reward.is_some()
+    }
+}
+
 /// The base model's evaluations (one per model a sweep trains).
 #[derive(Debug, Clone)]
 pub struct BaseResult {

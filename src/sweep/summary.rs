@@ -119,18 +119,13 @@ fn cell_spread(group: &[&CellResult], m: &Measure) -> String {
     spread(&xs).map_or(String::new(), |s: Spread| s.show(m.decimals))
 }
 
-/// A cell whose training finished: the summary averages and draws only these.
-fn is_finished(r: &CellResult) -> bool {
-    r.final_reward.is_some()
-}
-
 /// Groups finished cells by `key`, keeping first-seen order.
 fn group_by(
     results: &[CellResult],
     key: impl Fn(&CellResult) -> String,
 ) -> Vec<(String, Vec<&CellResult>)> {
     let mut groups: Vec<(String, Vec<&CellResult>)> = Vec::new();
-    for r in results.iter().filter(|r| is_finished(r)) {
+    for r in results.iter().filter(|r| r.is_finished()) {
         let k = key(r);
         match groups.iter_mut().find(|(g, _)| *g == k) {
             Some((_, v)) => v.push(r),
@@ -147,7 +142,7 @@ pub fn summary_markdown(
     base: &[BaseResult],
     plots: &[PathBuf],
 ) -> String {
-    let done = results.iter().filter(|r| is_finished(r)).count();
+    let done = results.iter().filter(|r| r.is_finished()).count();
     let mut md = format!("# Sweep `{}`\n\n", sweep.name);
     md.push_str(&format!(
         "{done} of {} cells finished. Written by `empathy-gym sweep collect {}`.\n\n",
@@ -313,7 +308,7 @@ fn reward_chart(
 pub fn reward_charts(sweep: &Sweep, results: &[CellResult]) -> Vec<(String, LineChart)> {
     let finished: Vec<&CellResult> = results
         .iter()
-        .filter(|r| is_finished(r) && !r.curve.is_empty())
+        .filter(|r| r.is_finished() && !r.curve.is_empty())
         .collect();
     let with_value = |i: usize, v: &serde_yaml::Value| -> Vec<&CellResult> {
         finished

@@ -211,7 +211,7 @@ fn collect(dir: &Path) -> anyhow::Result<()> {
         base.extend(collect_base(&d)?);
     }
     let files = write_summary(&sweep, &results, &base)?;
-    let done = results.iter().filter(|r| r.final_reward.is_some()).count();
+    let done = results.iter().filter(|r| r.is_finished()).count();
     println!("{}", summary_table(&sweep, &results).to_markdown());
     println!("{done} of {} cells done; wrote:", results.len());
     for f in files {
