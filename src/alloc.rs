@@ -5,12 +5,13 @@
 //! from a new `mmap` and returns it with `munmap`, so every 4 KiB page of every tensor is a page
 //! fault that the kernel zeroes: a third of a step's CPU time was in the kernel
 //! (results/perf/step.md, "Large blocks kept for reuse"). Here blocks of at least [`LARGE`] bytes
-//! are mapped in whole [`UNIT`]s and, when freed, kept on a free list per size for the next request
-//! of that size: a step's allocations repeat from step to step, so after the first step almost
-//! none reach the kernel (the caching-allocator idea of PyTorch's CUDA allocator, on the CPU).
-//! Before a fresh mapping, the oldest free blocks go back to the kernel until the large blocks
-//! held (in use and free) are no more than the most ever in use at once: the lists never make the
-//! process larger than its peak, and sizes that stop recurring (another sequence length) leave.
+//! are mapped in size classes of whole [`UNIT`]s (8 per doubling) and, when freed, kept for reuse:
+//! a request takes the smallest free block that fits and splits off the rest, so the activations
+//! of micro-batches of other sequence lengths reuse each other's memory and after the first step
+//! few requests reach the kernel (the caching-allocator idea of PyTorch's CUDA allocator, on the
+//! CPU; step.md, "Large blocks by size class, split to fit"). Before a fresh mapping, the oldest
+//! free blocks go back to the kernel until the large blocks held (in use and free) are no more
+//! than the most ever in use at once: the lists never make the process larger than its peak.
 //! Everything smaller goes to the system allocator unchanged.
 //!
 //! Declared as `#[global_allocator]` by the binary, the model benchmark and this crate's unit
@@ -20,7 +21,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 
 /// Blocks at least this large are served here (smaller ones: the system allocator).
 pub const LARGE: usize = 1 << 20;
-/// Size granularity of the large blocks (and the alignment they get).
+/// Size granularity of the large blocks (and the alignment they get); see [`units`] for classes.
 pub const UNIT: usize = 64 << 10;
 /// Largest block kept for reuse, in units (1 GiB); larger ones go back to the kernel when freed.
 const CLASSES: usize = (1 << 30) / UNIT;
@@ -40,9 +41,17 @@ fn is_large(layout: &Layout) -> bool {
     layout.size() >= LARGE && layout.align() <= UNIT
 }
 
-/// Units of a block for `size` bytes.
+/// Units of the block for `size` bytes: its size class. Above 16 units a size is rounded up to
+/// one of 8 classes per doubling (the units' highest power of two over 8), so requests that differ
+/// a little, e.g. the activations of micro-batches of other sequence lengths, share blocks; a block
+/// is less than 12.5% larger than its request, and pages past the request that are never written
+/// stay unmapped by the kernel.
 fn units(size: usize) -> usize {
-    size.div_ceil(UNIT)
+    // No call that can panic (this runs inside the global allocator).
+    let u = size.div_ceil(UNIT).max(1);
+    let top = usize::BITS - 1 - u.leading_zeros(); // floor(log2 u)
+    let step = (1usize << top >> 3).max(1);
+    (u + step - 1) & !(step - 1)
 }
 
 #[cfg(target_os = "linux")]
@@ -52,7 +61,9 @@ static POOL: pool::Pool = pool::Pool::new();
 mod pool {
     use std::sync::{Mutex, MutexGuard};
 
-    use super::{CLASSES, UNIT};
+    use super::{CLASSES, LARGE, UNIT};
+
+    const WORDS: usize = (CLASSES + 1).div_ceil(64);
 
     /// Links kept in the first bytes of a free block: its neighbours on the list of its size
     /// and on the list of all free blocks by age (0 = none).
@@ -65,11 +76,13 @@ mod pool {
         units: usize,
     }
 
-    /// Free blocks: `heads[u]` starts the list of free blocks of exactly `u` units; `newest` and
+    /// Free blocks: `heads[u]` starts the list of free blocks of class `u` (units); `newest` and
     /// `oldest` end the list of all free blocks by the time they were freed. `bytes` are on the
     /// lists, `live` handed out, `peak` the most ever handed out at once.
     struct Free {
         heads: [usize; CLASSES + 1],
+        /// Bit u set when `heads[u]` is not empty (finds the smallest free block that fits).
+        nonempty: [u64; WORDS],
         newest: usize,
         oldest: usize,
         bytes: usize,
@@ -95,6 +108,7 @@ mod pool {
                 Self::links(self.heads[u]).class_prev = p;
             }
             self.heads[u] = p;
+            self.nonempty[u / 64] |= 1 << (u % 64);
             if self.newest != 0 {
                 Self::links(self.newest).newer = p;
             } else {
@@ -115,6 +129,9 @@ mod pool {
             if l.class_next != 0 {
                 Self::links(l.class_next).class_prev = l.class_prev;
             }
+            if self.heads[u] == 0 {
+                self.nonempty[u / 64] &= !(1 << (u % 64));
+            }
             match l.older {
                 0 => self.oldest = l.newer,
                 q => Self::links(q).newer = l.newer,
@@ -126,6 +143,19 @@ mod pool {
             self.bytes -= u * UNIT;
             u
         }
+
+        /// The smallest size with a free block of at least `want` units.
+        fn smallest_fit(&self, want: usize) -> Option<usize> {
+            let mut w = want / 64;
+            let mut bits = *self.nonempty.get(w)? & (!0u64 << (want % 64));
+            loop {
+                if bits != 0 {
+                    return Some(w * 64 + bits.trailing_zeros() as usize);
+                }
+                w += 1;
+                bits = *self.nonempty.get(w)?;
+            }
+        }
     }
 
     /// Free lists of large blocks, behind one lock (held for a few loads and stores, and for the
@@ -136,6 +166,7 @@ mod pool {
         pub const fn new() -> Self {
             Pool(Mutex::new(Free {
                 heads: [0; CLASSES + 1],
+                nonempty: [0; WORDS],
                 newest: 0,
                 oldest: 0,
                 bytes: 0,
@@ -153,22 +184,31 @@ mod pool {
             self.lock().bytes
         }
 
-        /// A block of exactly `want` units: a free one of that size, else a fresh mapping (null
+        /// A block of `want` units (a class) and whether it is a fresh mapping (zeroed): the
+        /// smallest free block that fits, split when larger (the rest stays free as a block of
+        /// its own, or goes back to the kernel when under [`LARGE`]); else a fresh mapping (null
         /// when the kernel has no memory). Before mapping, the oldest free blocks go back to the
         /// kernel until the blocks held (in use and free) are no more than the peak in use, so
         /// the free lists never make the process larger than its peak.
         ///
         /// # Safety
         /// Blocks on the lists must be ones `give` received.
-        pub unsafe fn take(&self, want: usize) -> *mut u8 {
+        #[inline(never)]
+        pub unsafe fn take(&self, want: usize) -> (*mut u8, bool) {
             {
                 let mut free = self.lock();
                 free.live += want * UNIT;
                 free.peak = free.peak.max(free.live);
-                if want <= CLASSES && free.heads[want] != 0 {
-                    let p = free.heads[want];
+                if let Some(u) = free.smallest_fit(want) {
+                    let p = free.heads[u];
                     free.unlink(p);
-                    return p as *mut u8;
+                    let (rest, at) = (u - want, p + want * UNIT);
+                    if rest * UNIT >= LARGE {
+                        free.push(at, rest);
+                    } else if rest > 0 {
+                        libc::munmap(at as *mut libc::c_void, rest * UNIT);
+                    }
+                    return (p as *mut u8, false);
                 }
                 while free.oldest != 0 && free.live + free.bytes > free.peak {
                     let p = free.oldest;
@@ -180,7 +220,7 @@ mod pool {
             if p.is_null() {
                 self.lock().live -= want * UNIT;
             }
-            p
+            (p, true)
         }
 
         /// Keeps a freed block of `u` units for reuse (one larger than the largest class goes
@@ -188,6 +228,7 @@ mod pool {
         ///
         /// # Safety
         /// `p` must come from `take(u)` of this pool and not be used afterwards.
+        #[inline(never)]
         pub unsafe fn give(&self, p: *mut u8, u: usize) {
             {
                 let mut free = self.lock();
@@ -236,7 +277,7 @@ mod pool {
 unsafe impl GlobalAlloc for CachingAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         if is_large(&layout) {
-            POOL.take(units(layout.size()))
+            POOL.take(units(layout.size())).0
         } else {
             System.alloc(layout)
         }
@@ -244,10 +285,10 @@ unsafe impl GlobalAlloc for CachingAlloc {
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         if is_large(&layout) {
-            let p = POOL.take(units(layout.size()));
-            if !p.is_null() {
-                // A reused block holds old data (a fresh mapping is zero already; this is cheaper
-                // than telling the two apart).
+            let (p, fresh) = POOL.take(units(layout.size()));
+            if !p.is_null() && !fresh {
+                // A reused block holds old data; a fresh mapping is zero already (writing it
+                // would fault in every page now).
                 std::ptr::write_bytes(p, 0, layout.size());
             }
             p
@@ -310,12 +351,12 @@ mod tests {
         static P: Pool = Pool::new();
         // SAFETY: every block goes back once, with the units it was taken with.
         unsafe {
-            let a = P.take(3);
-            assert!(!a.is_null() && (a as usize).is_multiple_of(UNIT));
+            let (a, fresh) = P.take(3);
+            assert!(fresh && !a.is_null() && (a as usize).is_multiple_of(UNIT));
             a.write_bytes(0xAB, 3 * UNIT);
             P.give(a, 3);
             assert_eq!(P.cached(), 3 * UNIT);
-            assert_eq!(P.take(3), a, "the same block back from its list");
+            assert_eq!(P.take(3), (a, false), "the same block back from its list");
             assert_eq!(P.cached(), 0);
             P.give(a, 3);
         }
@@ -327,26 +368,57 @@ mod tests {
         // SAFETY: every block goes back once, with the units it was taken with.
         unsafe {
             // Peak in use: 2 + 3 + 4 = 9 units; all three freed, a then b then c.
-            let (a, b, c) = (P.take(2), P.take(3), P.take(4));
+            let (a, b, c) = (P.take(2).0, P.take(3).0, P.take(4).0);
             P.give(a, 2);
             P.give(b, 3);
             P.give(c, 4);
             assert_eq!(P.cached(), 9 * UNIT);
             // A 5-unit block (no free one of that size): 5 in use + 9 free > 9, so the oldest
             // go, a (2) then b (3), leaving 5 + 4 = 9.
-            let d = P.take(5);
+            let d = P.take(5).0;
             assert_eq!(P.cached(), 4 * UNIT);
-            assert_eq!(P.take(4), c, "the newest free block stayed");
+            assert_eq!(P.take(4).0, c, "the newest free block stayed");
             P.give(c, 4);
             P.give(d, 5);
             assert_eq!(P.cached(), 9 * UNIT);
             // The lists stay consistent when the oldest block is taken first, then the newest.
-            let e = P.take(4);
+            let e = P.take(4).0;
             assert_eq!(e, c);
-            assert_eq!(P.take(5), d);
+            assert_eq!(P.take(5).0, d);
             assert_eq!(P.cached(), 0);
             P.give(d, 5);
             P.give(e, 4);
+        }
+    }
+
+    #[test]
+    fn the_smallest_free_block_that_fits_is_split() {
+        static P: Pool = Pool::new();
+        let large = LARGE / UNIT;
+        // SAFETY: every block goes back once, with the units it was taken with; blocks are
+        // written only within their units.
+        unsafe {
+            // Free blocks of 40 and 200 units (200: another word of the bitmap).
+            let (a, b) = (P.take(40).0, P.take(200).0);
+            P.give(b, 200);
+            P.give(a, 40);
+            // 24 units: the 40 split; its last 16 (= LARGE) stay free as a block of their own.
+            let (c, fresh) = P.take(24);
+            assert_eq!((c, fresh), (a, false));
+            assert_eq!(P.cached(), (16 + 200) * UNIT);
+            let d = P.take(large).0;
+            assert_eq!(d as usize, a as usize + 24 * UNIT, "the rest of the 40");
+            d.write_bytes(1, large * UNIT);
+            // 190 units: the 200 split; a rest under LARGE (10 units) goes back to the kernel.
+            let e = P.take(190).0;
+            assert_eq!(e, b);
+            assert_eq!(P.cached(), 0);
+            // Nothing free fits: a fresh mapping.
+            let (f, fresh) = P.take(30);
+            assert!(fresh && !f.is_null());
+            for (p, u) in [(c, 24), (d, large), (e, 190), (f, 30)] {
+                P.give(p, u);
+            }
         }
     }
 
@@ -388,8 +460,20 @@ mod tests {
     }
 
     #[test]
-    fn units_round_up() {
-        assert_eq!(units(LARGE), LARGE / UNIT);
-        assert_eq!(units(LARGE + 1), LARGE / UNIT + 1);
+    fn sizes_round_up_to_eight_classes_per_doubling() {
+        // 1 MiB = 16 units: steps of 16 / 8 = 2 units between 16 and 31.
+        assert_eq!(units(LARGE), 16);
+        assert_eq!(units(LARGE + 1), 18);
+        assert_eq!(units(31 * UNIT), 32);
+        // 3 MiB = 48 units: highest power of two 32, steps of 4.
+        assert_eq!(units(3 << 20), 48);
+        assert_eq!(units((3 << 20) + 1), 52);
+        // 100 MiB = 1600 units: highest power of two 1024, steps of 128 units (8 MiB).
+        assert_eq!(units(100 << 20), 1664);
+        for u in 16..5000 {
+            let c = units(u * UNIT);
+            assert!(c >= u && 8 * (c - u) < u, "{u} units -> class {c}");
+            assert_eq!(units(c * UNIT), c, "a class is its own class");
+        }
     }
 }
