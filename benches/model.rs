@@ -123,8 +123,13 @@ fn device_name(dev: &Device) -> &'static str {
 }
 
 fn main() -> anyhow::Result<()> {
-    // As the binary does: candle's thread count decided once, not per matmul.
+    // As the binary does: candle's thread count decided once, not per matmul, and the work on one
+    // of rayon's workers (model::threads).
     empathy_gym::model::fix_thread_count();
+    empathy_gym::model::on_compute_pool(run)
+}
+
+fn run() -> anyhow::Result<()> {
     // A missing model is an error (non-zero exit, every place tried), never a silent skip.
     let path = common::bench_model(DEFAULT_POLICY)?;
     let mut c = Criterion::default().configure_from_args();

@@ -42,7 +42,13 @@ fn env_usize(key: &str, default: usize) -> anyhow::Result<usize> {
 }
 
 fn main() -> anyhow::Result<()> {
+    // As the binary does: candle's thread count decided once, not per matmul, and the work on one
+    // of rayon's workers (model::threads).
     empathy_gym::model::fix_thread_count();
+    empathy_gym::model::on_compute_pool(run)
+}
+
+fn run() -> anyhow::Result<()> {
     let rows = env_usize("ROWS", 4)?;
     let iters = env_usize("ITERS", 4)?;
     let path = common::bench_model(DEFAULT_POLICY)?;

@@ -57,8 +57,17 @@ pub enum Command {
     ServeModel(serve_model::ServeModelArgs),
 }
 
-/// Runs one parsed command line.
+/// Runs one parsed command line. Everything but the servers runs on a worker of rayon's pool,
+/// where candle's matmuls run (`model::threads`); the servers keep tokio on this thread.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
+    if matches!(cli.command, Command::ServeEnv(_) | Command::ServeModel(_)) {
+        dispatch(cli)
+    } else {
+        empathy_gym::model::on_compute_pool(|| dispatch(cli))
+    }
+}
+
+fn dispatch(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Validate => validate::run(&cli.catalog),
         Command::Rollout(args) => rollout::run(&cli.catalog, args),

@@ -33,4 +33,4 @@ pub use load::{default_policy_path, load_model, LoadOptions};
 pub use locate::{find_model, models_dir, ModelSearch, DEFAULT_EMBEDDER, DEFAULT_POLICY};
 pub use lora::{AdapterMode, LoraConfig, LoraTarget, Pass};
 pub use sampler::SamplingParams;
-pub use threads::fix_thread_count;
+pub use threads::{fix_thread_count, on_compute_pool};
