@@ -20,8 +20,8 @@
 //! matmuls while the workers spin, yield and sleep beside it (1.8 million context switches in a
 //! 3-step quickstart). [`on_compute_pool`] runs the whole command on one of rayon's workers
 //! instead, so the caller of each matmul is one of the threads that computes it: 10x fewer
-//! context switches, generation ~22% and the update ~10-20% faster on the 2-core AMD EPYC, the
-//! same bits (results/perf/step.md, "The command on rayon's pool").
+//! context switches, generation 19% and the update 8% faster on the 2-core AMD EPYC, the same
+//! bits (results/perf/step.md, "The command on rayon's pool").
 
 /// The elementwise pool size to use on `cores` cores when the user set none: one (the calling
 /// thread) on 2 cores or fewer, where it was measured to pay; otherwise candle's default.

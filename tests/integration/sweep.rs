@@ -235,15 +235,15 @@ fn committed_experiment_summaries_regenerate_from_their_cells() -> Result<()> {
             names(&want),
             names(&got),
             "{}: files written",
-            dir.display()
+            rel.display()
         );
         for ((name, w), (_, g)) in want.iter().zip(&got) {
             assert!(
                 w == g,
                 "{}: {name} differs from the committed one; regenerate it with `empathy-gym \
                  sweep collect {}`{}",
-                dir.display(),
-                dir.display(),
+                rel.display(),
+                rel.display(),
                 if script.is_file() {
                     " and the experiment's script"
                 } else {
