@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Quickstart: fetch the models if missing, build in release, and train SmolLM2-135M-Instruct (LoRA)
-# with GRPO against the simulated user for a few steps (configs/quickstart.yaml, about 15 minutes
-# on a 2-core CPU). Run it again after an interruption and it resumes from the last checkpoint.
+# with GRPO against the simulated user for a few steps (configs/quickstart.yaml: 16 steps, 3 minutes
+# on a 2-core AMD EPYC with the build of 2026-11-24, longer on slower CPUs; 15 minutes when it was
+# sized, on an older build). Run it again after an interruption and it resumes from the last
+# checkpoint.
 # Extra arguments go to `empathy-gym train`, e.g. scripts/quickstart.sh --set grpo.steps=4
 set -euo pipefail
 cd "$(dirname "$0")/.."
