@@ -254,7 +254,7 @@ impl Llama {
         let h = *dims.last().unwrap_or(&0);
         let x = hidden.reshape(((), h))?;
         let y = match pass {
-            Pass::Infer => x.matmul(&w.t()?)?,
+            Pass::Infer => ops::head_matmul(&x, w)?,
             Pass::Train => ops::frozen_matmul(&x, w)?,
         };
         let mut out = dims;
