@@ -76,9 +76,10 @@ mod pool {
         units: usize,
     }
 
-    /// Free blocks: `heads[u]` starts the list of free blocks of class `u` (units); `newest` and
-    /// `oldest` end the list of all free blocks by the time they were freed. `bytes` are on the
-    /// lists, `live` handed out, `peak` the most ever handed out at once.
+    /// Free blocks: `heads[u]` starts the list of free blocks of `u` units (a size class, or the
+    /// rest of a split block); `newest` and `oldest` end the list of all free blocks by the time
+    /// they were freed. `bytes` are on the lists, `live` handed out, `peak` the most ever handed
+    /// out at once.
     struct Free {
         heads: [usize; CLASSES + 1],
         /// Bit u set when `heads[u]` is not empty (finds the smallest free block that fits).
@@ -373,7 +374,7 @@ mod tests {
             P.give(b, 3);
             P.give(c, 4);
             assert_eq!(P.cached(), 9 * UNIT);
-            // A 5-unit block (no free one of that size): 5 in use + 9 free > 9, so the oldest
+            // A 5-unit block (no free one that large): 5 in use + 9 free > 9, so the oldest
             // go, a (2) then b (3), leaving 5 + 4 = 9.
             let d = P.take(5).0;
             assert_eq!(P.cached(), 4 * UNIT);
