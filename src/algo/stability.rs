@@ -18,9 +18,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StabilityConfig {
-    /// Dialogues whose k3 KL to the reference (adapters off) is estimated each step when
-    /// `grpo.loss.beta` is 0 (default 2; 0 turns the estimate off). With beta > 0 the KL of the
-    /// whole batch is already computed.
+    /// Dialogues whose k3 KL to the reference (adapters off) is estimated every step, whatever
+    /// `grpo.loss.beta` is (default 2; 0 turns the estimate off): the first ones the update
+    /// trains on, or the step's first when it trains on none.
     #[serde(default = "default_kl_sample")]
     pub kl_sample: usize,
     /// Collapse when entropy falls below this share of the first step's (default 0.2).

@@ -75,7 +75,8 @@ pub struct StepMetrics {
     /// Share of the batch's replies that repeat an earlier reply of the batch word for word.
     pub repeat_rate: f64,
     /// k3 KL of the policy before the update to the reference, estimated on the first
-    /// `stability.kl_sample` dialogues (empty when that is 0), whatever beta is.
+    /// `stability.kl_sample` dialogues the update trains on (empty when that is 0), whatever beta
+    /// is.
     pub kl_sample: Option<f64>,
     /// PPO: the critic's clipped value loss (empty for critic-free algorithms).
     pub value_loss: Option<f64>,

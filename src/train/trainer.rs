@@ -409,17 +409,13 @@ impl<'a> Trainer<'a> {
     ) -> Result<(Option<UpdateStats>, AlgoStats)> {
         let g = &self.cfg.file.grpo;
         let mut algo = AlgoStats::default();
-        let n_kl = self.cfg.file.stability.kl_sample.min(seqs.len());
-        if n_kl > 0 {
-            let sample: Vec<&TokenSequence> = seqs[..n_kl].iter().collect();
-            algo.kl_sample = kl_sample(&self.model, &sample, self.cfg.sampling.temperature)?;
-        }
         let zero = zero_std_groups(rewards, g.group_size)?;
         let keep: Vec<usize> = (0..seqs.len())
             .filter(|&i| !(g.drop_zero_std && zero[i / g.group_size]))
             .filter(|&i| seqs[i].policy_tokens() > 0)
             .collect();
         if keep.is_empty() {
+            algo.kl_sample = self.kl_sample_untrained(seqs)?;
             return Ok((None, algo));
         }
         let batch: Vec<&TokenSequence> = keep.iter().map(|&i| &seqs[i]).collect();
@@ -443,6 +439,7 @@ impl<'a> Trainer<'a> {
             algo.critic = Some(critic_update(&self.model, head, opt, &batch, v, r, &cfg)?);
         }
         if self.critic.is_some() && step <= self.cfg.file.ppo.critic_warmup {
+            algo.kl_sample = self.kl_sample_untrained(seqs)?;
             return Ok((None, algo));
         }
         let cfg = UpdateConfig {
@@ -451,8 +448,21 @@ impl<'a> Trainer<'a> {
             micro_batch: g.micro_batch,
             dropout_seed,
             temperature: self.cfg.sampling.temperature,
+            kl_sample: self.cfg.file.stability.kl_sample,
         };
         let stats = grpo_update(&self.model, &mut self.opt, &batch, &est.advantages, &cfg)?;
+        algo.kl_sample = stats.kl_sample;
         Ok((Some(stats), algo))
+    }
+
+    /// The KL sample of a step that trains on nothing (every group dropped, or PPO's critic
+    /// warm-up): the step's first `stability.kl_sample` dialogues, from two inference passes.
+    fn kl_sample_untrained(&self, seqs: &[TokenSequence]) -> Result<Option<f64>> {
+        let n = self.cfg.file.stability.kl_sample.min(seqs.len());
+        if n == 0 {
+            return Ok(None);
+        }
+        let sample: Vec<&TokenSequence> = seqs[..n].iter().collect();
+        kl_sample(&self.model, &sample, self.cfg.sampling.temperature)
     }
 }

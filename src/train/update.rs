@@ -17,6 +17,7 @@ use std::time::Instant;
 use candle_core::backprop::GradStore;
 use candle_core::{Device, Tensor};
 
+use super::kl_sample::KlSum;
 use super::sequence::{padded_masks, scatter_tokens, TokenSequence};
 use crate::error::Result;
 use crate::grpo::{grpo_loss, AdamW, BatchTotals, LossConfig, LossInputs, LossStats, StepOutcome};
@@ -36,6 +37,9 @@ pub struct UpdateConfig {
     /// The sampling temperature: log-probs are taken under softmax(logits / temperature), the
     /// distribution the rollout sampled from.
     pub temperature: f64,
+    /// Sequences at the head of the batch whose k3 KL to the reference is estimated
+    /// (`stability.kl_sample`; 0 for none).
+    pub kl_sample: usize,
 }
 
 /// What the update did.
@@ -49,6 +53,9 @@ pub struct UpdateStats {
     pub entropy: Option<f64>,
     /// The optimizer's outcome of each iteration (stops at the first skipped one).
     pub outcomes: Vec<StepOutcome>,
+    /// Mean k3 KL to the reference over the first `kl_sample` sequences' policy tokens, with the
+    /// policy before the update (None when `kl_sample` is 0).
+    pub kl_sample: Option<f64>,
     /// Where the update's time went.
     pub phases: UpdatePhases,
 }
@@ -130,6 +137,18 @@ struct Micro {
     advantages: Tensor,
     old: Option<Tensor>,
     reference: Option<Tensor>,
+    kl: Option<KlRows>,
+}
+
+/// The first rows of a micro-batch that are in the KL sample: their mask and reference log-probs
+/// over the columns they span, and their policy log-probs where the first training forward
+/// cannot stand for the sampling policy (LoRA dropout with mu = 1).
+struct KlRows {
+    rows: usize,
+    width: usize,
+    mask: Tensor,
+    reference: Tensor,
+    policy: Option<Tensor>,
 }
 
 /// Runs the update on `seqs` with their advantages (the same policy loss for every algorithm).
@@ -160,9 +179,11 @@ pub fn grpo_update(
         tokens: totals.tokens,
         entropy: None,
         outcomes: Vec::new(),
+        kl_sample: None,
         phases: UpdatePhases::default(),
     };
     let mut neg_logp_sum = 0.0;
+    let mut kl = KlSum::default();
     for it in 0..cfg.iterations {
         let mut acc = GradStore::default();
         let mut loss_sum = 0.0;
@@ -179,6 +200,13 @@ pub fn grpo_update(
             let old = micro.old.clone().unwrap_or_else(|| new.detach());
             if it == 0 {
                 neg_logp_sum -= (&old * &micro.mask)?.sum_all()?.to_scalar::<f32>()? as f64;
+                if let Some(k) = &micro.kl {
+                    let policy = match &k.policy {
+                        Some(p) => p.clone(),
+                        None => old.narrow(0, 0, k.rows)?.narrow(1, 0, k.width)?,
+                    };
+                    kl.add(&policy, &k.reference, &k.mask)?;
+                }
             }
             let inputs = LossInputs {
                 logp_new: &new,
@@ -209,11 +237,15 @@ pub fn grpo_update(
     if totals.tokens > 0 {
         stats.entropy = Some(neg_logp_sum / totals.tokens as f64);
     }
+    if cfg.kl_sample > 0 {
+        stats.kl_sample = kl.mean();
+    }
     stats.phases = phases;
     Ok(stats)
 }
 
-/// Splits the batch into micro-batches with masks, advantages and the stored log-probs.
+/// Splits the batch into micro-batches with masks, advantages, the stored log-probs and the
+/// KL sample's reference log-probs.
 fn prepare(
     model: &ChatModel,
     seqs: &[&TokenSequence],
@@ -223,7 +255,8 @@ fn prepare(
     let dev: &Device = &model.device;
     let mut out = Vec::new();
     for (ci, chunk) in seqs.chunks(cfg.micro_batch).enumerate() {
-        let range = ci * cfg.micro_batch..ci * cfg.micro_batch + chunk.len();
+        let first = ci * cfg.micro_batch;
+        let range = first..first + chunk.len();
         let ids: Vec<Vec<u32>> = chunk.iter().map(|s| s.ids().to_vec()).collect();
         let width = ids
             .iter()
@@ -262,15 +295,60 @@ fn prepare(
         } else {
             None
         };
+        let kl_rows = cfg.kl_sample.saturating_sub(first).min(chunk.len());
+        let kl = if kl_rows > 0 {
+            Some(kl_rows_of(
+                model,
+                &ids[..kl_rows],
+                &mask,
+                reference.as_ref(),
+                cfg,
+            )?)
+        } else {
+            None
+        };
         out.push(Micro {
             ids,
             mask,
             advantages,
             old,
             reference,
+            kl,
         });
     }
     Ok(out)
+}
+
+/// The KL sample's part of a micro-batch: its first `ids.len()` rows. The reference log-probs
+/// come from the beta > 0 pass when there is one, else from an inference pass over these rows.
+fn kl_rows_of(
+    model: &ChatModel,
+    ids: &[Vec<u32>],
+    mask: &Tensor,
+    reference: Option<&Tensor>,
+    cfg: &UpdateConfig,
+) -> Result<KlRows> {
+    let rows = ids.len();
+    let width = ids.iter().map(Vec::len).max().unwrap_or(1) - 1;
+    let mask = mask.narrow(0, 0, rows)?.narrow(1, 0, width)?;
+    let pass = |mode| model.scored_logprobs(ids, mode, Pass::Infer, cfg.temperature, &mask);
+    let reference = match reference {
+        Some(r) => r.narrow(0, 0, rows)?.narrow(1, 0, width)?,
+        None => pass(AdapterMode::Off)?,
+    };
+    let dropout = model.lora.as_ref().is_some_and(|l| l.dropout > 0.0);
+    let policy = if cfg.iterations == 1 && dropout {
+        Some(pass(AdapterMode::On)?)
+    } else {
+        None
+    };
+    Ok(KlRows {
+        rows,
+        width,
+        mask,
+        reference,
+        policy,
+    })
 }
 
 /// The gradients of the optimizer's parameters, out of a full backward store (which also holds

@@ -534,3 +534,89 @@ fn dialogue_sequences_are_template_text_around_the_sampled_ids() -> Result<()> {
     }
     Ok(())
 }
+
+/// The update's KL sample (the first `kl_sample` dialogues it trains on, the policy half taken
+/// from its first forward) equals the two-pass estimate on the same dialogues before the update:
+/// mu = 1, mu = 2 with beta > 0 (the stored old and reference passes), and LoRA dropout (whose
+/// training forward cannot stand for the sampling policy). The adapters' B are moved off zero so
+/// that the KL is clearly above 0; the sample (3 of 4 dialogues, micro-batches of 2) ends inside
+/// the second micro-batch.
+#[test]
+fn the_updates_kl_sample_equals_the_two_pass_estimate() -> Result<()> {
+    use candle_core::Tensor;
+    use empathy_gym::grpo::{AdamW, AdamWConfig, LossConfig};
+    use empathy_gym::train::kl_sample::kl_sample;
+    use empathy_gym::train::{grpo_update, Advantages, UpdateConfig};
+
+    let dir = tiny_model_dir()?;
+    let cases = [
+        ("rank: 4", 1, 0.0),
+        ("rank: 4", 2, 0.05),
+        ("rank: 4\n  dropout: 0.3", 1, 0.0),
+    ];
+    for (lora, iterations, beta) in cases {
+        let results = tempfile::tempdir()?;
+        let cfg = config(dir.path(), results.path(), &format!("lora:\n  {lora}\n"))?;
+        let mut model = load_policy(&cfg, &Device::Cpu)?;
+        model.stop_tokens = vec![id_of("<|im_end|>")];
+        for (name, var) in model.trainable() {
+            if name.ends_with("lora_b") {
+                let n = var.elem_count();
+                let v: Vec<f32> = (0..n)
+                    .map(|i| ((i * 7919 % 13) as f32 - 6.0) * 0.02)
+                    .collect();
+                var.set(&Tensor::from_vec(v, var.shape(), &Device::Cpu)?)?;
+            }
+        }
+        let params = empathy_gym::model::SamplingParams {
+            temperature: 0.8,
+            top_p: 1.0,
+            max_new_tokens: 6,
+            greedy: false,
+        };
+        let jobs = jobs_of(profiles(4, 2));
+        let mut policy = TrainPolicy::new(ModelPolicy::new(&model, params, 5), jobs.len());
+        rollout(
+            &FlatUser,
+            &mut policy,
+            &jobs,
+            &RolloutOptions::default(),
+            |_| Ok(()),
+        )?;
+        let seqs = policy.into_sequences();
+        let batch: Vec<&TokenSequence> = seqs.iter().collect();
+        let expected = kl_sample(&model, &batch[..3], 0.8)?.expect("policy tokens");
+        assert!(
+            expected > 1e-3,
+            "{lora}: the adapters barely moved the policy ({expected})"
+        );
+        let update = UpdateConfig {
+            loss: LossConfig {
+                beta,
+                ..LossConfig::default()
+            },
+            iterations,
+            micro_batch: 2,
+            dropout_seed: 1,
+            temperature: 0.8,
+            kl_sample: 3,
+        };
+        let mut opt = AdamW::new(model.trainable(), AdamWConfig::default())?;
+        let adv = Advantages::PerSequence(vec![1.0, -1.0, 0.5, -0.5]);
+        let got = grpo_update(&model, &mut opt, &batch, &adv, &update)?.kl_sample;
+        let got = got.expect("a KL sample");
+        assert!(
+            (got - expected).abs() <= 1e-4 * expected,
+            "{lora}, mu {iterations}, beta {beta}: update {got} vs two passes {expected}"
+        );
+        let none = UpdateConfig {
+            kl_sample: 0,
+            ..update
+        };
+        assert_eq!(
+            grpo_update(&model, &mut opt, &batch, &adv, &none)?.kl_sample,
+            None
+        );
+    }
+    Ok(())
+}
