@@ -18,7 +18,7 @@ use rand_chacha::ChaCha8Rng;
 use super::kv_cache::KvCache;
 use super::llama::Llama;
 use super::lora::{AdapterMode, Pass};
-use super::sampler::{sample_token, SamplingParams};
+use super::sampler::{sample_rows, SamplingParams};
 use crate::error::{Error, Result};
 
 /// Tokens generated for one prompt.
@@ -196,13 +196,15 @@ fn generate(
         prefixes.push(c);
         first_logits.push(l);
     }
+    // One generator per sequence, kept in the order of `live` as sequences leave.
     let mut rngs: Vec<ChaCha8Rng> = seeds
         .iter()
         .map(|&s| ChaCha8Rng::seed_from_u64(s))
         .collect();
+    let firsts: Vec<&[f32]> = src.iter().map(|&u| first_logits[u].as_slice()).collect();
+    let toks = sample_rows(&firsts, params, &mut rngs);
     let mut live = Vec::new();
-    for i in 0..prompts.len() {
-        let tok = sample_token(&first_logits[src[i]], params, &mut rngs[i]);
+    for (i, tok) in toks.into_iter().enumerate() {
         if !push_token(&mut out[i], tok, stop, params.max_new_tokens) {
             live.push(i);
         } else {
@@ -219,6 +221,7 @@ fn generate(
     if live.is_empty() {
         return Ok(out);
     }
+    let mut rngs: Vec<ChaCha8Rng> = live.iter().map(|&i| rngs[i].clone()).collect();
     let rows: Vec<usize> = live.iter().map(|&i| src[i]).collect();
     let mut cache = KvCache::from_prefixes(&prefixes, &rows, params.max_new_tokens)?;
     drop(prefixes);
@@ -234,9 +237,9 @@ fn generate(
             .squeeze(1)?
             .to_dtype(candle_core::DType::F32)?
             .to_vec2()?;
+        let toks = sample_rows(&logits, params, &mut rngs);
         let mut keep = Vec::with_capacity(live.len());
-        for (row, &i) in live.iter().enumerate() {
-            let tok = sample_token(&logits[row], params, &mut rngs[i]);
+        for ((row, &i), tok) in live.iter().enumerate().zip(toks) {
             if !push_token(&mut out[i], tok, stop, params.max_new_tokens) {
                 keep.push(row);
             } else {
@@ -256,6 +259,7 @@ fn generate(
         if keep.len() < live.len() {
             cache.retain_rows(&keep)?;
             live = keep.iter().map(|&r| live[r]).collect();
+            rngs = keep.iter().map(|&r| rngs[r].clone()).collect();
         }
     }
     Ok(out)

@@ -296,17 +296,9 @@ fn prepare(
             None
         };
         let kl_rows = cfg.kl_sample.saturating_sub(first).min(chunk.len());
-        let kl = if kl_rows > 0 {
-            Some(kl_rows_of(
-                model,
-                &ids[..kl_rows],
-                &mask,
-                reference.as_ref(),
-                cfg,
-            )?)
-        } else {
-            None
-        };
+        let kl = (kl_rows > 0)
+            .then(|| kl_rows_of(model, &ids[..kl_rows], &mask, reference.as_ref(), cfg))
+            .transpose()?;
         out.push(Micro {
             ids,
             mask,
