@@ -11,6 +11,7 @@ LOGDIR holds ours-R.md / torch-R.md (the markdown rows the benches print) and *.
 import datetime
 import os
 import platform
+import subprocess
 import sys
 
 
@@ -33,6 +34,34 @@ def load(path):
     return " -> ".join(line.split()[0] for line in open(path) if line.strip())
 
 
+def cpu():
+    """The CPU as /proc/cpuinfo names it, with its family and model (AMD family 25 is Zen 3/4,
+    26 Zen 5) and the vector extensions that decide the matmul kernels."""
+    info = {}
+    try:
+        for line in open("/proc/cpuinfo"):
+            if ":" in line:
+                key, value = (x.strip() for x in line.split(":", 1))
+                info.setdefault(key, value)
+    except OSError:
+        return platform.processor() or platform.machine()
+    flags = set(info.get("flags", "").split())
+    ext = [name for flag, name in [("avx2", "AVX2"), ("avx512f", "AVX-512"),
+                                   ("avx512_bf16", "AVX512-BF16"), ("amx_tile", "AMX")]
+           if flag in flags]
+    return (f"{info.get('model name', platform.machine())}, family {info.get('cpu family', '?')} "
+            f"model {info.get('model', '?')}, {' '.join(ext) or 'no AVX2'}")
+
+
+def commit():
+    """The checkout's commit (with -dirty when it has uncommitted changes)."""
+    try:
+        return subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
+
+
 def main():
     logdir, rounds, threads = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     ours = [rows(os.path.join(logdir, f"ours-{r}.md")) for r in range(1, rounds + 1)]
@@ -40,9 +69,9 @@ def main():
     cases = list(dict.fromkeys(c for d in ours + torch for c in d))
     print("# empathy-gym (candle) vs PyTorch + transformers + peft, same machine\n")
     print(f"Written by `benches/compare_torch/run.sh {rounds}` on "
-          f"{datetime.date.today()} ({platform.processor() or platform.machine()}, "
-          f"{os.cpu_count()} cores, {threads} threads each). SmolLM2-135M-Instruct, the Q4_1 GGUF "
-          "dequantized to f32 by both stacks; the two stacks alternate, round after round.\n")
+          f"{datetime.date.today()} at commit {commit()} ({cpu()}; {os.cpu_count()} cores, "
+          f"{threads} threads each). SmolLM2-135M-Instruct, the Q4_1 GGUF dequantized to f32 by "
+          "both stacks; the two stacks alternate, round after round.\n")
     rs = "/".join(str(r) for r in range(1, rounds + 1))
     print(f"| case | ours tok/s (round {rs}) | torch tok/s (round {rs}) | ratio ours/torch "
           "| peak RSS MiB ours / torch |")
