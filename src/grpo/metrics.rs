@@ -50,7 +50,7 @@ pub struct StepMetrics {
     pub t_simulate_s: f64,
     /// Seconds in the update: forward/backward passes, stored log-probs and the optimizer.
     pub t_train_s: f64,
-    /// Of `t_train_s`: old and reference log-prob passes.
+    /// Of `t_train_s`: old and reference log-prob passes (the KL sample's reference pass too).
     pub t_logprob_s: f64,
     /// Of `t_train_s`: training forwards and the loss.
     pub t_forward_s: f64,

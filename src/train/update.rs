@@ -64,7 +64,8 @@ pub struct UpdateStats {
 /// work is charged to the phase that queued it (issue 13's step profile).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct UpdatePhases {
-    /// Stored log-probs: old (mu > 1) and reference (beta > 0) passes.
+    /// Stored log-probs: old (mu > 1) and reference (beta > 0) passes, and the KL sample's
+    /// reference pass (beta = 0).
     pub logprob_s: f64,
     /// Training forwards and the loss.
     pub forward_s: f64,
