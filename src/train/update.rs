@@ -238,9 +238,7 @@ pub fn grpo_update(
     if totals.tokens > 0 {
         stats.entropy = Some(neg_logp_sum / totals.tokens as f64);
     }
-    if cfg.kl_sample > 0 {
-        stats.kl_sample = kl.mean();
-    }
+    stats.kl_sample = kl.mean();
     stats.phases = phases;
     Ok(stats)
 }

@@ -436,6 +436,19 @@ fn text(model: &ChatModel, ids: &[u32]) -> String {
     model.decode(ids).unwrap()
 }
 
+/// The flat user's dialogues with one job per profile, answered by `inner` through a
+/// [`TrainPolicy`] that records their token sequences.
+fn recorded_rollout(
+    inner: ModelPolicy<'_>,
+    profiles: Vec<Profile>,
+) -> Result<(Vec<EpisodeRecord>, TrainPolicy<'_>)> {
+    let jobs = jobs_of(profiles);
+    let mut policy = TrainPolicy::new(inner, jobs.len());
+    let opts = RolloutOptions::default();
+    let records = rollout(&FlatUser, &mut policy, &jobs, &opts, |_| Ok(()))?;
+    Ok((records, policy))
+}
+
 /// One job per profile, seeded by its position.
 fn jobs_of(profiles: Vec<Profile>) -> Vec<EpisodeJob> {
     profiles
@@ -476,15 +489,7 @@ fn dialogue_sequences_are_template_text_around_the_sampled_ids() -> Result<()> {
     assert_eq!(plain.cached_dialogues(), 0);
     let mut inner = ModelPolicy::new(&model, params, 11);
     inner.system = "Be brief.".into();
-    let jobs = jobs_of(profiles(2, 3));
-    let mut policy = TrainPolicy::new(inner, jobs.len());
-    let records = rollout(
-        &FlatUser,
-        &mut policy,
-        &jobs,
-        &RolloutOptions::default(),
-        |_| Ok(()),
-    )?;
+    let (records, policy) = recorded_rollout(inner, profiles(2, 3))?;
     assert_eq!(policy.cached_dialogues(), 0);
     let seqs: Vec<TokenSequence> = policy.into_sequences();
     for (rec, seq) in records.iter().zip(&seqs) {
@@ -574,15 +579,7 @@ fn the_updates_kl_sample_equals_the_two_pass_estimate() -> Result<()> {
             max_new_tokens: 6,
             greedy: false,
         };
-        let jobs = jobs_of(profiles(4, 2));
-        let mut policy = TrainPolicy::new(ModelPolicy::new(&model, params, 5), jobs.len());
-        rollout(
-            &FlatUser,
-            &mut policy,
-            &jobs,
-            &RolloutOptions::default(),
-            |_| Ok(()),
-        )?;
+        let (_, policy) = recorded_rollout(ModelPolicy::new(&model, params, 5), profiles(4, 2))?;
         let seqs = policy.into_sequences();
         let batch: Vec<&TokenSequence> = seqs.iter().collect();
         let expected = kl_sample(&model, &batch[..3], 0.8)?.expect("policy tokens");
