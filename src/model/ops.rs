@@ -4,7 +4,10 @@
 //! run through `apply_op*_no_bwd` and silently detach their output (CANDLE-NOTES). The training
 //! forward therefore uses the functions here, which are built from differentiable tensor ops and
 //! agree with the fused kernels in the forward direction (unit tests in `ops/tests.rs` pin that).
-//! On CPU (f32/f64) they run as custom ops with hand-written backward (`ops/kernels.rs`).
+//! On CPU (f32/f64) they run as custom ops with hand-written backward (`ops/kernels.rs`); elsewhere
+//! (CUDA, half precision) as the "lean" ops of `ops/lean.rs`: candle's fused forward kernels and a
+//! backward from tensor ops, keeping the same tensors alive as the CPU kernels. The compositions
+//! (`*_composed`) are the reference both are tested against.
 //!
 //! `frozen_matmul` and `frozen_embedding` exist for memory and time: candle's matmul backward
 //! always computes the gradient of both operands, so with LoRA every frozen projection (and the
@@ -15,6 +18,9 @@
 mod attention;
 mod frozen;
 mod kernels;
+mod lean;
+#[cfg(test)]
+mod lean_tests;
 mod logprob;
 mod swiglu;
 #[cfg(test)]
@@ -27,6 +33,11 @@ use frozen::FrozenMatmul;
 use kernels::{RmsNormCpu, RopeCpu, SoftmaxLastDimTrain};
 use logprob::TargetLogprob;
 use swiglu::SwiGlu;
+
+/// Whether the CPU kernels run for `x`: on the CPU in f32 or f64 (`lean` handles the rest).
+fn cpu_kernel(x: &Tensor) -> bool {
+    x.device().is_cpu() && matches!(x.dtype(), DType::F32 | DType::F64)
+}
 
 /// Internal dtype for reductions: half types are upcast to f32 (as candle's `rms_norm_slow` does).
 fn internal_dtype(dtype: DType) -> DType {
@@ -49,14 +60,15 @@ pub fn rms_norm_train(x: &Tensor, weight: &Tensor, eps: f64) -> Result<Tensor> {
             x.shape()
         )
     }
-    if x.device().is_cpu() && matches!(x.dtype(), DType::F32 | DType::F64) {
+    if cpu_kernel(x) {
         let w = weight.to_dtype(x.dtype())?;
         return x.contiguous()?.apply_op2(&w, RmsNormCpu { eps });
     }
-    rms_norm_composed(x, weight, eps)
+    lean::rms_norm(x, weight, eps)
 }
 
-/// The device-independent RMSNorm: candle ops only.
+/// RMSNorm from candle ops only: the reference of the tests.
+#[cfg(test)]
 fn rms_norm_composed(x: &Tensor, weight: &Tensor, eps: f64) -> Result<Tensor> {
     let x_dtype = x.dtype();
     let xf = x.to_dtype(internal_dtype(x_dtype))?;
@@ -86,7 +98,7 @@ pub fn rope_train(x: &Tensor, cos: &Tensor, sin: &Tensor, interleaved: bool) -> 
             )
         }
     }
-    if x.device().is_cpu() && matches!(x.dtype(), DType::F32 | DType::F64) {
+    if cpu_kernel(x) {
         let table = |t: &Tensor| -> Result<std::sync::Arc<[f64]>> {
             Ok(t.to_dtype(DType::F64)?
                 .flatten_all()?
@@ -101,10 +113,11 @@ pub fn rope_train(x: &Tensor, cos: &Tensor, sin: &Tensor, interleaved: bool) -> 
         };
         return x.contiguous()?.apply_op1(op);
     }
-    rope_composed(x, cos, sin, interleaved)
+    lean::rope(x, cos, sin, interleaved)
 }
 
-/// The device-independent rope: candle ops only. Shapes were checked by `rope_train`.
+/// Rope from candle ops only: the reference of the tests.
+#[cfg(test)]
 fn rope_composed(x: &Tensor, cos: &Tensor, sin: &Tensor, interleaved: bool) -> Result<Tensor> {
     let (b, h, t, d) = x.dims4()?;
     let half = d / 2;
@@ -134,14 +147,14 @@ fn rope_composed(x: &Tensor, cos: &Tensor, sin: &Tensor, interleaved: bool) -> R
 ///
 /// softmax(x) = exp(x - m) / sum exp(x - m) with m the row max. On CPU (f32/f64) this is a custom
 /// op whose backward is dx = y * (g - sum(g * y)) from the saved output y: it keeps only x and y
-/// alive and runs several times faster than the composition of candle ops. Elsewhere it is that
-/// composition, with m detached: the result does not depend on m, so its gradient through m is
-/// exactly zero. Half-precision inputs are computed in f32 and cast back.
+/// alive and runs several times faster than the composition of candle ops. Elsewhere candle's
+/// fused softmax with the same backward (`ops/lean.rs`). Half-precision inputs are computed in
+/// f32 and cast back.
 pub fn softmax_train(x: &Tensor) -> Result<Tensor> {
-    if x.device().is_cpu() && matches!(x.dtype(), DType::F32 | DType::F64) {
+    if cpu_kernel(x) {
         return x.contiguous()?.apply_op1(SoftmaxLastDimTrain);
     }
-    softmax_composed(x)
+    lean::softmax(x)
 }
 
 /// Attention probabilities softmax(q k^T + mask) with backward, for the training forward.
@@ -149,8 +162,8 @@ pub fn softmax_train(x: &Tensor) -> Result<Tensor> {
 /// q: [b, g, m, d] (already scaled by 1/sqrt(d)), k: [b, g, n, d], mask: [.., r, n] additive (0
 /// or -inf; leading dims 1), added to row i of every [m, n] block as its row i % r -> [b, g, m, n].
 /// On CPU (f32/f64) one custom op (`ops/attention.rs`) that keeps only the probabilities alive
-/// besides q and k; elsewhere the composition of matmul, mask add and [`softmax_train`]. Both give
-/// the same values and gradients.
+/// besides q and k; elsewhere the same from candle's matmul and fused softmax (`ops/lean.rs`).
+/// Both give the values and gradients of the composition [`attention_probs_composed`].
 pub fn attention_probs_train(q: &Tensor, k: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let (r, n) = (mask.dim(D::Minus2)?, mask.dim(D::Minus1)?);
     if mask.elem_count() != r * n {
@@ -160,16 +173,16 @@ pub fn attention_probs_train(q: &Tensor, k: &Tensor, mask: &Tensor) -> Result<Te
         )
     }
     let mask = mask.to_dtype(q.dtype())?.reshape((r, n))?;
-    if q.device().is_cpu() && matches!(q.dtype(), DType::F32 | DType::F64) {
+    if cpu_kernel(q) {
         return q
             .contiguous()?
             .apply_op3(&k.contiguous()?, &mask.contiguous()?, AttentionProbs);
     }
-    attention_probs_composed(q, k, &mask)
+    lean::attention_probs(q, k, &mask)
 }
 
-/// The device-independent attention probabilities: matmul, mask add, [`softmax_train`]; mask
-/// [r, n]. Public for the benchmark that compares it with the CPU op.
+/// The attention probabilities composed: matmul, mask add, [`softmax_train`]; mask [r, n]. The
+/// reference of the tests, public for the benchmark that compares it with the CPU op.
 pub fn attention_probs_composed(q: &Tensor, k: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let (b, g, m, _) = q.dims4()?;
     let (r, n) = mask.dims2()?;
@@ -180,7 +193,9 @@ pub fn attention_probs_composed(q: &Tensor, k: &Tensor, mask: &Tensor) -> Result
     softmax_train(&scores.broadcast_add(mask)?)?.reshape((b, g, m, n))
 }
 
-/// The device-independent softmax: candle ops only, max detached.
+/// Softmax from candle ops only, max detached (the result does not depend on it, so its gradient
+/// through the max is exactly zero): the reference of the tests.
+#[cfg(test)]
 fn softmax_composed(x: &Tensor) -> Result<Tensor> {
     let x_dtype = x.dtype();
     let xf = x.to_dtype(internal_dtype(x_dtype))?;
@@ -192,12 +207,13 @@ fn softmax_composed(x: &Tensor) -> Result<Tensor> {
 
 /// The SwiGLU product silu(gate) * up with backward (Shazeer 2020, eq. 6). On CPU (f32/f64) one op
 /// that keeps only gate and up for backward and makes one pass each way (`ops/swiglu.rs`); its
-/// values equal the composition's bit for bit. Elsewhere the composition of candle ops.
+/// values equal the composition's bit for bit. Elsewhere the same from candle ops, keeping gate
+/// and up only (`ops/lean.rs`).
 pub fn swiglu_train(gate: &Tensor, up: &Tensor) -> Result<Tensor> {
-    if gate.device().is_cpu() && matches!(gate.dtype(), DType::F32 | DType::F64) {
+    if cpu_kernel(gate) {
         return gate.contiguous()?.apply_op2(&up.contiguous()?, SwiGlu);
     }
-    gate.silu()? * up
+    lean::swiglu(gate, up)
 }
 
 /// Rows for which [`head_matmul`] computes (w x^T)^T: measured 1.35-1.59x faster at 4 and 8 rows,
@@ -261,9 +277,8 @@ pub fn frozen_embedding(ids: &Tensor, table: &Tensor) -> Result<Tensor> {
 /// log p(target) per row: logits [rows, vocab] (computed in f32), targets [rows] u32 -> [rows] f32.
 ///
 /// log p(t) = x_t - logsumexp(x). On CPU this is a custom op (`ops/logprob.rs`) that keeps only
-/// the logits alive for backward and makes one pass each way; elsewhere the composition below,
-/// whose max is detached (logsumexp does not depend on it, so its gradient through the max is
-/// exactly zero).
+/// the logits alive for backward and makes one pass each way; elsewhere the composition below run
+/// outside the graph, with the same backward and the same tensors kept (`ops/lean.rs`).
 pub fn target_logprobs(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
     let logits = logits.to_dtype(DType::F32)?;
     if logits.device().is_cpu() {
@@ -271,11 +286,12 @@ pub fn target_logprobs(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
             .contiguous()?
             .apply_op2(&targets.contiguous()?, TargetLogprob);
     }
-    target_logprobs_composed(&logits, targets)
+    lean::target_logprobs(&logits, targets, target_logprobs_composed)
 }
 
-/// The device-independent log p(target): candle ops only (what the CPU op replaced there; the
-/// lora_ops benchmark compares the two).
+/// log p(target) from candle ops only, max detached (logsumexp does not depend on it, so its
+/// gradient through the max is exactly zero): the reference of the tests, and what the CPU op
+/// replaced there (the lora_ops benchmark compares the two).
 pub fn target_logprobs_composed(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
     let logits = logits.to_dtype(DType::F32)?;
     let max = logits.max_keepdim(D::Minus1)?.detach();

@@ -92,10 +92,14 @@ impl CustomOp3 for AttentionProbs {
         let ds = grad
             .contiguous()?
             .apply_op2_no_bwd(probs, &SoftmaxLastDimBwd)?;
-        // scores = q @ kt with kt = k^T: candle's matmul backward gives dq = ds @ kt^T and
-        // dkt = q^T @ ds, and the transpose's backward dk = dkt^T.
-        let dq = ds.matmul(k)?;
-        let dk = q.t()?.matmul(&ds)?.t()?;
+        let (dq, dk) = score_grads(q, k, &ds)?;
         Ok((Some(dq), Some(dk), None))
     }
+}
+
+/// The gradients of q and k from ds, the gradient of the scores q k^T. With kt = k^T, candle's
+/// matmul backward gives dq = ds @ kt^T and dkt = q^T @ ds, and the transpose's backward
+/// dk = dkt^T; the same operations here, so the values are the composition's.
+pub(super) fn score_grads(q: &Tensor, k: &Tensor, ds: &Tensor) -> Result<(Tensor, Tensor)> {
+    Ok((ds.matmul(k)?, q.t()?.matmul(ds)?.t()?))
 }

@@ -7,14 +7,14 @@ use candle_core::{Device, Var};
 use rand::{Rng, SeedableRng};
 
 /// Deterministic test data in [-1, 1) (candle's own RNG is not seedable on CPU).
-fn seeded(dims: &[usize], seed: u64) -> Result<Tensor> {
+pub(super) fn seeded(dims: &[usize], seed: u64) -> Result<Tensor> {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let n: usize = dims.iter().product();
     let v: Vec<f32> = (0..n).map(|_| rng.random_range(-1.0f32..1.0)).collect();
     Tensor::from_vec(v, dims, &Device::Cpu)
 }
 
-fn max_abs_diff(a: &Tensor, b: &Tensor) -> Result<f32> {
+pub(super) fn max_abs_diff(a: &Tensor, b: &Tensor) -> Result<f32> {
     (a - b)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()
 }
 
@@ -270,7 +270,7 @@ fn target_logprobs_rejects_a_target_outside_the_vocabulary() -> Result<()> {
 }
 
 /// The causal mask of the training forward for t positions, [1, 1, 1, t, t].
-fn causal(t: usize) -> Result<Tensor> {
+pub(super) fn causal(t: usize) -> Result<Tensor> {
     crate::model::block::causal_mask(t, &Device::Cpu)
         .map_err(|e| candle_core::Error::Msg(e.to_string()))
 }

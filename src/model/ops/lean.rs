@@ -1,0 +1,439 @@
+//! The training ops where no CPU kernel runs (CUDA; half precision on any device): the forward from
+//! candle's fused kernels, the backward from candle tensor ops, and only what the backward needs
+//! kept alive.
+//!
+//! A composition of candle ops keeps every intermediate alive until the backward and launches one
+//! kernel per elementwise op each way. Here the forward runs outside the graph (on detached inputs,
+//! with the fused kernels the inference forward uses: `rms_norm`, `softmax_last_dim`, `rope`,
+//! `rope_i`), so its intermediates are freed at once; a custom op then puts the result into the
+//! graph with a backward written from the op's derivative. Its forward copies the precomputed
+//! result into the op's output (one device copy: a custom op must return a storage it owns), and
+//! the graph keeps the op's inputs and output only, as the CPU kernels do (`kernels.rs`).
+//!
+//! Backward arithmetic runs in f32 for half-precision inputs (as `rms_norm_slow` computes its
+//! forward) and gradients come back in the input's dtype.
+
+use std::sync::Mutex;
+
+use candle_core::backend::BackendStorage;
+use candle_core::{
+    CpuStorage, CudaStorage, CustomOp1, CustomOp2, CustomOp3, DType, Layout, Result, Shape,
+    Storage, Tensor, D,
+};
+
+use super::internal_dtype;
+
+/// A forward result computed outside the graph, handed to the op's forward exactly once.
+struct Precomputed(Mutex<Option<Tensor>>);
+
+impl Precomputed {
+    /// `out` must own its storage from offset 0 (a fresh result of a candle op, or a reshape of
+    /// one): the op's forward copies that storage.
+    fn new(out: Tensor) -> Self {
+        Self(Mutex::new(Some(out)))
+    }
+
+    /// The result, taken out: the op's output becomes the only copy kept.
+    fn take(&self) -> Result<Tensor> {
+        let out = self
+            .0
+            .lock()
+            .map_err(|_| candle_core::Error::Msg("lean op: a poisoned lock".into()))?
+            .take();
+        out.ok_or_else(|| candle_core::Error::Msg("lean op: forward ran twice".into()))
+    }
+
+    /// A copy of the result's storage and its shape, on the device `pick` selects.
+    fn storage<S: BackendStorage>(
+        &self,
+        pick: impl FnOnce(&Storage) -> Option<&S>,
+    ) -> Result<(S, Shape)> {
+        let out = self.take()?;
+        let (storage, layout) = out.storage_and_layout();
+        if !layout.is_contiguous() || layout.start_offset() != 0 {
+            candle_core::bail!("lean op: the precomputed result does not own its storage")
+        }
+        let Some(s) = pick(&storage) else {
+            candle_core::bail!("lean op: the precomputed result is on another device")
+        };
+        Ok((s.try_clone(layout)?, layout.shape().clone()))
+    }
+
+    fn cpu(&self) -> Result<(CpuStorage, Shape)> {
+        self.storage(|s| match s {
+            Storage::Cpu(s) => Some(s),
+            _ => None,
+        })
+    }
+
+    fn cuda(&self) -> Result<(CudaStorage, Shape)> {
+        self.storage(|s| match s {
+            Storage::Cuda(s) => Some(s),
+            _ => None,
+        })
+    }
+}
+
+/// `x` in the dtype the backward computes in.
+fn up(x: &Tensor) -> Result<Tensor> {
+    x.to_dtype(internal_dtype(x.dtype()))
+}
+
+/// softmax backward from the output y: dx = y * (g - sum(g * y)) over the last dim, in y's dtype.
+pub(super) fn softmax_grad(y: &Tensor, grad: &Tensor) -> Result<Tensor> {
+    let (yf, gf) = (up(y)?, up(grad)?);
+    let dot = (&gf * &yf)?.sum_keepdim(D::Minus1)?;
+    (yf * gf.broadcast_sub(&dot)?)?.to_dtype(y.dtype())
+}
+
+/// RMSNorm: y = x r w with r = (mean(x^2) + eps)^(-1/2) (Zhang & Sennrich 2019, eq. 4).
+pub(super) fn rms_norm(x: &Tensor, w: &Tensor, eps: f64) -> Result<Tensor> {
+    let (x, w) = (x.contiguous()?, w.to_dtype(x.dtype())?.contiguous()?);
+    let y = candle_nn::ops::rms_norm(&x.detach(), &w.detach(), eps as f32)?;
+    x.apply_op2(
+        &w,
+        RmsNorm {
+            eps,
+            out: Precomputed::new(y),
+        },
+    )
+}
+
+struct RmsNorm {
+    eps: f64,
+    out: Precomputed,
+}
+
+impl CustomOp2 for RmsNorm {
+    fn name(&self) -> &'static str {
+        "rms-norm-train-lean"
+    }
+
+    fn cpu_fwd(
+        &self,
+        _: &CpuStorage,
+        _: &Layout,
+        _: &CpuStorage,
+        _: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        self.out.cpu()
+    }
+
+    fn cuda_fwd(
+        &self,
+        _: &CudaStorage,
+        _: &Layout,
+        _: &CudaStorage,
+        _: &Layout,
+    ) -> Result<(CudaStorage, Shape)> {
+        self.out.cuda()
+    }
+
+    /// Per row, with dot = sum_j w_j g_j x_j: dx = r (w g - x r^2 dot / d) and dw = sum over rows
+    /// of g x r (the CPU kernel's formulas, `kernels::RmsNormCpu`).
+    fn bwd(
+        &self,
+        x: &Tensor,
+        w: &Tensor,
+        _y: &Tensor,
+        grad: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        let (xf, wf, gf) = (up(x)?, up(w)?, up(grad)?);
+        let d = xf.dim(D::Minus1)? as f64;
+        let r = (xf.sqr()?.mean_keepdim(D::Minus1)? + self.eps)?
+            .sqrt()?
+            .recip()?;
+        let wg = gf.broadcast_mul(&wf)?;
+        let dot = (&wg * &xf)?.sum_keepdim(D::Minus1)?;
+        let c = ((r.sqr()? * dot)? / d)?;
+        let dx = (wg - xf.broadcast_mul(&c)?)?.broadcast_mul(&r)?;
+        let dw = if w.track_op() {
+            let rows = xf.elem_count() / xf.dim(D::Minus1)?;
+            let gxr = (gf * xf.broadcast_mul(&r)?)?;
+            Some(gxr.reshape((rows, ()))?.sum(0)?.to_dtype(w.dtype())?)
+        } else {
+            None
+        };
+        Ok((Some(dx.to_dtype(x.dtype())?), dw))
+    }
+}
+
+/// Rotary embedding of x [b, h, t, d] by the tables cos, sin [t, d/2] (RoFormer eq. 34); its
+/// backward rotates the gradient by the opposite angle (R^T = R(-angle)).
+pub(super) fn rope(x: &Tensor, cos: &Tensor, sin: &Tensor, interleaved: bool) -> Result<Tensor> {
+    let x = x.contiguous()?;
+    let cos = cos.to_dtype(x.dtype())?.contiguous()?;
+    let sin = sin.to_dtype(x.dtype())?.contiguous()?;
+    let y = rotate(&x.detach(), &cos, &sin, interleaved)?;
+    x.apply_op1(Rope {
+        cos,
+        neg_sin: sin.neg()?,
+        interleaved,
+        out: Precomputed::new(y),
+    })
+}
+
+/// candle's fused rope kernel of the layout (no graph).
+fn rotate(x: &Tensor, cos: &Tensor, sin: &Tensor, interleaved: bool) -> Result<Tensor> {
+    if interleaved {
+        candle_nn::rotary_emb::rope_i(x, cos, sin)
+    } else {
+        candle_nn::rotary_emb::rope(x, cos, sin)
+    }
+}
+
+struct Rope {
+    cos: Tensor,
+    neg_sin: Tensor,
+    interleaved: bool,
+    out: Precomputed,
+}
+
+impl CustomOp1 for Rope {
+    fn name(&self) -> &'static str {
+        "rope-train-lean"
+    }
+
+    fn cpu_fwd(&self, _: &CpuStorage, _: &Layout) -> Result<(CpuStorage, Shape)> {
+        self.out.cpu()
+    }
+
+    fn cuda_fwd(&self, _: &CudaStorage, _: &Layout) -> Result<(CudaStorage, Shape)> {
+        self.out.cuda()
+    }
+
+    fn bwd(&self, _x: &Tensor, _y: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
+        let g = grad.contiguous()?;
+        Ok(Some(rotate(
+            &g,
+            &self.cos,
+            &self.neg_sin,
+            self.interleaved,
+        )?))
+    }
+}
+
+/// Softmax over the last dim (candle's fused kernel, in f32 for half-precision inputs).
+pub(super) fn softmax(x: &Tensor) -> Result<Tensor> {
+    let x = x.contiguous()?;
+    let y = candle_nn::ops::softmax_last_dim(&up(&x.detach())?)?.to_dtype(x.dtype())?;
+    x.apply_op1(Softmax {
+        out: Precomputed::new(y),
+    })
+}
+
+struct Softmax {
+    out: Precomputed,
+}
+
+impl CustomOp1 for Softmax {
+    fn name(&self) -> &'static str {
+        "softmax-train-lean"
+    }
+
+    fn cpu_fwd(&self, _: &CpuStorage, _: &Layout) -> Result<(CpuStorage, Shape)> {
+        self.out.cpu()
+    }
+
+    fn cuda_fwd(&self, _: &CudaStorage, _: &Layout) -> Result<(CudaStorage, Shape)> {
+        self.out.cuda()
+    }
+
+    fn bwd(&self, _x: &Tensor, y: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
+        Ok(Some(softmax_grad(y, grad)?))
+    }
+}
+
+/// softmax(q k^T + mask) for q [b, g, m, d], k [b, g, n, d] and mask [r, n] (row i of every
+/// [m, n] block gets mask row i % r), as `super::attention_probs_train` describes: the scores and
+/// masked scores are never kept, only the probabilities.
+pub(super) fn attention_probs(q: &Tensor, k: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    let (b, g, m, _) = q.dims4()?;
+    let (r, n) = mask.dims2()?;
+    if r == 0 || m % r != 0 {
+        candle_core::bail!("attention_probs_train: mask rows {r} do not divide query rows {m}")
+    }
+    let (q, k) = (q.contiguous()?, k.contiguous()?);
+    let scores = q.detach().matmul(&k.detach().t()?)?;
+    let masked = up(&scores.reshape((b, g, m / r, r, n))?)?.broadcast_add(&up(mask)?)?;
+    let probs = candle_nn::ops::softmax_last_dim(&masked)?
+        .to_dtype(q.dtype())?
+        .reshape((b, g, m, n))?;
+    q.apply_op3(
+        &k,
+        &mask.contiguous()?,
+        AttentionProbs {
+            out: Precomputed::new(probs),
+        },
+    )
+}
+
+struct AttentionProbs {
+    out: Precomputed,
+}
+
+impl CustomOp3 for AttentionProbs {
+    fn name(&self) -> &'static str {
+        "attention-probs-train-lean"
+    }
+
+    fn cpu_fwd(
+        &self,
+        _: &CpuStorage,
+        _: &Layout,
+        _: &CpuStorage,
+        _: &Layout,
+        _: &CpuStorage,
+        _: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        self.out.cpu()
+    }
+
+    fn cuda_fwd(
+        &self,
+        _: &CudaStorage,
+        _: &Layout,
+        _: &CudaStorage,
+        _: &Layout,
+        _: &CudaStorage,
+        _: &Layout,
+    ) -> Result<(CudaStorage, Shape)> {
+        self.out.cuda()
+    }
+
+    fn bwd(
+        &self,
+        q: &Tensor,
+        k: &Tensor,
+        _mask: &Tensor,
+        probs: &Tensor,
+        grad: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        let (dq, dk) = super::attention::score_grads(q, k, &softmax_grad(probs, grad)?)?;
+        Ok((Some(dq), Some(dk), None))
+    }
+}
+
+/// silu(gate) * up (Shazeer 2020, eq. 6); keeps gate and up for the backward.
+pub(super) fn swiglu(gate: &Tensor, up_: &Tensor) -> Result<Tensor> {
+    let (gate, up_) = (gate.contiguous()?, up_.contiguous()?);
+    let y = (gate.detach().silu()? * up_.detach())?;
+    gate.apply_op2(
+        &up_,
+        SwiGlu {
+            out: Precomputed::new(y),
+        },
+    )
+}
+
+struct SwiGlu {
+    out: Precomputed,
+}
+
+impl CustomOp2 for SwiGlu {
+    fn name(&self) -> &'static str {
+        "swiglu-train-lean"
+    }
+
+    fn cpu_fwd(
+        &self,
+        _: &CpuStorage,
+        _: &Layout,
+        _: &CpuStorage,
+        _: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        self.out.cpu()
+    }
+
+    fn cuda_fwd(
+        &self,
+        _: &CudaStorage,
+        _: &Layout,
+        _: &CudaStorage,
+        _: &Layout,
+    ) -> Result<(CudaStorage, Shape)> {
+        self.out.cuda()
+    }
+
+    /// With s = sigmoid(gate) and y = gate s: dgate = grad up (s (1 - y) + y), dup = grad y
+    /// (`swiglu.rs`).
+    fn bwd(
+        &self,
+        gate: &Tensor,
+        up_: &Tensor,
+        _out: &Tensor,
+        grad: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        let (g, u, gr) = (up(gate)?, up(up_)?, up(grad)?);
+        let s = (g.neg()?.exp()? + 1.0)?.recip()?;
+        let y = (&g * &s)?;
+        let dsilu = ((&s * (1.0 - &y)?)? + &y)?;
+        let dgate = ((&gr * u)? * dsilu)?.to_dtype(gate.dtype())?;
+        let dup = (gr * y)?.to_dtype(up_.dtype())?;
+        Ok((Some(dgate), Some(dup)))
+    }
+}
+
+/// log p(target) per row of f32 logits [rows, vocab]: out = x_t - lse(x), computed outside the
+/// graph by `compute` (the composition), so its [rows, vocab] intermediates are freed at once.
+pub(super) fn target_logprobs(
+    logits: &Tensor,
+    targets: &Tensor,
+    compute: impl FnOnce(&Tensor, &Tensor) -> Result<Tensor>,
+) -> Result<Tensor> {
+    let (logits, targets) = (logits.contiguous()?, targets.contiguous()?);
+    let out = compute(&logits.detach(), &targets)?.contiguous()?;
+    logits.apply_op2(
+        &targets,
+        TargetLogprob {
+            out: Precomputed::new(out),
+        },
+    )
+}
+
+struct TargetLogprob {
+    out: Precomputed,
+}
+
+impl CustomOp2 for TargetLogprob {
+    fn name(&self) -> &'static str {
+        "target-logprob-lean"
+    }
+
+    fn cpu_fwd(
+        &self,
+        _: &CpuStorage,
+        _: &Layout,
+        _: &CpuStorage,
+        _: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        self.out.cpu()
+    }
+
+    fn cuda_fwd(
+        &self,
+        _: &CudaStorage,
+        _: &Layout,
+        _: &CudaStorage,
+        _: &Layout,
+    ) -> Result<(CudaStorage, Shape)> {
+        self.out.cuda()
+    }
+
+    /// d out / d x_j = [j = t] - exp(x_j - lse), with lse = x_t - out recovered from the output
+    /// (`logprob.rs`): nothing of the vocabulary's size is kept besides the logits.
+    fn bwd(
+        &self,
+        logits: &Tensor,
+        targets: &Tensor,
+        out: &Tensor,
+        grad: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        let t = targets.unsqueeze(D::Minus1)?;
+        let g = grad.to_dtype(DType::F32)?.unsqueeze(D::Minus1)?;
+        let lse = (logits.gather(&t, D::Minus1)? - out.unsqueeze(D::Minus1)?)?;
+        let p = logits.broadcast_sub(&lse)?.exp()?;
+        let dx = p.broadcast_mul(&g.neg()?)?.scatter_add(&t, &g, D::Minus1)?;
+        Ok((Some(dx), None))
+    }
+}
