@@ -17,7 +17,7 @@ use candle_core::{DType, Result, Tensor, Var};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::ops::frozen_matmul;
+use super::ops::{frozen_matmul, lora_linear_train};
 
 /// Which projections get adapters. Default: all seven.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -287,6 +287,20 @@ impl LoraLinear {
     pub fn forward(&self, x: &Tensor, mode: AdapterMode, pass: Pass) -> Result<Tensor> {
         let (out_dim, _) = self.weight.dims2()?;
         let (x2, out_dims) = flatten_rows(x, out_dim)?;
+        let adapter = match mode {
+            AdapterMode::On => self.adapter.as_ref(),
+            AdapterMode::Critic => self.critic.as_ref(),
+            AdapterMode::Off => None,
+        };
+        // Frozen base, adapter without dropout: one op that keeps no intermediate for backward.
+        if let (Pass::Train, None, Some(ad)) = (pass, &self.full, adapter) {
+            if ad.dropout == 0.0 {
+                let (a, b) = (ad.a.as_tensor(), ad.b.as_tensor());
+                let bias = self.bias.as_ref();
+                return lora_linear_train(&x2, &self.weight, bias, a, b, ad.scale)?
+                    .reshape(out_dims);
+            }
+        }
         let mut y = match (pass, &self.full) {
             (Pass::Infer, _) => x2.detach().matmul(&self.weight().detach().t()?)?,
             (Pass::Train, Some(w)) => x2.matmul(&w.as_tensor().t()?)?,
@@ -295,11 +309,6 @@ impl LoraLinear {
         if let Some(b) = &self.bias {
             y = y.broadcast_add(&b.to_dtype(y.dtype())?)?;
         }
-        let adapter = match mode {
-            AdapterMode::On => self.adapter.as_ref(),
-            AdapterMode::Critic => self.critic.as_ref(),
-            AdapterMode::Off => None,
-        };
         if let Some(ad) = adapter {
             let delta = match pass {
                 Pass::Infer => adapter_infer(ad, &x2)?,

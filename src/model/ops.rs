@@ -22,6 +22,9 @@ mod lean;
 #[cfg(test)]
 mod lean_tests;
 mod logprob;
+mod lora_linear;
+#[cfg(test)]
+mod lora_linear_tests;
 mod swiglu;
 #[cfg(test)]
 mod tests;
@@ -32,6 +35,7 @@ use attention::AttentionProbs;
 use frozen::FrozenMatmul;
 use kernels::{RmsNormCpu, RopeCpu, SoftmaxLastDimTrain};
 use logprob::TargetLogprob;
+use lora_linear::LoraLinear;
 use swiglu::SwiGlu;
 
 /// Whether the CPU kernels run for `x`: on the CPU in f32 or f64 (`lean` handles the rest).
@@ -260,6 +264,38 @@ pub fn frozen_matmul(x: &Tensor, w: &Tensor) -> Result<Tensor> {
         w.contiguous()?.detach()
     };
     x2.apply_op2(&w, FrozenMatmul)?.reshape(out_dims)
+}
+
+/// A LoRA projection of the training forward, y = x W^T (+ b) + scale (x A^T) B^T, with W and b
+/// frozen (Hu et al. 2021, eq. 3): one op that keeps only x, A, B and y for backward, where the
+/// composition of candle ops keeps every product (`ops/lora_linear.rs`). Its values equal the
+/// composition's bit for bit (the same kernels in the same order) on every backend. x [rows, in],
+/// W [out, in] in either memory order, b [out]; A [r, in] and B [out, r] in f32 whatever x's
+/// dtype (the adapter branch computes in f32 and casts its result back).
+pub fn lora_linear_train(
+    x: &Tensor,
+    w: &Tensor,
+    bias: Option<&Tensor>,
+    a: &Tensor,
+    b: &Tensor,
+    scale: f64,
+) -> Result<Tensor> {
+    let weight = if w.is_contiguous() || w.t()?.is_contiguous() {
+        w.detach()
+    } else {
+        w.contiguous()?.detach()
+    };
+    let bias = match bias {
+        Some(b) => Some(b.to_dtype(x.dtype())?.contiguous()?.detach()),
+        None => None,
+    };
+    let op = LoraLinear {
+        weight,
+        bias,
+        scale,
+    };
+    x.contiguous()?
+        .apply_op3(&a.contiguous()?, &b.contiguous()?, op)
 }
 
 /// Embedding lookup whose backward produces no gradient for the (frozen) table.
