@@ -1,5 +1,5 @@
 //! CUDA against CPU (issue 13, built only with `--features cuda`, needs a GPU): every training op
-//! with a hand-written backward, the LoRA layer and the whole tiny model's log-probabilities and
+//! with a hand-written backward (the CPU kernels against the lean ops CUDA runs), the LoRA layer and the whole tiny model's log-probabilities and
 //! LoRA gradients agree with the CPU result, in f32 and with bf16 base weights; greedy generation
 //! picks the same tokens; a GGUF loads straight onto the GPU.
 //!
@@ -11,7 +11,8 @@ use anyhow::{Context, Result};
 use candle_core::{DType, Device, Tensor, Var};
 use empathy_gym::model::lora::{AdapterMode, LoraConfig, LoraLinear, Pass};
 use empathy_gym::model::ops::{
-    frozen_embedding, frozen_matmul, rms_norm_train, rope_train, softmax_train,
+    attention_probs_train, frozen_embedding, frozen_matmul, lora_linear_train, rms_norm_train,
+    rope_train, softmax_train, swiglu_train, target_logprobs,
 };
 use empathy_gym::model::{load_model, ChatMessage, LoadOptions, Role, SamplingParams};
 use rand::{Rng, SeedableRng};
@@ -118,6 +119,53 @@ fn training_ops_match_the_cpu_in_value_and_gradient() -> Result<()> {
         compare_op("frozen_matmul", &x, &[proj.clone()], dtype, &|x, e| {
             frozen_matmul(x, &e[0])
         })?;
+        // The lean ops (src/model/ops/lean.rs): grouped-query heads (3 query heads per KV head,
+        // t = 5) under a causal mask; SwiGLU; the token log-prob (in f32 whatever the dtype).
+        let (q, k) = (seeded(&[2, 2, 15, 8], 6)?, seeded(&[2, 2, 5, 8], 7)?);
+        let causal = Tensor::from_vec(
+            (0..25)
+                .map(|i| {
+                    if i % 5 > i / 5 {
+                        f32::NEG_INFINITY
+                    } else {
+                        0.0
+                    }
+                })
+                .collect::<Vec<f32>>(),
+            (5, 5),
+            &Device::Cpu,
+        )?;
+        compare_op("attention_probs_train", &q, &[k, causal], dtype, &|q, e| {
+            attention_probs_train(q, &e[0], &e[1])
+        })?;
+        compare_op(
+            "swiglu_train",
+            &x,
+            &[x.affine(-0.5, 0.3)?],
+            dtype,
+            &|x, e| swiglu_train(x, &e[0]),
+        )?;
+        let logits = seeded(&[6, 300], 8)?.affine(8.0, 0.0)?;
+        let targets = Tensor::new(&[0u32, 299, 17, 17, 150, 3], &Device::Cpu)?;
+        compare_op("target_logprobs", &logits, &[], dtype, &|x, _| {
+            target_logprobs(x, &targets.to_device(x.device())?)
+        })?;
+        // One LoRA projection with a bias (x's gradient here; A's and B's in the layer test).
+        let (a, b, bias) = (
+            seeded(&[4, 16], 9)?,
+            seeded(&[24, 4], 10)?,
+            seeded(&[24], 11)?,
+        );
+        compare_op(
+            "lora_linear_train",
+            &x.reshape((30, 16))?,
+            &[proj.clone(), bias],
+            dtype,
+            &|x, e| {
+                let (a, b) = (a.to_device(x.device())?, b.to_device(x.device())?);
+                lora_linear_train(x, &e[0], Some(&e[1]), &a, &b, 2.0)
+            },
+        )?;
     }
     Ok(())
 }
