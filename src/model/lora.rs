@@ -7,7 +7,9 @@
 //! (`AdapterMode::Off`), so no second copy of the weights is kept.
 //!
 //! Two numerics: `Pass::Infer` is the generation path (no graph, fused matmuls); `Pass::Train`
-//! routes the base through `ops::frozen_matmul`, whose backward never builds a weight gradient.
+//! routes the base through `ops::frozen_matmul`, whose backward never builds a weight gradient,
+//! and a frozen base with a dropout-free adapter through `ops::lora_linear_train`, one op that
+//! keeps none of the products alive for backward (same values and gradients, bit for bit).
 //! Adapters are kept in f32 whatever the base dtype; the adapter branch casts x to f32 and its
 //! result back, so a bf16 base on GPU trains f32 adapters.
 

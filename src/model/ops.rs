@@ -322,7 +322,7 @@ pub fn target_logprobs(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
             .contiguous()?
             .apply_op2(&targets.contiguous()?, TargetLogprob);
     }
-    lean::target_logprobs(&logits, targets, target_logprobs_composed)
+    lean::target_logprobs(&logits, targets)
 }
 
 /// log p(target) from candle ops only, max detached (logsumexp does not depend on it, so its

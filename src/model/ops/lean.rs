@@ -74,6 +74,20 @@ impl Precomputed {
     }
 }
 
+/// `cpu_fwd` and `cuda_fwd` of a lean op (one storage and layout per argument): a copy of the
+/// precomputed result, whatever the arguments hold.
+macro_rules! precomputed_fwd {
+    ($($s:ident $l:ident),+) => {
+        fn cpu_fwd(&self, $($s: &CpuStorage, $l: &Layout),+) -> Result<(CpuStorage, Shape)> {
+            self.out.cpu()
+        }
+
+        fn cuda_fwd(&self, $($s: &CudaStorage, $l: &Layout),+) -> Result<(CudaStorage, Shape)> {
+            self.out.cuda()
+        }
+    };
+}
+
 /// `x` in the dtype the backward computes in.
 fn up(x: &Tensor) -> Result<Tensor> {
     x.to_dtype(internal_dtype(x.dtype()))
@@ -109,25 +123,7 @@ impl CustomOp2 for RmsNorm {
         "rms-norm-train-lean"
     }
 
-    fn cpu_fwd(
-        &self,
-        _: &CpuStorage,
-        _: &Layout,
-        _: &CpuStorage,
-        _: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        self.out.cpu()
-    }
-
-    fn cuda_fwd(
-        &self,
-        _: &CudaStorage,
-        _: &Layout,
-        _: &CudaStorage,
-        _: &Layout,
-    ) -> Result<(CudaStorage, Shape)> {
-        self.out.cuda()
-    }
+    precomputed_fwd!(_s1 _l1, _s2 _l2);
 
     /// Per row, with dot = sum_j w_j g_j x_j: dx = r (w g - x r^2 dot / d) and dw = sum over rows
     /// of g x r (the CPU kernel's formulas, `kernels::RmsNormCpu`).
@@ -194,13 +190,7 @@ impl CustomOp1 for Rope {
         "rope-train-lean"
     }
 
-    fn cpu_fwd(&self, _: &CpuStorage, _: &Layout) -> Result<(CpuStorage, Shape)> {
-        self.out.cpu()
-    }
-
-    fn cuda_fwd(&self, _: &CudaStorage, _: &Layout) -> Result<(CudaStorage, Shape)> {
-        self.out.cuda()
-    }
+    precomputed_fwd!(_s1 _l1);
 
     fn bwd(&self, _x: &Tensor, _y: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
         let g = grad.contiguous()?;
@@ -231,13 +221,7 @@ impl CustomOp1 for Softmax {
         "softmax-train-lean"
     }
 
-    fn cpu_fwd(&self, _: &CpuStorage, _: &Layout) -> Result<(CpuStorage, Shape)> {
-        self.out.cpu()
-    }
-
-    fn cuda_fwd(&self, _: &CudaStorage, _: &Layout) -> Result<(CudaStorage, Shape)> {
-        self.out.cuda()
-    }
+    precomputed_fwd!(_s1 _l1);
 
     fn bwd(&self, _x: &Tensor, y: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
         Ok(Some(softmax_grad(y, grad)?))
@@ -277,29 +261,7 @@ impl CustomOp3 for AttentionProbs {
         "attention-probs-train-lean"
     }
 
-    fn cpu_fwd(
-        &self,
-        _: &CpuStorage,
-        _: &Layout,
-        _: &CpuStorage,
-        _: &Layout,
-        _: &CpuStorage,
-        _: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        self.out.cpu()
-    }
-
-    fn cuda_fwd(
-        &self,
-        _: &CudaStorage,
-        _: &Layout,
-        _: &CudaStorage,
-        _: &Layout,
-        _: &CudaStorage,
-        _: &Layout,
-    ) -> Result<(CudaStorage, Shape)> {
-        self.out.cuda()
-    }
+    precomputed_fwd!(_s1 _l1, _s2 _l2, _s3 _l3);
 
     fn bwd(
         &self,
@@ -335,25 +297,7 @@ impl CustomOp2 for SwiGlu {
         "swiglu-train-lean"
     }
 
-    fn cpu_fwd(
-        &self,
-        _: &CpuStorage,
-        _: &Layout,
-        _: &CpuStorage,
-        _: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        self.out.cpu()
-    }
-
-    fn cuda_fwd(
-        &self,
-        _: &CudaStorage,
-        _: &Layout,
-        _: &CudaStorage,
-        _: &Layout,
-    ) -> Result<(CudaStorage, Shape)> {
-        self.out.cuda()
-    }
+    precomputed_fwd!(_s1 _l1, _s2 _l2);
 
     /// With s = sigmoid(gate) and y = gate s: dgate = grad up (s (1 - y) + y), dup = grad y
     /// (`swiglu.rs`).
@@ -375,14 +319,11 @@ impl CustomOp2 for SwiGlu {
 }
 
 /// log p(target) per row of f32 logits [rows, vocab]: out = x_t - lse(x), computed outside the
-/// graph by `compute` (the composition), so its [rows, vocab] intermediates are freed at once.
-pub(super) fn target_logprobs(
-    logits: &Tensor,
-    targets: &Tensor,
-    compute: impl FnOnce(&Tensor, &Tensor) -> Result<Tensor>,
-) -> Result<Tensor> {
+/// graph by the composition (`super::target_logprobs_composed`), so its [rows, vocab]
+/// intermediates are freed at once.
+pub(super) fn target_logprobs(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
     let (logits, targets) = (logits.contiguous()?, targets.contiguous()?);
-    let out = compute(&logits.detach(), &targets)?.contiguous()?;
+    let out = super::target_logprobs_composed(&logits.detach(), &targets)?.contiguous()?;
     logits.apply_op2(
         &targets,
         TargetLogprob {
@@ -400,25 +341,7 @@ impl CustomOp2 for TargetLogprob {
         "target-logprob-lean"
     }
 
-    fn cpu_fwd(
-        &self,
-        _: &CpuStorage,
-        _: &Layout,
-        _: &CpuStorage,
-        _: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        self.out.cpu()
-    }
-
-    fn cuda_fwd(
-        &self,
-        _: &CudaStorage,
-        _: &Layout,
-        _: &CudaStorage,
-        _: &Layout,
-    ) -> Result<(CudaStorage, Shape)> {
-        self.out.cuda()
-    }
+    precomputed_fwd!(_s1 _l1, _s2 _l2);
 
     /// d out / d x_j = [j = t] - exp(x_j - lse), with lse = x_t - out recovered from the output
     /// (`logprob.rs`): nothing of the vocabulary's size is kept besides the logits.
