@@ -1,7 +1,8 @@
 //! CUDA against CPU (issue 13, built only with `--features cuda`, needs a GPU): every training op
-//! with a hand-written backward (the CPU kernels against the lean ops CUDA runs), the LoRA layer and the whole tiny model's log-probabilities and
-//! LoRA gradients agree with the CPU result, in f32 and with bf16 base weights; greedy generation
-//! picks the same tokens; a GGUF loads straight onto the GPU.
+//! with a hand-written backward (the CPU kernels against the lean ops CUDA runs), the LoRA layer
+//! and the whole tiny model's log-probabilities and LoRA gradients agree with the CPU result, in
+//! f32 and with bf16 base weights; greedy generation picks the same tokens; a GGUF loads straight
+//! onto the GPU.
 //!
 //! Tolerances: f32 on the GPU differs from the CPU only in summation order (TF32 is off in
 //! candle by default), so 1e-4 relative to the largest magnitude. bf16 keeps 8 bits of mantissa

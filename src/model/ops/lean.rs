@@ -94,7 +94,7 @@ fn up(x: &Tensor) -> Result<Tensor> {
 }
 
 /// softmax backward from the output y: dx = y * (g - sum(g * y)) over the last dim, in y's dtype.
-pub(super) fn softmax_grad(y: &Tensor, grad: &Tensor) -> Result<Tensor> {
+fn softmax_grad(y: &Tensor, grad: &Tensor) -> Result<Tensor> {
     let (yf, gf) = (up(y)?, up(grad)?);
     let dot = (&gf * &yf)?.sum_keepdim(D::Minus1)?;
     (yf * gf.broadcast_sub(&dot)?)?.to_dtype(y.dtype())
