@@ -185,14 +185,21 @@ pub fn attention_probs_train(q: &Tensor, k: &Tensor, mask: &Tensor) -> Result<Te
     lean::attention_probs(q, k, &mask)
 }
 
+/// (r, n) of the [r, n] attention mask for m query rows per block; r must divide m (a block's
+/// query rows are r-row groups that share the mask).
+fn mask_rows(m: usize, mask: &Tensor) -> Result<(usize, usize)> {
+    let (r, n) = mask.dims2()?;
+    if r == 0 || !m.is_multiple_of(r) {
+        candle_core::bail!("attention_probs_train: mask rows {r} do not divide query rows {m}")
+    }
+    Ok((r, n))
+}
+
 /// The attention probabilities composed: matmul, mask add, [`softmax_train`]; mask [r, n]. The
 /// reference of the tests, public for the benchmark that compares it with the CPU op.
 pub fn attention_probs_composed(q: &Tensor, k: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let (b, g, m, _) = q.dims4()?;
-    let (r, n) = mask.dims2()?;
-    if r == 0 || m % r != 0 {
-        candle_core::bail!("attention_probs_train: mask rows {r} do not divide query rows {m}")
-    }
+    let (r, n) = mask_rows(m, mask)?;
     let scores = q.matmul(&k.t()?)?.reshape((b, g, m / r, r, n))?;
     softmax_train(&scores.broadcast_add(mask)?)?.reshape((b, g, m, n))
 }
@@ -255,15 +262,20 @@ pub fn frozen_matmul(x: &Tensor, w: &Tensor) -> Result<Tensor> {
     out_dims[last] = out_dim;
     let m = x.elem_count() / in_dim;
     let x2 = x.contiguous()?.reshape((m, in_dim))?;
-    // Detached so that autograd never walks into w (even when it happens to be a Var). A
-    // column-major w (how LoraLinear stores weights on the CPU) is used in place: the matmul reads
-    // either layout, and a row-major copy would be kept per layer until backward.
-    let w = if w.is_contiguous() || w.t()?.is_contiguous() {
+    x2.apply_op2(&frozen_weight(w)?, FrozenMatmul)?
+        .reshape(out_dims)
+}
+
+/// A frozen weight as the ops take it: detached, so that autograd never walks into it (even when
+/// it happens to be a Var). A column-major w (how LoraLinear stores weights on the CPU) is used in
+/// place: the matmul reads either layout, and a row-major copy would be kept per layer until
+/// backward.
+fn frozen_weight(w: &Tensor) -> Result<Tensor> {
+    Ok(if w.is_contiguous() || w.t()?.is_contiguous() {
         w.detach()
     } else {
         w.contiguous()?.detach()
-    };
-    x2.apply_op2(&w, FrozenMatmul)?.reshape(out_dims)
+    })
 }
 
 /// A LoRA projection of the training forward, y = x W^T (+ b) + scale (x A^T) B^T, with W and b
@@ -280,11 +292,7 @@ pub fn lora_linear_train(
     b: &Tensor,
     scale: f64,
 ) -> Result<Tensor> {
-    let weight = if w.is_contiguous() || w.t()?.is_contiguous() {
-        w.detach()
-    } else {
-        w.contiguous()?.detach()
-    };
+    let weight = frozen_weight(w)?;
     let bias = match bias {
         Some(b) => Some(b.to_dtype(x.dtype())?.contiguous()?.detach()),
         None => None,

@@ -233,10 +233,7 @@ impl CustomOp1 for Softmax {
 /// masked scores are never kept, only the probabilities.
 pub(super) fn attention_probs(q: &Tensor, k: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let (b, g, m, _) = q.dims4()?;
-    let (r, n) = mask.dims2()?;
-    if r == 0 || m % r != 0 {
-        candle_core::bail!("attention_probs_train: mask rows {r} do not divide query rows {m}")
-    }
+    let (r, n) = super::mask_rows(m, mask)?;
     let (q, k) = (q.contiguous()?, k.contiguous()?);
     let scores = q.detach().matmul(&k.detach().t()?)?;
     let masked = up(&scores.reshape((b, g, m / r, r, n))?)?.broadcast_add(&up(mask)?)?;
