@@ -4,13 +4,13 @@
 //! weight gradient that LoRA throws away), `softmax_train` vs `candle_nn::ops::softmax` on one
 //! layer's attention scores, `rms_norm_train` vs `rms_norm_slow`, `rope_train` vs `rope_i_slow`,
 //! `target_logprobs` vs the composition of candle ops it replaced, on the logits of one
-//! 512-token sequence ([512, 49152]), and `attention_probs_train` vs matmul + mask + softmax_train
-//! on one layer's attention at 4 x 512 tokens (3 KV heads, 3 query heads each).
+//! 512-token sequence ([512, 49152]), and `attention_train` vs matmul + mask + softmax_train +
+//! matmul on one layer's attention at 4 x 512 tokens (3 KV heads, 3 query heads each).
 
 use candle_core::{DType, Device, Tensor, Var};
 use criterion::{criterion_group, criterion_main, Criterion};
 use empathy_gym::model::ops::{
-    attention_probs_composed, attention_probs_train, frozen_matmul, rms_norm_train, rope_train,
+    attention_probs_composed, attention_train, frozen_matmul, rms_norm_train, rope_train,
     softmax_train, target_logprobs, target_logprobs_composed,
 };
 
@@ -145,10 +145,14 @@ fn bench_attention(c: &mut Criterion) {
     let rand = |dims: (usize, usize, usize, usize)| {
         Var::from_tensor(&Tensor::rand(-1f32, 1f32, dims, &dev).expect("rand")).expect("var")
     };
-    let (q, k) = (rand((4, 3, 1536, 64)), rand((4, 3, 512, 64)));
-    let r = Tensor::rand(0f32, 1f32, (4, 3, 1536, 512), &dev).expect("r");
+    let (q, k, v) = (
+        rand((4, 3, 1536, 64)),
+        rand((4, 3, 512, 64)),
+        rand((4, 3, 512, 64)),
+    );
+    let r = Tensor::rand(0f32, 1f32, (4, 3, 1536, 64), &dev).expect("r");
     let mask = empathy_gym::model::block::causal_mask(512, &dev).expect("mask");
-    let mut group = c.benchmark_group("attention probs fwd+bwd, q [4,3,1536,64], k [4,3,512,64]");
+    let mut group = c.benchmark_group("attention fwd+bwd, q [4,3,1536,64], k and v [4,3,512,64]");
     group.sample_size(10);
     let mut case = |name: &str, f: &dyn Fn() -> Tensor| {
         group.bench_function(name, |b| {
@@ -160,11 +164,13 @@ fn bench_attention(c: &mut Criterion) {
             })
         });
     };
-    case("attention_probs_train (one op)", &|| {
-        attention_probs_train(&q, &k, &mask).expect("op")
+    case("attention_train (one op)", &|| {
+        attention_train(&q, &k, &v, &mask).expect("op")
     });
-    case("matmul + mask + softmax_train", &|| {
-        attention_probs_composed(&q, &k, &mask.reshape((512, 512)).expect("mask")).expect("comp")
+    case("matmul + mask + softmax_train + matmul", &|| {
+        attention_probs_composed(&q, &k, &mask.reshape((512, 512)).expect("mask"))
+            .and_then(|p| p.matmul(&v))
+            .expect("comp")
     });
     group.finish();
 }

@@ -133,18 +133,20 @@ impl Block {
         // Scaling q (t x d) rather than the scores (t x keys) keeps one fewer score-sized tensor
         // alive for backward.
         let q = (q.reshape((b, kvh, rep * t, hd))? * (1.0 / (hd as f64).sqrt()))?;
-        let probs = match step.pass {
+        let y = match step.pass {
             Pass::Infer => {
                 let scores = q.matmul(&k.t()?)?;
                 let scores = scores
                     .reshape((b, kvh, rep, t, keys))?
                     .broadcast_add(&step.mask.to_dtype(scores.dtype())?)?;
                 candle_nn::ops::softmax_last_dim(&scores)?
+                    .reshape((b, kvh, rep * t, keys))?
+                    .matmul(&v)?
             }
-            // One op that keeps only the probabilities for backward (ops/attention.rs).
-            Pass::Train => ops::attention_probs_train(&q, &k, step.mask)?,
+            // One op over the keys the mask lets through, keeping no probabilities for backward
+            // (ops/attention.rs).
+            Pass::Train => ops::attention_train(&q, &k, &v, step.mask)?,
         };
-        let y = probs.reshape((b, kvh, rep * t, keys))?.matmul(&v)?;
         let y = y
             .reshape((b, dims.heads, t, hd))?
             .transpose(1, 2)?

@@ -31,7 +31,7 @@ mod tests;
 
 use candle_core::{DType, Result, Tensor, D};
 
-use attention::AttentionProbs;
+use attention::Attention;
 use frozen::FrozenMatmul;
 use kernels::{RmsNormCpu, RopeCpu, SoftmaxLastDimTrain};
 use logprob::TargetLogprob;
@@ -161,28 +161,33 @@ pub fn softmax_train(x: &Tensor) -> Result<Tensor> {
     lean::softmax(x)
 }
 
-/// Attention probabilities softmax(q k^T + mask) with backward, for the training forward.
+/// Attention softmax(q k^T + mask) v with backward, for the training forward.
 ///
-/// q: [b, g, m, d] (already scaled by 1/sqrt(d)), k: [b, g, n, d], mask: [.., r, n] additive (0
-/// or -inf; leading dims 1), added to row i of every [m, n] block as its row i % r -> [b, g, m, n].
-/// On CPU (f32/f64) one custom op (`ops/attention.rs`) that keeps only the probabilities alive
-/// besides q and k; elsewhere the same from candle's matmul and fused softmax (`ops/lean.rs`).
-/// Both give the values and gradients of the composition [`attention_probs_composed`].
-pub fn attention_probs_train(q: &Tensor, k: &Tensor, mask: &Tensor) -> Result<Tensor> {
+/// q: [b, g, m, d] (already scaled by 1/sqrt(d)), k and v: [b, g, n, d], mask: [.., r, n]
+/// additive (0 or -inf; leading dims 1), added to row i of every [m, n] block of scores as its
+/// row i % r -> [b, g, m, d]. On CPU (f32/f64) one custom op (`ops/attention.rs`) that multiplies
+/// only the keys the mask lets through and keeps no probabilities (the backward recomputes them);
+/// elsewhere the probabilities from candle's matmul and fused softmax (`ops/lean.rs`), then a
+/// matmul with v. Both give the values and gradients of [`attention_probs_composed`] times v, up
+/// to summation order.
+pub fn attention_train(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let (r, n) = (mask.dim(D::Minus2)?, mask.dim(D::Minus1)?);
     if mask.elem_count() != r * n {
         candle_core::bail!(
-            "attention_probs_train: one [t, keys] mask for every row and head expected, got {:?}",
+            "attention_train: one [t, keys] mask for every row and head expected, got {:?}",
             mask.dims()
         )
     }
     let mask = mask.to_dtype(q.dtype())?.reshape((r, n))?;
     if cpu_kernel(q) {
+        let op = Attention {
+            mask: mask.contiguous()?,
+        };
         return q
             .contiguous()?
-            .apply_op3(&k.contiguous()?, &mask.contiguous()?, AttentionProbs);
+            .apply_op3(&k.contiguous()?, &v.contiguous()?, op);
     }
-    lean::attention_probs(q, k, &mask)
+    lean::attention_probs(q, k, &mask)?.matmul(v)
 }
 
 /// (r, n) of the [r, n] attention mask for m query rows per block; r must divide m (a block's
@@ -190,7 +195,7 @@ pub fn attention_probs_train(q: &Tensor, k: &Tensor, mask: &Tensor) -> Result<Te
 fn mask_rows(m: usize, mask: &Tensor) -> Result<(usize, usize)> {
     let (r, n) = mask.dims2()?;
     if r == 0 || !m.is_multiple_of(r) {
-        candle_core::bail!("attention_probs_train: mask rows {r} do not divide query rows {m}")
+        candle_core::bail!("attention_train: mask rows {r} do not divide query rows {m}")
     }
     Ok((r, n))
 }

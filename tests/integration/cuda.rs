@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 use candle_core::{DType, Device, Tensor, Var};
 use empathy_gym::model::lora::{AdapterMode, LoraConfig, LoraLinear, Pass};
 use empathy_gym::model::ops::{
-    attention_probs_train, frozen_embedding, frozen_matmul, lora_linear_train, rms_norm_train,
+    attention_train, frozen_embedding, frozen_matmul, lora_linear_train, rms_norm_train,
     rope_train, softmax_train, swiglu_train, target_logprobs,
 };
 use empathy_gym::model::{load_model, ChatMessage, LoadOptions, Role, SamplingParams};
@@ -136,8 +136,9 @@ fn training_ops_match_the_cpu_in_value_and_gradient() -> Result<()> {
             (5, 5),
             &Device::Cpu,
         )?;
-        compare_op("attention_probs_train", &q, &[k, causal], dtype, &|q, e| {
-            attention_probs_train(q, &e[0], &e[1])
+        let v = seeded(&[2, 2, 5, 8], 9)?;
+        compare_op("attention_train", &q, &[k, v, causal], dtype, &|q, e| {
+            attention_train(q, &e[0], &e[1], &e[2])
         })?;
         compare_op(
             "swiglu_train",

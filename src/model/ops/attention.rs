@@ -1,47 +1,379 @@
-//! The attention probabilities of the training forward as one CPU op: softmax(q k^T + mask).
+//! Attention of the training forward as one CPU op: y = softmax(q k^T + mask) v, with backward,
+//! skipping the keys the mask hides.
 //!
-//! Composed from candle ops, autograd keeps three score-sized tensors per layer alive until the
-//! backward: the scores q k^T (input of the mask add), the masked scores (input of the softmax)
-//! and the probabilities. At 4 x 512 tokens that is 3 x 37.7 MB per layer of SmolLM2-135M, 3.4 GB
-//! over 30 layers. This op computes the scores with the backend's matmul, adds the mask and takes
-//! the softmax in the same buffer, and keeps only its inputs (q, k, already alive) and the
-//! probabilities. Its backward is the composition's, op for op (softmax backward, then the two
-//! matmul gradients as candle's matmul backward forms them), so values and gradients are the ones
-//! the composed path gives.
+//! Composed from candle ops (matmul, mask add, softmax, matmul), autograd keeps the probabilities
+//! ([b, heads, t, keys] per layer: 1.1 GB at 4 x 512 tokens over SmolLM2-135M's 30 layers) alive
+//! until the backward, and all four products run over every key, the half a causal mask hides
+//! included. This op works in blocks of query rows: a block multiplies only the keys up to the last
+//! one any of its rows sees (its mask's last entry above -inf), so a causal mask halves the
+//! products. It keeps no probabilities: the backward recomputes them block by block, as
+//! FlashAttention does (Dao et al. 2022, sec. 3.1), which costs one q k^T over the visible keys.
+//!
+//! The probabilities are the composition's bit for bit (the same q k^T per element, the softmax
+//! of `kernels` over the visible keys, exact zeros after them); the products with v and the
+//! gradients sum over fewer keys, so they equal the composition's up to summation order (tests
+//! pin 1e-5 relative). Each output element is made by one task in a fixed order, so the result
+//! does not depend on the thread count.
 
-use candle_core::backend::BackendStorage;
-use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Tensor};
+use candle_core::op::BackpropOp;
+use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Storage, Tensor};
 use rayon::prelude::*;
 
-use super::kernels::{
-    contiguous_slice, softmax_in_place, KernelFloat, SoftmaxLastDimBwd, MIN_ROWS,
-};
+use super::kernels::{contiguous_slice, softmax_in_place, KernelFloat};
 
-/// softmax(q k^T + mask) for q [b, g, m, d] and k [b, g, n, d]; the mask [r, n] is added to row
-/// i of every [m, n] block as its row i % r (r divides m: grouped-query heads stack their t query
-/// rows, Ainslie et al. 2023). Output [b, g, m, n].
-pub(super) struct AttentionProbs;
+/// Query rows per block, and keys per block of the key gradients: 64 x 64 tiles keep gemm's
+/// micro-kernels full and leave 8 blocks per head at 512 tokens for the threads.
+const BLOCK: usize = 64;
 
-impl AttentionProbs {
-    /// Adds the mask row and takes the softmax of every row of `scores`, in place, rows in
-    /// parallel.
-    fn mask_softmax<T: KernelFloat>(scores: &mut [T], mask: &[T], n: usize) {
-        let r = mask.len() / n.max(1);
-        scores
-            .par_chunks_exact_mut(n.max(1))
-            .with_min_len(MIN_ROWS)
-            .enumerate()
-            .for_each(|(i, row)| {
-                let m = &mask[(i % r) * n..(i % r + 1) * n];
-                row.iter_mut().zip(m).for_each(|(v, &m)| *v += m);
-                softmax_in_place(row);
-            });
+/// softmax(q k^T + mask) v for q [b, g, m, d], k and v [b, g, n, d]; the mask [r, n] is added to
+/// row i of every [m, n] block as its row i % r (r divides m: grouped-query heads stack their t
+/// query rows, Ainslie et al. 2023). Output [b, g, m, d].
+pub(super) struct Attention {
+    /// The additive mask [r, n], contiguous, in q's dtype.
+    pub(super) mask: Tensor,
+}
+
+/// The sizes of one call: b * g groups of `heads` * `r` query rows, each over `n` keys of width
+/// `d`.
+#[derive(Clone, Copy)]
+struct Dims {
+    heads: usize,
+    r: usize,
+    n: usize,
+    d: usize,
+}
+
+/// A matrix inside a slice: element (i, j) at `off + i * rs + j * cs`.
+#[derive(Clone, Copy)]
+struct View<'a, T> {
+    data: &'a [T],
+    off: usize,
+    rs: usize,
+    cs: usize,
+}
+
+impl<'a, T> View<'a, T> {
+    /// Row-major rows of width `rs` from row `row`.
+    fn rows(data: &'a [T], row: usize, rs: usize) -> Self {
+        View {
+            data,
+            off: row * rs,
+            rs,
+            cs: 1,
+        }
+    }
+
+    /// The transpose.
+    fn t(self) -> Self {
+        View {
+            rs: self.cs,
+            cs: self.rs,
+            ..self
+        }
+    }
+
+    /// Panics unless every element of a rows x cols matrix lies inside the slice.
+    fn check(&self, rows: usize, cols: usize) {
+        if rows > 0 && cols > 0 {
+            let last = self.off + (rows - 1) * self.rs + (cols - 1) * self.cs;
+            assert!(
+                last < self.data.len(),
+                "attention: a block outside its tensor"
+            );
+        }
     }
 }
 
-impl CustomOp3 for AttentionProbs {
+/// dst [rows, cols] (row stride `dst_rs`) = a [rows, k] b [k, cols], added to dst's values when
+/// `acc`; on the calling thread (the blocks are the parallel tasks).
+fn gemm_into<T: KernelFloat>(
+    dst: &mut [T],
+    dst_rs: usize,
+    acc: bool,
+    (a, b): (View<T>, View<T>),
+    (rows, cols, k): (usize, usize, usize),
+) {
+    if rows == 0 || cols == 0 {
+        return;
+    }
+    View::rows(&*dst, 0, dst_rs).check(rows, cols);
+    if k == 0 {
+        if !acc {
+            dst.chunks_mut(dst_rs)
+                .take(rows)
+                .for_each(|r| r[..cols].fill(T::from_f64(0.0)));
+        }
+        return;
+    }
+    a.check(rows, k);
+    b.check(k, cols);
+    // SAFETY: the checks above keep every element gemm reads or writes inside its slice, and
+    // `dst` is borrowed mutably, so it overlaps neither operand.
+    unsafe {
+        gemm::gemm(
+            rows,
+            cols,
+            k,
+            dst.as_mut_ptr(),
+            1,
+            dst_rs as isize,
+            acc,
+            a.data.as_ptr().add(a.off),
+            a.cs as isize,
+            a.rs as isize,
+            b.data.as_ptr().add(b.off),
+            b.cs as isize,
+            b.rs as isize,
+            T::from_f64(1.0),
+            T::from_f64(1.0),
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        )
+    }
+}
+
+/// Keys row p of the mask lets through: one past its last entry above -inf (all n when the whole
+/// row is -inf, so that such a row gives the composition's NaN).
+fn visible_keys<T: KernelFloat>(mask: &[T], n: usize) -> Vec<usize> {
+    let hidden = T::from_f64_k(f64::NEG_INFINITY);
+    mask.chunks_exact(n)
+        .map(|row| row.iter().rposition(|&v| v != hidden).map_or(n, |j| j + 1))
+        .collect()
+}
+
+/// One call's inputs as slices, with the mask's visible keys per row and per block of rows.
+struct Inputs<'a, T> {
+    q: &'a [T],
+    k: &'a [T],
+    v: &'a [T],
+    mask: &'a [T],
+    dims: Dims,
+    /// Visible keys of each mask row.
+    row_keys: Vec<usize>,
+    /// Visible keys of each block of `BLOCK` mask rows (the most of its rows).
+    block_keys: Vec<usize>,
+}
+
+impl<'a, T: KernelFloat> Inputs<'a, T> {
+    fn new(q: &'a [T], k: &'a [T], v: &'a [T], mask: &'a [T], dims: Dims) -> Self {
+        let row_keys = visible_keys(mask, dims.n);
+        let block_keys = row_keys
+            .chunks(BLOCK)
+            .map(|b| b.iter().copied().max().unwrap_or(0))
+            .collect();
+        Inputs {
+            q,
+            k,
+            v,
+            mask,
+            dims,
+            row_keys,
+            block_keys,
+        }
+    }
+
+    /// Writes the probabilities of rows `p0..` (as many as `out` holds at row stride n) of head
+    /// `h` in group `grp` over the block's `keys` visible keys; columns from `keys` on are left
+    /// as they were. Returns `keys`.
+    fn probs(&self, out: &mut [T], grp: usize, h: usize, p0: usize) -> usize {
+        let Dims { heads, r, n, d, .. } = self.dims;
+        let rows = out.len() / n;
+        let keys = self.block_keys[p0 / BLOCK];
+        let q = View::rows(self.q, (grp * heads + h) * r + p0, d);
+        let kt = View::rows(self.k, grp * n, d).t();
+        gemm_into(out, n, false, (q, kt), (rows, keys, d));
+        for (i, row) in out.chunks_mut(n).enumerate() {
+            let p = p0 + i;
+            let row = &mut row[..keys];
+            let mask = &self.mask[p * n..p * n + keys];
+            row.iter_mut().zip(mask).for_each(|(v, &m)| *v += m);
+            let seen = self.row_keys[p];
+            softmax_in_place(&mut row[..seen]);
+            row[seen..].fill(T::from_f64(0.0));
+        }
+        keys
+    }
+
+    /// The forward: y [b * g * heads * r, d].
+    fn forward(&self) -> Vec<T> {
+        let Dims { heads, r, n, d, .. } = self.dims;
+        let mut y = vec![T::from_f64(0.0); self.q.len()];
+        // The probabilities of one group, reused group after group.
+        let mut p = vec![T::from_f64(0.0); heads * r * n];
+        for (grp, y) in y.chunks_mut(heads * r * d).enumerate() {
+            let v = View::rows(self.v, grp * n, d);
+            p.par_chunks_mut(r * n)
+                .zip(y.par_chunks_mut(r * d))
+                .enumerate()
+                .for_each(|(h, (p, y))| {
+                    p.par_chunks_mut(BLOCK * n)
+                        .zip(y.par_chunks_mut(BLOCK * d))
+                        .enumerate()
+                        .for_each(|(blk, (p, y))| {
+                            let keys = self.probs(p, grp, h, blk * BLOCK);
+                            let rows = y.len() / d;
+                            gemm_into(y, d, false, (View::rows(p, 0, n), v), (rows, d, keys));
+                        });
+                });
+        }
+        y
+    }
+
+    /// The backward from dy: (dq, dk, dv). Per group, first by blocks of query rows: the
+    /// probabilities P again, dP = dy v^T, dS = P (dP - rowsum(P dP)) (the softmax's backward; the
+    /// mask add passes it through) and dq = dS k; then by blocks of keys: dv = P^T dy and
+    /// dk = dS^T q, summed over the heads and the query rows that see those keys.
+    fn backward(&self, dy: &[T]) -> (Vec<T>, Vec<T>, Vec<T>) {
+        let Dims { heads, r, n, d, .. } = self.dims;
+        let (mut dq, mut dk, mut dv) = (
+            vec![T::from_f64(0.0); self.q.len()],
+            vec![T::from_f64(0.0); self.k.len()],
+            vec![T::from_f64(0.0); self.v.len()],
+        );
+        // P and dS of one group, reused; only the columns below each block's visible keys are
+        // written, and only those are read.
+        let mut p = vec![T::from_f64(0.0); heads * r * n];
+        let mut ds = vec![T::from_f64(0.0); heads * r * n];
+        let chunks = dq
+            .chunks_mut(heads * r * d)
+            .zip(dk.chunks_mut(n * d))
+            .zip(dv.chunks_mut(n * d));
+        for (grp, ((dq, dk), dv)) in chunks.enumerate() {
+            let dy_g = &dy[grp * heads * r * d..(grp + 1) * heads * r * d];
+            p.par_chunks_mut(r * n)
+                .zip(ds.par_chunks_mut(r * n))
+                .zip(dq.par_chunks_mut(r * d))
+                .enumerate()
+                .for_each(|(h, ((p, ds), dq))| {
+                    p.par_chunks_mut(BLOCK * n)
+                        .zip(ds.par_chunks_mut(BLOCK * n))
+                        .zip(dq.par_chunks_mut(BLOCK * d))
+                        .enumerate()
+                        .for_each(|(blk, ((p, ds), dq))| {
+                            self.query_block(grp, h, blk * BLOCK, p, ds, dq, dy_g);
+                        });
+                });
+            let (p, ds) = (&p[..], &ds[..]);
+            let q_g = &self.q[grp * heads * r * d..(grp + 1) * heads * r * d];
+            dk.par_chunks_mut(BLOCK * d)
+                .zip(dv.par_chunks_mut(BLOCK * d))
+                .enumerate()
+                .for_each(|(kb, (dk, dv))| {
+                    self.key_block(kb * BLOCK, (p, ds), (q_g, dy_g), dk, dv);
+                });
+        }
+        (dq, dk, dv)
+    }
+
+    /// The first backward pass for rows `p0..` of head `h` in group `grp`: P into `p`, dS into
+    /// `ds` (both at row stride n, columns below the block's visible keys), dq of those rows.
+    #[allow(clippy::too_many_arguments)]
+    fn query_block(
+        &self,
+        grp: usize,
+        h: usize,
+        p0: usize,
+        p: &mut [T],
+        ds: &mut [T],
+        dq: &mut [T],
+        dy_g: &[T],
+    ) {
+        let Dims { r, n, d, .. } = self.dims;
+        let rows = dq.len() / d;
+        let keys = self.probs(p, grp, h, p0);
+        let dy = View::rows(dy_g, h * r + p0, d);
+        let vt = View::rows(self.v, grp * n, d).t();
+        gemm_into(ds, n, false, (dy, vt), (rows, keys, d));
+        for (i, (p, ds)) in p.chunks(n).zip(ds.chunks_mut(n)).enumerate() {
+            let seen = self.row_keys[p0 + i];
+            let mut dot = T::from_f64(0.0);
+            p[..seen]
+                .iter()
+                .zip(&ds[..seen])
+                .for_each(|(&p, &g)| dot += p * g);
+            ds[..seen]
+                .iter_mut()
+                .zip(&p[..seen])
+                .for_each(|(g, &p)| *g = p * (*g - dot));
+            ds[seen..keys].fill(T::from_f64(0.0));
+        }
+        let k = View::rows(self.k, grp * n, d);
+        gemm_into(dq, d, false, (View::rows(&*ds, 0, n), k), (rows, d, keys));
+    }
+
+    /// The second backward pass for keys `j0..` (as many as `dk` holds) of one group: dv = P^T dy
+    /// and dk = dS^T q over every head's query rows that see them. Runs of row blocks with the
+    /// same visible columns go to gemm as one product.
+    fn key_block(
+        &self,
+        j0: usize,
+        (p, ds): (&[T], &[T]),
+        (q_g, dy_g): (&[T], &[T]),
+        dk: &mut [T],
+        dv: &mut [T],
+    ) {
+        let Dims { heads, r, n, d, .. } = self.dims;
+        let j1 = j0 + dk.len() / d;
+        let blocks = &self.block_keys;
+        for h in 0..heads {
+            let mut u = 0;
+            while u < blocks.len() {
+                let c1 = blocks[u].min(j1);
+                let mut w = u + 1;
+                while w < blocks.len() && blocks[w].min(j1) == c1 {
+                    w += 1;
+                }
+                if c1 > j0 {
+                    let (row0, rows) = (h * r + u * BLOCK, (w * BLOCK).min(r) - u * BLOCK);
+                    let at = |m| View {
+                        data: m,
+                        off: row0 * n + j0,
+                        rs: 1,
+                        cs: n,
+                    };
+                    let size = (c1 - j0, d, rows);
+                    gemm_into(dv, d, true, (at(p), View::rows(dy_g, row0, d)), size);
+                    gemm_into(dk, d, true, (at(ds), View::rows(q_g, row0, d)), size);
+                }
+                u = w;
+            }
+        }
+    }
+}
+
+impl Attention {
+    /// The sizes of q [b, g, m, d], k and v [b, g, n, d] and the mask [r, n], checked.
+    fn dims(&self, ql: &Layout, kl: &Layout, vl: &Layout) -> Result<Dims> {
+        let (b, g, m, d) = ql.shape().dims4()?;
+        let (r, n) = self.mask.dims2()?;
+        if kl.dims() != [b, g, n, d] || vl.dims() != kl.dims() || r == 0 || n == 0 || m % r != 0 {
+            candle_core::bail!(
+                "attention_train: q {:?}, k {:?}, v {:?} and mask {:?} do not fit together",
+                ql.dims(),
+                kl.dims(),
+                vl.dims(),
+                self.mask.dims()
+            )
+        }
+        Ok(Dims {
+            heads: m / r,
+            r,
+            n,
+            d,
+        })
+    }
+}
+
+/// The contiguous CPU slice of a tensor.
+fn cpu_slice<T: KernelFloat>(t: &Tensor) -> Result<Vec<T>> {
+    t.flatten_all()?.to_vec1::<T>()
+}
+
+impl CustomOp3 for Attention {
     fn name(&self) -> &'static str {
-        "attention-probs-train"
+        "attention-train"
     }
 
     fn cpu_fwd(
@@ -50,56 +382,89 @@ impl CustomOp3 for AttentionProbs {
         ql: &Layout,
         ks: &CpuStorage,
         kl: &Layout,
-        ms: &CpuStorage,
-        ml: &Layout,
+        vs: &CpuStorage,
+        vl: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
-        let (b, g, m, d) = ql.shape().dims4()?;
-        let (b2, g2, n, d2) = kl.shape().dims4()?;
-        let (r, n2) = ml.shape().dims2()?;
-        if (b, g, d, n) != (b2, g2, d2, n2) || r == 0 || m % r != 0 {
-            candle_core::bail!(
-                "attention_probs_train: q {:?}, k {:?} and mask {:?} do not fit together",
-                ql.dims(),
-                kl.dims(),
-                ml.dims()
-            )
+        let dims = self.dims(ql, kl, vl)?;
+        macro_rules! go {
+            ($t:ty, $variant:ident) => {{
+                let mask = cpu_slice::<$t>(&self.mask)?;
+                let (q, k, v) = (
+                    contiguous_slice::<$t>(qs, ql)?,
+                    contiguous_slice::<$t>(ks, kl)?,
+                    contiguous_slice::<$t>(vs, vl)?,
+                );
+                CpuStorage::$variant(Inputs::new(q, k, v, &mask, dims).forward())
+            }};
         }
-        let kt = kl.transpose(2, 3)?;
-        let scores = qs.matmul(ks, (b * g, m, n, d), ql, &kt)?;
-        let out = match scores {
-            CpuStorage::F32(mut v) => {
-                Self::mask_softmax(&mut v, contiguous_slice::<f32>(ms, ml)?, n);
-                CpuStorage::F32(v)
-            }
-            CpuStorage::F64(mut v) => {
-                Self::mask_softmax(&mut v, contiguous_slice::<f64>(ms, ml)?, n);
-                CpuStorage::F64(v)
-            }
-            _ => candle_core::bail!("attention_probs_train: the CPU op handles f32 and f64 only"),
+        let y = match qs {
+            CpuStorage::F32(_) => go!(f32, F32),
+            CpuStorage::F64(_) => go!(f64, F64),
+            _ => candle_core::bail!("attention_train: the CPU op handles f32 and f64 only"),
         };
-        Ok((out, Shape::from((b, g, m, n))))
+        Ok((y, ql.shape().clone()))
     }
 
     fn bwd(
         &self,
         q: &Tensor,
         k: &Tensor,
-        _mask: &Tensor,
-        probs: &Tensor,
+        v: &Tensor,
+        _y: &Tensor,
         grad: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
-        // d scores = probs * (grad - sum(grad * probs)); the mask add passes it through unchanged.
-        let ds = grad
-            .contiguous()?
-            .apply_op2_no_bwd(probs, &SoftmaxLastDimBwd)?;
-        let (dq, dk) = score_grads(q, k, &ds)?;
-        Ok((Some(dq), Some(dk), None))
+        let (q, k, v, grad) = (
+            q.contiguous()?,
+            k.contiguous()?,
+            v.contiguous()?,
+            grad.contiguous()?,
+        );
+        let (qs, ql) = q.storage_and_layout();
+        let (ks, kl) = k.storage_and_layout();
+        let (vs, vl) = v.storage_and_layout();
+        let (gs, gl) = grad.storage_and_layout();
+        let (Storage::Cpu(qs), Storage::Cpu(ks), Storage::Cpu(vs), Storage::Cpu(gs)) =
+            (&*qs, &*ks, &*vs, &*gs)
+        else {
+            candle_core::bail!(
+                "attention_train backward: the CPU op got a tensor on another device"
+            )
+        };
+        let dims = self.dims(ql, kl, vl)?;
+        macro_rules! go {
+            ($t:ty, $variant:ident) => {{
+                let mask = cpu_slice::<$t>(&self.mask)?;
+                let (q, k, v, g) = (
+                    contiguous_slice::<$t>(qs, ql)?,
+                    contiguous_slice::<$t>(ks, kl)?,
+                    contiguous_slice::<$t>(vs, vl)?,
+                    contiguous_slice::<$t>(gs, gl)?,
+                );
+                let (dq, dk, dv) = Inputs::new(q, k, v, &mask, dims).backward(g);
+                (
+                    CpuStorage::$variant(dq),
+                    CpuStorage::$variant(dk),
+                    CpuStorage::$variant(dv),
+                )
+            }};
+        }
+        let (dq, dk, dv) = match qs {
+            CpuStorage::F32(_) => go!(f32, F32),
+            CpuStorage::F64(_) => go!(f64, F64),
+            _ => candle_core::bail!("attention_train backward: f32 or f64 expected"),
+        };
+        let tensor = |s, l: &Layout| {
+            Tensor::from_storage(
+                Storage::Cpu(s),
+                l.shape().clone(),
+                BackpropOp::none(),
+                false,
+            )
+        };
+        Ok((
+            Some(tensor(dq, ql)),
+            Some(tensor(dk, kl)),
+            Some(tensor(dv, vl)),
+        ))
     }
-}
-
-/// The gradients of q and k from ds, the gradient of the scores q k^T. With kt = k^T, candle's
-/// matmul backward gives dq = ds @ kt^T and dkt = q^T @ ds, and the transpose's backward
-/// dk = dkt^T; the same operations here, so the values are the composition's.
-pub(super) fn score_grads(q: &Tensor, k: &Tensor, ds: &Tensor) -> Result<(Tensor, Tensor)> {
-    Ok((ds.matmul(k)?, q.t()?.matmul(ds)?.t()?))
 }

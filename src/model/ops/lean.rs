@@ -229,7 +229,7 @@ impl CustomOp1 for Softmax {
 }
 
 /// softmax(q k^T + mask) for q [b, g, m, d], k [b, g, n, d] and mask [r, n] (row i of every
-/// [m, n] block gets mask row i % r), as `super::attention_probs_train` describes: the scores and
+/// [m, n] block gets mask row i % r), as `super::attention_train` describes: the scores and
 /// masked scores are never kept, only the probabilities.
 pub(super) fn attention_probs(q: &Tensor, k: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let (b, g, m, _) = q.dims4()?;
@@ -268,8 +268,10 @@ impl CustomOp3 for AttentionProbs {
         probs: &Tensor,
         grad: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
-        let (dq, dk) = super::attention::score_grads(q, k, &softmax_grad(probs, grad)?)?;
-        Ok((Some(dq), Some(dk), None))
+        // With kt = k^T, candle's matmul backward gives dq = ds @ kt^T and dkt = q^T @ ds, and
+        // the transpose's backward dk = dkt^T: the composition's gradients.
+        let ds = softmax_grad(probs, grad)?;
+        Ok((Some(ds.matmul(k)?), Some(q.t()?.matmul(&ds)?.t()?), None))
     }
 }
 

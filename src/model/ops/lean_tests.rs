@@ -5,78 +5,8 @@
 
 use candle_core::{DType, Result, Tensor, Var};
 
-use super::tests::{causal, max_abs_diff, seeded};
+use super::tests::{agrees, assert_close, causal, seeded, TOL_F32};
 use super::*;
-
-/// Tolerances relative to the reference's largest value: f32 (summation order only) and bf16 (8
-/// significant bits), those of the CUDA tests.
-const TOL_F32: f32 = 1e-5;
-const TOL_BF16: f32 = 3e-2;
-
-/// Runs `f` on `inputs` cast to `dtype` and made variables; returns its output and the gradients
-/// of every input of sum(y * r) for a fixed r, all in f32. The output must keep `dtype`.
-fn run(
-    inputs: &[Tensor],
-    dtype: DType,
-    f: &dyn Fn(&[Tensor]) -> Result<Tensor>,
-) -> Result<(Tensor, Vec<Tensor>)> {
-    let vars = inputs
-        .iter()
-        .map(|x| Var::from_tensor(&x.to_dtype(dtype)?))
-        .collect::<Result<Vec<_>>>()?;
-    let xs: Vec<Tensor> = vars.iter().map(|v| v.as_tensor().clone()).collect();
-    let y = f(&xs)?;
-    assert_eq!(y.dtype(), dtype, "the op keeps its input's dtype");
-    let y = y.to_dtype(DType::F32)?;
-    let r = seeded(y.dims(), 99)?;
-    let grads = (&y * r)?.sum_all()?.backward()?;
-    let g = vars
-        .iter()
-        .map(|v| {
-            grads
-                .get(v)
-                .expect("a gradient for every input")
-                .to_dtype(DType::F32)
-        })
-        .collect::<Result<Vec<_>>>()?;
-    Ok((y, g))
-}
-
-/// `a` within `tol` of the reference `b`, relative to b's largest magnitude.
-fn assert_close(what: &str, a: &Tensor, b: &Tensor, tol: f32) -> Result<()> {
-    let scale = b
-        .abs()?
-        .flatten_all()?
-        .max(0)?
-        .to_scalar::<f32>()?
-        .max(1e-6);
-    let err = max_abs_diff(a, b)? / scale;
-    assert!(err <= tol, "{what}: relative error {err} > {tol}");
-    Ok(())
-}
-
-/// `op` at `dtype` agrees with `reference` in f32: outputs and the gradient of every input, and
-/// the gradients are not zero.
-fn agrees(
-    inputs: &[Tensor],
-    dtype: DType,
-    op: impl Fn(&[Tensor]) -> Result<Tensor>,
-    reference: impl Fn(&[Tensor]) -> Result<Tensor>,
-) -> Result<()> {
-    let tol = if dtype == DType::F32 {
-        TOL_F32
-    } else {
-        TOL_BF16
-    };
-    let (y, g) = run(inputs, dtype, &op)?;
-    let (y_ref, g_ref) = run(inputs, DType::F32, &reference)?;
-    assert_close("output", &y, &y_ref, tol)?;
-    for (i, (a, b)) in g.iter().zip(&g_ref).enumerate() {
-        assert_close(&format!("gradient of input {i}"), a, b, tol)?;
-        assert!(a.abs()?.sum_all()?.to_scalar::<f32>()? > 1e-3);
-    }
-    Ok(())
-}
 
 #[test]
 fn lean_rms_norm_agrees_with_the_composition() -> Result<()> {
@@ -132,13 +62,19 @@ fn lean_attention_probs_agree_with_the_composition() -> Result<()> {
     let reference = |x: &[Tensor]| attention_probs_composed(&x[0], &x[1], &mask2);
     let lean_f32 = |x: &[Tensor]| lean::attention_probs(&x[0], &x[1], &mask2);
     agrees(&inputs, DType::F32, lean_f32, reference)?;
-    let public = |x: &[Tensor]| attention_probs_train(&x[0], &x[1], &mask);
-    agrees(&inputs, DType::BF16, public, reference)?;
     // Masked keys get exactly zero probability.
     let p = lean::attention_probs(&inputs[0], &inputs[1], &mask2)?;
     let row = p.get(1)?.get(1)?.get(t + 1)?.to_vec1::<f32>()?;
     assert!(row[2..].iter().all(|&v| v == 0.0) && (row[0] + row[1] - 1.0).abs() < 1e-6);
-    Ok(())
+    // The public op in bf16 takes them, then a matmul with v.
+    let with_v = [
+        inputs[0].clone(),
+        inputs[1].clone(),
+        seeded(&[b, g, t, d], 8)?,
+    ];
+    let public = |x: &[Tensor]| attention_train(&x[0], &x[1], &x[2], &mask);
+    let reference = |x: &[Tensor]| attention_probs_composed(&x[0], &x[1], &mask2)?.matmul(&x[2]);
+    agrees(&with_v, DType::BF16, public, reference)
 }
 
 #[test]

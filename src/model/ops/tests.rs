@@ -18,6 +18,76 @@ pub(super) fn max_abs_diff(a: &Tensor, b: &Tensor) -> Result<f32> {
     (a - b)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()
 }
 
+/// Tolerances relative to the reference's largest value: f32 (summation order only) and bf16 (8
+/// significant bits), those of the CUDA tests.
+pub(super) const TOL_F32: f32 = 1e-5;
+pub(super) const TOL_BF16: f32 = 3e-2;
+
+/// Runs `f` on `inputs` cast to `dtype` and made variables; returns its output and the gradients
+/// of every input of sum(y * r) for a fixed r, all in f32. The output must keep `dtype`.
+fn run(
+    inputs: &[Tensor],
+    dtype: DType,
+    f: &dyn Fn(&[Tensor]) -> Result<Tensor>,
+) -> Result<(Tensor, Vec<Tensor>)> {
+    let vars = inputs
+        .iter()
+        .map(|x| Var::from_tensor(&x.to_dtype(dtype)?))
+        .collect::<Result<Vec<_>>>()?;
+    let xs: Vec<Tensor> = vars.iter().map(|v| v.as_tensor().clone()).collect();
+    let y = f(&xs)?;
+    assert_eq!(y.dtype(), dtype, "the op keeps its input's dtype");
+    let y = y.to_dtype(DType::F32)?;
+    let r = seeded(y.dims(), 99)?;
+    let grads = (&y * r)?.sum_all()?.backward()?;
+    let g = vars
+        .iter()
+        .map(|v| {
+            grads
+                .get(v)
+                .expect("a gradient for every input")
+                .to_dtype(DType::F32)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok((y, g))
+}
+
+/// `a` within `tol` of the reference `b`, relative to b's largest magnitude.
+pub(super) fn assert_close(what: &str, a: &Tensor, b: &Tensor, tol: f32) -> Result<()> {
+    let scale = b
+        .abs()?
+        .flatten_all()?
+        .max(0)?
+        .to_scalar::<f32>()?
+        .max(1e-6);
+    let err = max_abs_diff(a, b)? / scale;
+    assert!(err <= tol, "{what}: relative error {err} > {tol}");
+    Ok(())
+}
+
+/// `op` at `dtype` agrees with `reference` in f32: outputs and the gradient of every input, and
+/// the gradients are not zero.
+pub(super) fn agrees(
+    inputs: &[Tensor],
+    dtype: DType,
+    op: impl Fn(&[Tensor]) -> Result<Tensor>,
+    reference: impl Fn(&[Tensor]) -> Result<Tensor>,
+) -> Result<()> {
+    let tol = if dtype == DType::F32 {
+        TOL_F32
+    } else {
+        TOL_BF16
+    };
+    let (y, g) = run(inputs, dtype, &op)?;
+    let (y_ref, g_ref) = run(inputs, DType::F32, &reference)?;
+    assert_close("output", &y, &y_ref, tol)?;
+    for (i, (a, b)) in g.iter().zip(&g_ref).enumerate() {
+        assert_close(&format!("gradient of input {i}"), a, b, tol)?;
+        assert!(a.abs()?.sum_all()?.to_scalar::<f32>()? > 1e-3);
+    }
+    Ok(())
+}
+
 #[test]
 fn rms_norm_hand_computed() -> Result<()> {
     // x = [3, 4]: mean(x^2) = (9 + 16) / 2 = 12.5, rms = sqrt(12.5) = 3.5355339;
@@ -276,57 +346,146 @@ pub(super) fn causal(t: usize) -> Result<Tensor> {
 }
 
 #[test]
-fn attention_probs_hand_computed() -> Result<()> {
-    // One head, t = 2, d = 1: q = [1, 2], k = [0, ln 3]. Row 0 sees key 0 only: [1, 0].
-    // Row 1: scores [2 * 0, 2 * ln 3] = [0, ln 9] -> softmax [1/10, 9/10].
+fn attention_hand_computed() -> Result<()> {
+    // One head, t = 2, d = 1: q = [1, 2], k = [0, ln 3], v = [10, 20]. Row 0 sees key 0 only:
+    // y = 10. Row 1: scores [2 * 0, 2 * ln 3] = [0, ln 9] -> softmax [1/10, 9/10], y = 1 + 18 = 19.
     let dev = Device::Cpu;
     let q = Tensor::new(&[1f32, 2.], &dev)?.reshape((1, 1, 2, 1))?;
     let k = Tensor::new(&[0f32, 3f32.ln()], &dev)?.reshape((1, 1, 2, 1))?;
-    let p = attention_probs_train(&q, &k, &causal(2)?)?
+    let v = Tensor::new(&[10f32, 20.], &dev)?.reshape((1, 1, 2, 1))?;
+    let y = attention_train(&q, &k, &v, &causal(2)?)?
         .flatten_all()?
         .to_vec1::<f32>()?;
-    let want = [1.0, 0.0, 0.1, 0.9];
     assert!(
-        p.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-6),
-        "{p:?}"
+        (y[0] - 10.0).abs() < 1e-5 && (y[1] - 19.0).abs() < 1e-5,
+        "{y:?}"
     );
     Ok(())
 }
 
-/// The CPU op against the composition it replaces (matmul, mask add, softmax), with grouped-query
-/// heads stacked as the block stacks them (3 query heads per KV head, t = 5): the same values and
-/// gradients for q and k, bit for bit.
+/// softmax(q k^T + mask) v from candle ops: the reference of the CPU op.
+fn attention_composed(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    attention_probs_composed(q, k, mask)?.matmul(v)
+}
+
+/// Grouped-query heads stacked as the block stacks them (3 query heads per KV head) over 150
+/// positions, so that the 64-row blocks end mid-head.
+fn attention_inputs(t: usize, keys: usize) -> Result<[Tensor; 3]> {
+    let (b, g, rep, d) = (2, 2, 3, 8);
+    Ok([
+        seeded(&[b, g, rep * t, d], 31)?.affine(3.0, 0.0)?,
+        seeded(&[b, g, keys, d], 32)?,
+        seeded(&[b, g, keys, d], 33)?,
+    ])
+}
+
+/// The CPU op against the composition (matmul, mask add, softmax, matmul): values and the
+/// gradients of q, k and v within summation order, under the causal mask.
 #[test]
-fn attention_probs_cpu_op_and_composition_agree_with_gradients() -> Result<()> {
-    let (b, g, rep, t, d) = (2, 2, 3, 5, 8);
-    let q = Var::from_tensor(&seeded(&[b, g, rep * t, d], 31)?)?;
-    let k = Var::from_tensor(&seeded(&[b, g, t, d], 32)?)?;
-    let r = seeded(&[b, g, rep * t, t], 33)?;
+fn attention_cpu_op_agrees_with_the_composition() -> Result<()> {
+    let t = 150;
     let mask = causal(t)?;
-    let p_op = attention_probs_train(&q, &k, &mask)?;
-    let p_comp = attention_probs_composed(&q, &k, &mask.reshape((t, t))?)?;
-    assert_eq!(p_op.dims(), &[b, g, rep * t, t]);
-    // The same kernels in the same order: equal to the last bit, so training runs are unchanged.
-    assert_eq!(max_abs_diff(&p_op, &p_comp)?, 0.0);
-    // Row 1 of every block sees keys 0 and 1 only.
-    let row = p_op.get(1)?.get(1)?.get(t + 1)?.to_vec1::<f32>()?;
-    assert!(row[2..].iter().all(|&v| v == 0.0) && (row[0] + row[1] - 1.0).abs() < 1e-6);
-    let g_op = (p_op * &r)?.sum_all()?.backward()?;
-    let g_comp = (p_comp * &r)?.sum_all()?.backward()?;
-    for v in [&q, &k] {
-        let (a, b) = (g_op.get(v).expect("grad"), g_comp.get(v).expect("grad"));
-        assert_eq!(max_abs_diff(a, b)?, 0.0);
-        assert!(a.abs()?.sum_all()?.to_scalar::<f32>()? > 1e-3);
+    let mask2 = mask.reshape((t, t))?;
+    agrees(
+        &attention_inputs(t, t)?,
+        DType::F32,
+        |x| attention_train(&x[0], &x[1], &x[2], &mask),
+        |x| attention_composed(&x[0], &x[1], &x[2], &mask2),
+    )
+}
+
+/// Masks that are not causal: more keys than queries (a cached prefix), hidden keys inside a
+/// row's visible range, rows that see fewer keys than rows above them (so blocks differ in how far
+/// their rows reach), and a row that sees a single key.
+#[test]
+fn attention_cpu_op_agrees_with_the_composition_under_other_masks() -> Result<()> {
+    let (t, keys) = (150, 170);
+    let hidden = f32::NEG_INFINITY;
+    let m: Vec<f32> = (0..t * keys)
+        .map(|i| {
+            let (p, j) = (i / keys, i % keys);
+            let reach = if p % 7 == 3 { p / 2 } else { keys - t + p };
+            let open = j <= reach && (j % 11 != 5 || j == reach) && !(p == 70 && j > 0);
+            if open {
+                0.25 * (j % 3) as f32
+            } else {
+                hidden
+            }
+        })
+        .collect();
+    let mask = Tensor::from_vec(m, (t, keys), &Device::Cpu)?;
+    agrees(
+        &attention_inputs(t, keys)?,
+        DType::F32,
+        |x| attention_train(&x[0], &x[1], &x[2], &mask),
+        |x| attention_composed(&x[0], &x[1], &x[2], &mask),
+    )
+}
+
+/// f64 through the same op agrees with the composition to f64 rounding.
+#[test]
+fn attention_cpu_op_in_f64() -> Result<()> {
+    let t = 70;
+    let mask = causal(t)?.to_dtype(DType::F64)?.reshape((t, t))?;
+    let x = attention_inputs(t, t)?.map(|x| x.to_dtype(DType::F64).expect("f64"));
+    let (q, k, v) = (
+        Var::from_tensor(&x[0])?,
+        Var::from_tensor(&x[1])?,
+        Var::from_tensor(&x[2])?,
+    );
+    let r = seeded(&[2, 2, 3 * t, 8], 34)?.to_dtype(DType::F64)?;
+    let y = attention_train(&q, &k, &v, &mask)?;
+    let y_ref = attention_composed(&q, &k, &v, &mask)?;
+    let g = (&y * &r)?.sum_all()?.backward()?;
+    let g_ref = (&y_ref * &r)?.sum_all()?.backward()?;
+    let diff = |a: &Tensor, b: &Tensor| -> Result<f64> {
+        (a - b)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f64>()
+    };
+    assert!(diff(&y, &y_ref)? < 1e-12);
+    for v in [&q, &k, &v] {
+        assert!(diff(g.get(v).expect("grad"), g_ref.get(v).expect("grad"))? < 1e-12);
     }
     Ok(())
 }
 
+/// Every output element is made by one task in a fixed order: one thread and the default pool
+/// give the same bits, forward and backward.
 #[test]
-fn attention_probs_rejects_a_mask_per_batch_row() -> Result<()> {
+fn attention_cpu_op_does_not_depend_on_the_thread_count() -> Result<()> {
+    let t = 150;
+    let mask = causal(t)?;
+    let x = attention_inputs(t, t)?;
+    let run = || -> Result<Vec<Vec<f32>>> {
+        let vars = x.iter().map(Var::from_tensor).collect::<Result<Vec<_>>>()?;
+        let y = attention_train(&vars[0], &vars[1], &vars[2], &mask)?;
+        let grads = (&y * seeded(y.dims(), 35)?)?.sum_all()?.backward()?;
+        let mut out = vec![y.flatten_all()?.to_vec1::<f32>()?];
+        for v in &vars {
+            out.push(
+                grads
+                    .get(v)
+                    .expect("grad")
+                    .flatten_all()?
+                    .to_vec1::<f32>()?,
+            );
+        }
+        Ok(out)
+    };
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .expect("pool")
+        .install(run)?;
+    assert_eq!(one, run()?);
+    Ok(())
+}
+
+#[test]
+fn attention_rejects_a_mask_per_batch_row() -> Result<()> {
     let q = seeded(&[2, 1, 3, 4], 34)?;
     let k = seeded(&[2, 1, 3, 4], 35)?;
     let per_row = Tensor::zeros((2, 1, 1, 3, 3), DType::F32, &Device::Cpu)?;
-    let e = attention_probs_train(&q, &k, &per_row)
+    let e = attention_train(&q, &k, &k, &per_row)
         .unwrap_err()
         .to_string();
     assert!(e.contains("one [t, keys] mask"), "{e}");
