@@ -25,6 +25,7 @@ mod logprob;
 mod lora_linear;
 #[cfg(test)]
 mod lora_linear_tests;
+mod rows;
 mod swiglu;
 #[cfg(test)]
 mod tests;

@@ -9,17 +9,17 @@
 //! products. It keeps no probabilities: the backward recomputes them block by block, as
 //! FlashAttention does (Dao et al. 2022, sec. 3.1), which costs one q k^T over the visible keys.
 //!
-//! The probabilities are the composition's bit for bit (the same q k^T per element, the softmax
-//! of `kernels` over the visible keys, exact zeros after them); the products with v and the
-//! gradients sum over fewer keys, so they equal the composition's up to summation order (tests
-//! pin 1e-5 relative). Each output element is made by one task in a fixed order, so the result
-//! does not depend on the thread count.
+//! The products sum over fewer keys than the composition's, and the softmax is the vectorized
+//! one of `rows.rs`, so values and gradients equal the composition's up to rounding (tests pin
+//! 1e-5 relative). Each output element is made by one task in a fixed order, so the result does
+//! not depend on the thread count.
 
 use candle_core::op::BackpropOp;
 use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Storage, Tensor};
 use rayon::prelude::*;
 
-use super::kernels::{contiguous_slice, softmax_in_place, KernelFloat};
+use super::kernels::contiguous_slice;
+use super::rows::{softmax_grad_row, softmax_row, LaneFloat};
 
 /// Query rows per block, and keys per block of the key gradients: 64 x 64 tiles keep gemm's
 /// micro-kernels full and leave 8 blocks per head at 512 tokens for the threads.
@@ -86,7 +86,7 @@ impl<'a, T> View<'a, T> {
 
 /// dst [rows, cols] (row stride `dst_rs`) = a [rows, k] b [k, cols], added to dst's values when
 /// `acc`; on the calling thread (the blocks are the parallel tasks).
-fn gemm_into<T: KernelFloat>(
+fn gemm_into<T: LaneFloat>(
     dst: &mut [T],
     dst_rs: usize,
     acc: bool,
@@ -136,7 +136,7 @@ fn gemm_into<T: KernelFloat>(
 
 /// Keys row p of the mask lets through: one past its last entry above -inf (all n when the whole
 /// row is -inf, so that such a row gives the composition's NaN).
-fn visible_keys<T: KernelFloat>(mask: &[T], n: usize) -> Vec<usize> {
+fn visible_keys<T: LaneFloat>(mask: &[T], n: usize) -> Vec<usize> {
     let hidden = T::from_f64_k(f64::NEG_INFINITY);
     mask.chunks_exact(n)
         .map(|row| row.iter().rposition(|&v| v != hidden).map_or(n, |j| j + 1))
@@ -156,7 +156,7 @@ struct Inputs<'a, T> {
     block_keys: Vec<usize>,
 }
 
-impl<'a, T: KernelFloat> Inputs<'a, T> {
+impl<'a, T: LaneFloat> Inputs<'a, T> {
     fn new(q: &'a [T], k: &'a [T], v: &'a [T], mask: &'a [T], dims: Dims) -> Self {
         let row_keys = visible_keys(mask, dims.n);
         let block_keys = row_keys
@@ -190,7 +190,7 @@ impl<'a, T: KernelFloat> Inputs<'a, T> {
             let mask = &self.mask[p * n..p * n + keys];
             row.iter_mut().zip(mask).for_each(|(v, &m)| *v += m);
             let seen = self.row_keys[p];
-            softmax_in_place(&mut row[..seen]);
+            softmax_row(&mut row[..seen]);
             row[seen..].fill(T::from_f64(0.0));
         }
         keys
@@ -288,15 +288,7 @@ impl<'a, T: KernelFloat> Inputs<'a, T> {
         gemm_into(ds, n, false, (dy, vt), (rows, keys, d));
         for (i, (p, ds)) in p.chunks(n).zip(ds.chunks_mut(n)).enumerate() {
             let seen = self.row_keys[p0 + i];
-            let mut dot = T::from_f64(0.0);
-            p[..seen]
-                .iter()
-                .zip(&ds[..seen])
-                .for_each(|(&p, &g)| dot += p * g);
-            ds[..seen]
-                .iter_mut()
-                .zip(&p[..seen])
-                .for_each(|(g, &p)| *g = p * (*g - dot));
+            softmax_grad_row(&p[..seen], &mut ds[..seen]);
             ds[seen..keys].fill(T::from_f64(0.0));
         }
         let k = View::rows(self.k, grp * n, d);
@@ -367,7 +359,7 @@ impl Attention {
 }
 
 /// The contiguous CPU slice of a tensor.
-fn cpu_slice<T: KernelFloat>(t: &Tensor) -> Result<Vec<T>> {
+fn cpu_slice<T: LaneFloat>(t: &Tensor) -> Result<Vec<T>> {
     t.flatten_all()?.to_vec1::<T>()
 }
 
