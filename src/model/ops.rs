@@ -116,7 +116,12 @@ pub fn rope_train(x: &Tensor, cos: &Tensor, sin: &Tensor, interleaved: bool) -> 
             interleaved,
             inverse: false,
         };
-        return x.contiguous()?.apply_op1(op);
+        // Rows of head_dim contiguous are enough (the kernel reads any such layout in place).
+        return if x.stride()[3] == 1 {
+            x.apply_op1(op)
+        } else {
+            x.contiguous()?.apply_op1(op)
+        };
     }
     lean::rope(x, cos, sin, interleaved)
 }

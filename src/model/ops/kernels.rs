@@ -238,13 +238,20 @@ pub(super) struct RopeCpu {
 }
 
 impl RopeCpu {
-    /// Rotates every pair of every [head_dim] row of the contiguous [b, h, t, d] input (rows in
-    /// parallel).
-    fn rotate<T: KernelFloat>(&self, x: &[T], t: usize, d: usize) -> Vec<T> {
+    /// Rotates every pair of every [head_dim] row of a [b, h, t, d] input (rows in parallel) whose
+    /// row r (in [b, h, t] order) starts at `x[offset(r)]`; the output is contiguous.
+    fn rotate<T: KernelFloat>(
+        &self,
+        x: &[T],
+        offset: impl Fn(usize) -> usize + Sync,
+        len: usize,
+        t: usize,
+        d: usize,
+    ) -> Vec<T> {
         let half = d / 2;
         let sign = if self.inverse { -1.0 } else { 1.0 };
-        par_rows(x.len(), d, |r, o| {
-            let row = &x[r * d..(r + 1) * d];
+        par_rows(len, d, |r, o| {
+            let row = &x[offset(r)..offset(r) + d];
             let pos = r % t.max(1);
             for i in 0..half {
                 let c = T::from_f64_k(self.cos[pos * half + i]);
@@ -272,9 +279,20 @@ impl CustomOp1 for RopeCpu {
         if self.cos.len() != t * (d / 2) || self.sin.len() != self.cos.len() {
             candle_core::bail!("rope_train: cos/sin tables do not match [{t}, {}]", d / 2)
         }
+        // Any layout whose rows are contiguous: the heads view of a projection's [b, t, h, d]
+        // output is read in place rather than copied first.
+        let (h, st, start) = (l.dims()[1], l.stride(), l.start_offset());
+        if st[3] != 1 {
+            candle_core::bail!("rope_train: the CPU kernel needs rows of head_dim contiguous")
+        }
+        let offset = |r: usize| {
+            let (bh, pos) = (r / t.max(1), r % t.max(1));
+            start + bh / h.max(1) * st[0] + bh % h.max(1) * st[1] + pos * st[2]
+        };
+        let len = l.shape().elem_count();
         let out = match s {
-            CpuStorage::F32(_) => CpuStorage::F32(self.rotate(contiguous_slice(s, l)?, t, d)),
-            CpuStorage::F64(_) => CpuStorage::F64(self.rotate(contiguous_slice(s, l)?, t, d)),
+            CpuStorage::F32(x) => CpuStorage::F32(self.rotate(x, offset, len, t, d)),
+            CpuStorage::F64(x) => CpuStorage::F64(self.rotate(x, offset, len, t, d)),
             _ => candle_core::bail!("rope_train: the CPU kernel handles f32 and f64 only"),
         };
         Ok((out, l.shape().clone()))

@@ -183,6 +183,33 @@ fn rope_cpu_kernel_and_composition_agree_with_gradients() -> Result<()> {
     Ok(())
 }
 
+/// The heads view of a projection's output ([b, t, h, d] transposed to [b, h, t, d], here also
+/// narrowed so that it starts inside its buffer) is read in place: the same bits as rotating a
+/// contiguous copy, in value and gradient.
+#[test]
+fn rope_reads_a_strided_heads_view_in_place() -> Result<()> {
+    let proj = Var::from_tensor(&seeded(&[3, 5, 3, 8], 18)?)?;
+    let view = proj.narrow(0, 1, 2)?.transpose(1, 2)?;
+    assert!(!view.is_contiguous());
+    let r = seeded(&[2, 3, 5, 8], 19)?;
+    let angles = seeded(&[5, 4], 20)?.affine(3.0, 0.0)?;
+    let (cos, sin) = (angles.cos()?, angles.sin()?);
+    for interleaved in [true, false] {
+        let y_view = rope_train(&view, &cos, &sin, interleaved)?;
+        let y_copy = rope_train(&view.contiguous()?, &cos, &sin, interleaved)?;
+        assert_eq!(max_abs_diff(&y_view, &y_copy)?, 0.0);
+        let g_view = (y_view * &r)?.sum_all()?.backward()?;
+        let g_copy = (y_copy * &r)?.sum_all()?.backward()?;
+        let (a, b) = (
+            g_view.get(&proj).expect("grad"),
+            g_copy.get(&proj).expect("grad"),
+        );
+        assert_eq!(max_abs_diff(a, b)?, 0.0);
+        assert!(a.abs()?.sum_all()?.to_scalar::<f32>()? > 1e-3);
+    }
+    Ok(())
+}
+
 #[test]
 fn rope_rejects_unnarrowed_table() -> Result<()> {
     let x = seeded(&[1, 1, 3, 8], 5)?;
