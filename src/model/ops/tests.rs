@@ -406,19 +406,23 @@ fn attention_inputs(t: usize, keys: usize) -> Result<[Tensor; 3]> {
     ])
 }
 
-/// The CPU op against the composition (matmul, mask add, softmax, matmul): values and the
-/// gradients of q, k and v within summation order, under the causal mask.
-#[test]
-fn attention_cpu_op_agrees_with_the_composition() -> Result<()> {
-    let t = 150;
-    let mask = causal(t)?;
-    let mask2 = mask.reshape((t, t))?;
+/// The CPU op against the composition (matmul, mask add, softmax, matmul) for t queries over the
+/// mask's keys: values and the gradients of q, k and v within summation order.
+fn attention_agrees_under(t: usize, mask: &Tensor) -> Result<()> {
+    let keys = mask.dim(D::Minus1)?;
+    let mask2 = mask.reshape((t, keys))?;
     agrees(
-        &attention_inputs(t, t)?,
+        &attention_inputs(t, keys)?,
         DType::F32,
-        |x| attention_train(&x[0], &x[1], &x[2], &mask),
+        |x| attention_train(&x[0], &x[1], &x[2], mask),
         |x| attention_composed(&x[0], &x[1], &x[2], &mask2),
     )
+}
+
+/// Under the causal mask.
+#[test]
+fn attention_cpu_op_agrees_with_the_composition() -> Result<()> {
+    attention_agrees_under(150, &causal(150)?)
 }
 
 /// Masks that are not causal: more keys than queries (a cached prefix), hidden keys inside a
@@ -440,13 +444,7 @@ fn attention_cpu_op_agrees_with_the_composition_under_other_masks() -> Result<()
             }
         })
         .collect();
-    let mask = Tensor::from_vec(m, (t, keys), &Device::Cpu)?;
-    agrees(
-        &attention_inputs(t, keys)?,
-        DType::F32,
-        |x| attention_train(&x[0], &x[1], &x[2], &mask),
-        |x| attention_composed(&x[0], &x[1], &x[2], &mask),
-    )
+    attention_agrees_under(t, &Tensor::from_vec(m, (t, keys), &Device::Cpu)?)
 }
 
 /// f64 through the same op agrees with the composition to f64 rounding.
