@@ -45,15 +45,32 @@ checkpoint:\n  every: 100\n"
     Ok(t.run(None)?)
 }
 
-/// Mean reward of the first and last five steps; asserts the same rise as the GRPO test.
-fn assert_learns(name: &str, rows: &[StepMetrics]) -> (f64, f64) {
+/// The PPO learning test's top-level sections.
+const PPO: &str = "algorithm: ppo\nppo:\n  critic_lr: 0.005\n  critic_warmup: 2\n";
+
+/// The `grpo:` lines of the GSPO / CISPO learning test: the loss `kind`, two updates per batch.
+fn two_iterations_of(kind: &str) -> String {
+    format!("  iterations: 2\n  loss:\n    kind: {kind}\n")
+}
+
+/// Mean reward of the first and last five steps.
+fn first_and_last(rows: &[StepMetrics]) -> (f64, f64) {
     let mean = |r: &[StepMetrics]| r.iter().map(|m| m.reward_mean).sum::<f64>() / r.len() as f64;
-    let (first, last) = (mean(&rows[..5]), mean(&rows[rows.len() - 5..]));
+    (mean(&rows[..5]), mean(&rows[rows.len() - 5..]))
+}
+
+/// The learning tests' bar, the GRPO test's: the last five steps' mean reward above the first
+/// five's by 0.1 and by a factor 3. `learning_tests_pass_on_most_seeds` measures how often it
+/// holds when only the seed changes.
+fn learned(first: f64, last: f64) -> bool {
+    last > first + 0.1 && last > 3.0 * first
+}
+
+/// Mean reward of the first and last five steps; asserts the bar of [`learned`].
+fn assert_learns(name: &str, rows: &[StepMetrics]) -> (f64, f64) {
+    let (first, last) = first_and_last(rows);
     eprintln!("{name}: share of 'e' first 5 steps {first:.4}, last 5 steps {last:.4}");
-    assert!(
-        last > first + 0.1 && last > 3.0 * first,
-        "{name}: {first} -> {last}"
-    );
+    assert!(learned(first, last), "{name}: {first} -> {last}");
     // Every algorithm logs the stability columns: the KL sample (beta is 0 here) and advantages.
     assert!(rows.iter().all(|m| m.kl_sample.is_some()), "{name}");
     assert!(rows.iter().any(|m| m.adv_std > 0.0), "{name}");
@@ -79,10 +96,7 @@ fn assert_kl_sample_tracks_drift(name: &str, rows: &[StepMetrics]) {
 
 #[test]
 fn ppo_raises_the_reward_and_its_critic_explains_variance() -> Result<()> {
-    let rows = learning_run(
-        "algorithm: ppo\nppo:\n  critic_lr: 0.005\n  critic_warmup: 2\n",
-        "",
-    )?;
+    let rows = learning_run(PPO, "")?;
     for m in &rows {
         eprintln!(
             "{} reward {:.4} value_loss {:?} ev {:?} vclip {:?}",
@@ -196,8 +210,7 @@ fn gspo_and_cispo_losses_raise_the_reward() -> Result<()> {
     // gradients equal the clipped ratio's; with two, the second update sees ratios away from 1
     // (GSPO's per sequence, CISPO's clipped weights).
     for kind in ["gspo", "cispo"] {
-        let grpo = format!("  iterations: 2\n  loss:\n    kind: {kind}\n");
-        let rows = learning_run("", &grpo)?;
+        let rows = learning_run("", &two_iterations_of(kind))?;
         assert_learns(kind, &rows);
     }
     Ok(())
@@ -381,5 +394,39 @@ fn algorithm_configs_differ_from_the_quickstart_only_where_the_algorithm_needs_i
         f.grpo.advantage_scale = quick.grpo.advantage_scale;
         assert_eq!(f, quick, "{name}");
     }
+    Ok(())
+}
+
+/// How much the learning tests' outcome depends on their seed (3 minutes, so not in CI): each
+/// algorithm's learning run with seeds 0-7 must pass the bar on at least 7 of the 8. The tests
+/// use seed 0. Run it when a change in rounding (a kernel's summation order, say) fails a
+/// learning test, to tell bad luck from a broken algorithm. Measured at commit 23022f1 (2-core
+/// AMD EPYC): 47 of 48 runs passed; the last five steps' mean reward sat near 0.2 or near 0.45
+/// (two plateaus of the tiny model), and the one miss was PPO with seed 5 (0.005 -> 0.104).
+#[test]
+#[ignore]
+fn learning_tests_pass_on_most_seeds() -> Result<()> {
+    let cases = [
+        ("grpo", "", String::new()),
+        ("gspo", "", two_iterations_of("gspo")),
+        ("cispo", "", two_iterations_of("cispo")),
+        ("rloo", "algorithm: rloo\n", String::new()),
+        ("reinforce_pp", "algorithm: reinforce_pp\n", String::new()),
+        ("ppo", PPO, String::new()),
+    ];
+    let mut misses = Vec::new();
+    for (name, top, grpo) in &cases {
+        let mut passed = 0;
+        for seed in 0..8 {
+            let rows = learning_run_with(top, grpo, &[Override::parse(&format!("seed={seed}"))?])?;
+            let (first, last) = first_and_last(&rows);
+            eprintln!("{name} seed {seed}: share of 'e' {first:.4} -> {last:.4}");
+            passed += usize::from(learned(first, last));
+        }
+        if passed < 7 {
+            misses.push(format!("{name} passed on {passed} of 8 seeds"));
+        }
+    }
+    assert!(misses.is_empty(), "{}", misses.join("; "));
     Ok(())
 }
