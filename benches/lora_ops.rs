@@ -104,7 +104,7 @@ fn bench_norm_rope(c: &mut Criterion) {
         let name = format!("rope_train [1,9,256,64] interleaved={interleaved}");
         group.bench_function(name, |b| {
             b.iter(|| {
-                let y = rope_train(&q, &cos, &sin, interleaved).expect("rope_train");
+                let y = rope_train(&q, &cos, &sin, interleaved, 1.0).expect("rope_train");
                 let grads = y.sum_all().and_then(|s| s.backward()).expect("backward");
                 grads.get(&q).expect("grad").dims().len()
             })

@@ -114,13 +114,11 @@ impl Block {
                 .reshape((b, t, n, hd))?
                 .transpose(1, 2)?)
         };
-        let q = rope(
-            &heads(&self.q, dims.heads)?,
-            step.rope,
-            dims.rope,
-            step.pass,
-        )?;
-        let k = rope(&heads(&self.k, kvh)?, step.rope, dims.rope, step.pass)?;
+        // Scaling q (t x d) rather than the scores (t x keys) keeps one fewer score-sized tensor
+        // alive for backward; scaling inside q's rope keeps no extra q-sized one.
+        let scale = 1.0 / (hd as f64).sqrt();
+        let q = rope(&heads(&self.q, dims.heads)?, step, dims.rope, scale)?;
+        let k = rope(&heads(&self.k, kvh)?, step, dims.rope, 1.0)?;
         let v = heads(&self.v, kvh)?.contiguous()?;
         let (k, v) = match cache {
             Some(c) => c.append(layer, &k, &v)?,
@@ -130,9 +128,7 @@ impl Block {
         let rep = dims.heads / kvh;
         // Grouped-query attention without copying K/V: query head j uses KV head j / rep, so the
         // rep query heads of one group stack along the query axis (Ainslie et al. 2023).
-        // Scaling q (t x d) rather than the scores (t x keys) keeps one fewer score-sized tensor
-        // alive for backward.
-        let q = (q.reshape((b, kvh, rep * t, hd))? * (1.0 / (hd as f64).sqrt()))?;
+        let q = q.reshape((b, kvh, rep * t, hd))?;
         let y = match step.pass {
             Pass::Infer => {
                 let scores = q.matmul(&k.t()?)?;
@@ -168,13 +164,19 @@ impl Block {
     }
 }
 
-/// Rotary embedding on [b, heads, t, d]: fused kernel for inference, `ops::rope_train` for training.
-fn rope(x: &Tensor, r: &RopeSlice, layout: RopeLayout, pass: Pass) -> Result<Tensor> {
-    let interleaved = layout == RopeLayout::Interleaved;
-    Ok(match (pass, interleaved) {
+/// Rotary embedding on [b, heads, t, d] times `scale`: fused kernel then the product for
+/// inference, `ops::rope_train` (the same bits) for training.
+fn rope(x: &Tensor, step: &Step, layout: RopeLayout, scale: f64) -> Result<Tensor> {
+    let (r, interleaved) = (step.rope, layout == RopeLayout::Interleaved);
+    let rotated = match (step.pass, interleaved) {
+        (Pass::Train, _) => return Ok(ops::rope_train(x, &r.cos, &r.sin, interleaved, scale)?),
         (Pass::Infer, true) => candle_nn::rotary_emb::rope_i(&x.contiguous()?, &r.cos, &r.sin)?,
         (Pass::Infer, false) => candle_nn::rotary_emb::rope(&x.contiguous()?, &r.cos, &r.sin)?,
-        (Pass::Train, _) => ops::rope_train(x, &r.cos, &r.sin, interleaved)?,
+    };
+    Ok(if scale == 1.0 {
+        rotated
+    } else {
+        (rotated * scale)?
     })
 }
 

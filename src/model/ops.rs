@@ -90,7 +90,17 @@ fn rms_norm_composed(x: &Tensor, weight: &Tensor, eps: f64) -> Result<Tensor> {
 /// Each pair (x0, x1) rotates by the angle of its position and frequency (Su et al. 2021, RoFormer
 /// eq. 34): y0 = x0 cos - x1 sin, y1 = x0 sin + x1 cos. Interleaved pairs are (x[2i], x[2i+1])
 /// (candle's `rope_i`); half-split pairs are (x[i], x[i + d/2]) (candle's `rope`).
-pub fn rope_train(x: &Tensor, cos: &Tensor, sin: &Tensor, interleaved: bool) -> Result<Tensor> {
+///
+/// The result is multiplied by `scale` (attention's 1/sqrt(d) rides on q's rope), with the bits
+/// of rope followed by `x * scale` but without that product's input kept for backward: one fewer
+/// q-sized tensor per layer. Pass 1.0 for plain rope.
+pub fn rope_train(
+    x: &Tensor,
+    cos: &Tensor,
+    sin: &Tensor,
+    interleaved: bool,
+    scale: f64,
+) -> Result<Tensor> {
     let (_b, _h, t, d) = x.dims4()?;
     let half = d / 2;
     for (name, table) in [("cos", cos), ("sin", sin)] {
@@ -114,6 +124,7 @@ pub fn rope_train(x: &Tensor, cos: &Tensor, sin: &Tensor, interleaved: bool) -> 
             cos: table(cos)?,
             sin: table(sin)?,
             interleaved,
+            scale,
             inverse: false,
         };
         // Rows of head_dim contiguous are enough (the kernel reads any such layout in place).
@@ -123,7 +134,7 @@ pub fn rope_train(x: &Tensor, cos: &Tensor, sin: &Tensor, interleaved: bool) -> 
             x.contiguous()?.apply_op1(op)
         };
     }
-    lean::rope(x, cos, sin, interleaved)
+    lean::rope(x, cos, sin, interleaved, scale)
 }
 
 /// Rope from candle ops only: the reference of the tests.

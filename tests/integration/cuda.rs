@@ -107,13 +107,13 @@ fn training_ops_match_the_cpu_in_value_and_gradient() -> Result<()> {
         compare_op("rms_norm_train", &x, &[w.clone()], dtype, &|x, e| {
             rms_norm_train(x, &e[0], 1e-5)
         })?;
-        for interleaved in [true, false] {
+        for (interleaved, scale) in [true, false].into_iter().flat_map(|i| [(i, 1.0), (i, 0.3)]) {
             compare_op(
                 "rope_train",
                 &x,
                 &[cos.clone(), sin.clone()],
                 dtype,
-                &|x, e| rope_train(x, &e[0], &e[1], interleaved),
+                &|x, e| rope_train(x, &e[0], &e[1], interleaved, scale),
             )?;
         }
         compare_op("softmax_train", &x, &[], dtype, &|x, _| softmax_train(x))?;

@@ -88,8 +88,12 @@ fn rope_train_gradient_matches_finite_differences_both_layouts() -> Result<()> {
     let x = Var::from_tensor(&seeded(&[1, 2, 3, 8], 3, DType::F64)?)?;
     let angles = seeded(&[3, 4], 4, DType::F64)?.affine(3.0, 0.0)?;
     let (cos, sin) = (angles.cos()?, angles.sin()?);
+    // Plain rope, and rope times attention's 1/sqrt(d) (the scale of q).
     for interleaved in [true, false] {
-        check_grad(&x, &|| rope_train(&x, &cos, &sin, interleaved), 1e-6, 1e-6)?;
+        for scale in [1.0, 8f64.sqrt().recip()] {
+            let f = || rope_train(&x, &cos, &sin, interleaved, scale);
+            check_grad(&x, &f, 1e-6, 1e-6)?;
+        }
     }
     Ok(())
 }

@@ -225,7 +225,8 @@ impl CustomOp3 for RmsNormBwd {
     }
 }
 
-/// CPU rope kernel; its backward is the same kernel rotating the other way (R^T = R(-angle)).
+/// CPU rope kernel times a constant: y = s R x. Its backward is the same kernel rotating the
+/// other way: dx = R^T (s dy), with R^T = R(-angle).
 #[derive(Clone)]
 pub(super) struct RopeCpu {
     /// [seq, head_dim/2] tables, row-major.
@@ -233,6 +234,9 @@ pub(super) struct RopeCpu {
     pub(super) sin: Arc<[f64]>,
     /// Pairs (2i, 2i+1) when true, (i, i + d/2) when false.
     pub(super) interleaved: bool,
+    /// The factor s: multiplies each rotated element (forward), or each input element before
+    /// the rotation (backward), the order in which rope followed by `x * s` rounds.
+    pub(super) scale: f64,
     /// Rotate by -angle (the backward pass).
     pub(super) inverse: bool,
 }
@@ -250,6 +254,13 @@ impl RopeCpu {
     ) -> Vec<T> {
         let half = d / 2;
         let sign = if self.inverse { -1.0 } else { 1.0 };
+        let scale = T::from_f64_k(self.scale);
+        // A factor of 1 is exact either side, so plain rope keeps its bits.
+        let (before, after) = if self.inverse {
+            (scale, T::from_f64_k(1.0))
+        } else {
+            (T::from_f64_k(1.0), scale)
+        };
         par_rows(len, d, |r, o| {
             let row = &x[offset(r)..offset(r) + d];
             let pos = r % t.max(1);
@@ -261,9 +272,9 @@ impl RopeCpu {
                 } else {
                     (i, i + half)
                 };
-                let (x0, x1) = (row[i0], row[i1]);
-                o[i0].write(x0 * c - x1 * s);
-                o[i1].write(x0 * s + x1 * c);
+                let (x0, x1) = (row[i0] * before, row[i1] * before);
+                o[i0].write((x0 * c - x1 * s) * after);
+                o[i1].write((x0 * s + x1 * c) * after);
             }
         })
     }

@@ -156,17 +156,33 @@ impl CustomOp2 for RmsNorm {
 
 /// Rotary embedding of x [b, h, t, d] by the tables cos, sin [t, d/2] (RoFormer eq. 34); its
 /// backward rotates the gradient by the opposite angle (R^T = R(-angle)).
-pub(super) fn rope(x: &Tensor, cos: &Tensor, sin: &Tensor, interleaved: bool) -> Result<Tensor> {
+pub(super) fn rope(
+    x: &Tensor,
+    cos: &Tensor,
+    sin: &Tensor,
+    interleaved: bool,
+    scale: f64,
+) -> Result<Tensor> {
     let x = x.contiguous()?;
     let cos = cos.to_dtype(x.dtype())?.contiguous()?;
     let sin = sin.to_dtype(x.dtype())?.contiguous()?;
-    let y = rotate(&x.detach(), &cos, &sin, interleaved)?;
+    let y = times(rotate(&x.detach(), &cos, &sin, interleaved)?, scale)?;
     x.apply_op1(Rope {
         cos,
         neg_sin: sin.neg()?,
         interleaved,
+        scale,
         out: Precomputed::new(y),
     })
+}
+
+/// x * s, as candle's `x * s` rounds; x itself for s = 1.
+fn times(x: Tensor, s: f64) -> Result<Tensor> {
+    if s == 1.0 {
+        Ok(x)
+    } else {
+        x.affine(s, 0.0)
+    }
 }
 
 /// candle's fused rope kernel of the layout (no graph).
@@ -178,10 +194,12 @@ fn rotate(x: &Tensor, cos: &Tensor, sin: &Tensor, interleaved: bool) -> Result<T
     }
 }
 
+/// s R x; backward R^T (s dy).
 struct Rope {
     cos: Tensor,
     neg_sin: Tensor,
     interleaved: bool,
+    scale: f64,
     out: Precomputed,
 }
 
@@ -193,7 +211,7 @@ impl CustomOp1 for Rope {
     precomputed_fwd!(_s1 _l1);
 
     fn bwd(&self, _x: &Tensor, _y: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
-        let g = grad.contiguous()?;
+        let g = times(grad.contiguous()?, self.scale)?;
         Ok(Some(rotate(
             &g,
             &self.cos,

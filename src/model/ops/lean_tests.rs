@@ -35,8 +35,8 @@ fn lean_rope_agrees_with_the_composition_in_both_layouts() -> Result<()> {
     for interleaved in [true, false] {
         let heads = |x: &Tensor| x.transpose(1, 2);
         let reference = |x: &[Tensor]| rope_composed(&heads(&x[0])?, &cos, &sin, interleaved);
-        let lean_f32 = |x: &[Tensor]| lean::rope(&heads(&x[0])?, &cos, &sin, interleaved);
-        let public = |x: &[Tensor]| rope_train(&heads(&x[0])?, &cos, &sin, interleaved);
+        let lean_f32 = |x: &[Tensor]| lean::rope(&heads(&x[0])?, &cos, &sin, interleaved, 1.0);
+        let public = |x: &[Tensor]| rope_train(&heads(&x[0])?, &cos, &sin, interleaved, 1.0);
         agrees(&inputs, DType::F32, lean_f32, reference)?;
         agrees(&inputs, DType::BF16, public, reference)?;
     }

@@ -138,10 +138,10 @@ fn rope_hand_computed_both_layouts() -> Result<()> {
     let x = Tensor::new(&[1f32, 0., 0., 1.], &dev)?.reshape((1, 1, 1, 4))?;
     let cos = Tensor::new(&[[0f32, 1.]], &dev)?;
     let sin = Tensor::new(&[[1f32, 0.]], &dev)?;
-    let inter = rope_train(&x, &cos, &sin, true)?
+    let inter = rope_train(&x, &cos, &sin, true, 1.0)?
         .flatten_all()?
         .to_vec1::<f32>()?;
-    let halves = rope_train(&x, &cos, &sin, false)?
+    let halves = rope_train(&x, &cos, &sin, false, 1.0)?
         .flatten_all()?
         .to_vec1::<f32>()?;
     assert_eq!(inter, vec![0., 1., 0., 1.]);
@@ -157,8 +157,8 @@ fn rope_matches_fused_both_layouts() -> Result<()> {
     let (cos, sin) = (angles.cos()?, angles.sin()?);
     let fused_i = candle_nn::rotary_emb::rope_i(&x, &cos, &sin)?;
     let fused_h = candle_nn::rotary_emb::rope(&x, &cos, &sin)?;
-    assert!(max_abs_diff(&fused_i, &rope_train(&x, &cos, &sin, true)?)? < 1e-6);
-    assert!(max_abs_diff(&fused_h, &rope_train(&x, &cos, &sin, false)?)? < 1e-6);
+    assert!(max_abs_diff(&fused_i, &rope_train(&x, &cos, &sin, true, 1.0)?)? < 1e-6);
+    assert!(max_abs_diff(&fused_h, &rope_train(&x, &cos, &sin, false, 1.0)?)? < 1e-6);
     // The two layouts really differ, so the flag matters.
     assert!(max_abs_diff(&fused_i, &fused_h)? > 1e-2);
     Ok(())
@@ -171,7 +171,7 @@ fn rope_cpu_kernel_and_composition_agree_with_gradients() -> Result<()> {
     let angles = seeded(&[5, 4], 17)?.affine(3.0, 0.0)?;
     let (cos, sin) = (angles.cos()?, angles.sin()?);
     for interleaved in [true, false] {
-        let y_op = rope_train(&x, &cos, &sin, interleaved)?;
+        let y_op = rope_train(&x, &cos, &sin, interleaved, 1.0)?;
         let y_comp = rope_composed(&x, &cos, &sin, interleaved)?;
         assert!(max_abs_diff(&y_op, &y_comp)? < 1e-6);
         let g_op = (y_op * &r)?.sum_all()?.backward()?;
@@ -195,8 +195,8 @@ fn rope_reads_a_strided_heads_view_in_place() -> Result<()> {
     let angles = seeded(&[5, 4], 20)?.affine(3.0, 0.0)?;
     let (cos, sin) = (angles.cos()?, angles.sin()?);
     for interleaved in [true, false] {
-        let y_view = rope_train(&view, &cos, &sin, interleaved)?;
-        let y_copy = rope_train(&view.contiguous()?, &cos, &sin, interleaved)?;
+        let y_view = rope_train(&view, &cos, &sin, interleaved, 1.0)?;
+        let y_copy = rope_train(&view.contiguous()?, &cos, &sin, interleaved, 1.0)?;
         assert_eq!(max_abs_diff(&y_view, &y_copy)?, 0.0);
         let g_view = (y_view * &r)?.sum_all()?.backward()?;
         let g_copy = (y_copy * &r)?.sum_all()?.backward()?;
@@ -210,11 +210,45 @@ fn rope_reads_a_strided_heads_view_in_place() -> Result<()> {
     Ok(())
 }
 
+/// Rope times a scale (q's 1/sqrt(d)) has the bits of rope followed by `x * scale`, in value and
+/// gradient: on the CPU kernel in f32, and on the lean op (CUDA's) in f32 and bf16.
+#[test]
+fn scaled_rope_has_the_bits_of_rope_then_the_product() -> Result<()> {
+    let r = seeded(&[2, 3, 5, 8], 22)?;
+    let angles = seeded(&[5, 4], 23)?.affine(3.0, 0.0)?;
+    let (cos, sin) = (angles.cos()?, angles.sin()?);
+    let scale = 8f64.sqrt().recip();
+    for dtype in [DType::F32, DType::BF16] {
+        let x = Var::from_tensor(&seeded(&[2, 3, 5, 8], 21)?.to_dtype(dtype)?)?;
+        for interleaved in [true, false] {
+            let run = |y: Tensor| -> Result<(Tensor, Tensor)> {
+                let y = y.to_dtype(DType::F32)?;
+                let g = (&y * &r)?.sum_all()?.backward()?;
+                Ok((y, g.get(&x).expect("grad").to_dtype(DType::F32)?))
+            };
+            // rope_train takes the CPU kernel in f32 and the lean op in bf16; lean::rope is
+            // the lean op in f32.
+            for name in ["rope_train", "lean::rope"] {
+                let op = |s| match name {
+                    "rope_train" => rope_train(&x, &cos, &sin, interleaved, s),
+                    _ => lean::rope(&x, &cos, &sin, interleaved, s),
+                };
+                let (y_op, g_op) = run(op(scale)?)?;
+                let (y_two, g_two) = run((op(1.0)? * scale)?)?;
+                assert_eq!(max_abs_diff(&y_op, &y_two)?, 0.0, "{name} {dtype:?}");
+                assert_eq!(max_abs_diff(&g_op, &g_two)?, 0.0, "{name} {dtype:?}");
+                assert!(max_abs_diff(&y_op, &x.to_dtype(DType::F32)?)? > 1e-2);
+            }
+        }
+    }
+    Ok(())
+}
+
 #[test]
 fn rope_rejects_unnarrowed_table() -> Result<()> {
     let x = seeded(&[1, 1, 3, 8], 5)?;
     let table = seeded(&[10, 4], 6)?;
-    assert!(rope_train(&x, &table, &table, true).is_err());
+    assert!(rope_train(&x, &table, &table, true, 1.0).is_err());
     Ok(())
 }
 
