@@ -10,8 +10,8 @@
 use candle_core::{DType, Device, Tensor, Var};
 use criterion::{criterion_group, criterion_main, Criterion};
 use empathy_gym::model::ops::{
-    attention_probs_composed, attention_train, frozen_matmul, rms_norm_train, rope_train,
-    softmax_train, target_logprobs, target_logprobs_composed,
+    attention_probs_composed, attention_train, frozen_matmul, merge_heads, rms_norm_train,
+    rope_train, softmax_train, target_logprobs, target_logprobs_composed,
 };
 
 fn inputs() -> anyhow::Result<(Var, Tensor)> {
@@ -150,7 +150,7 @@ fn bench_attention(c: &mut Criterion) {
         rand((4, 3, 512, 64)),
         rand((4, 3, 512, 64)),
     );
-    let r = Tensor::rand(0f32, 1f32, (4, 3, 1536, 64), &dev).expect("r");
+    let r = Tensor::rand(0f32, 1f32, (4, 512, 576), &dev).expect("r");
     let mask = empathy_gym::model::block::causal_mask(512, &dev).expect("mask");
     let mut group = c.benchmark_group("attention fwd+bwd, q [4,3,1536,64], k and v [4,3,512,64]");
     group.sample_size(10);
@@ -169,7 +169,7 @@ fn bench_attention(c: &mut Criterion) {
     });
     case("matmul + mask + softmax_train + matmul", &|| {
         attention_probs_composed(&q, &k, &mask.reshape((512, 512)).expect("mask"))
-            .and_then(|p| p.matmul(&v))
+            .and_then(|p| merge_heads(&p.matmul(&v)?, 512))
             .expect("comp")
     });
     group.finish();

@@ -119,7 +119,12 @@ impl Block {
         let scale = 1.0 / (hd as f64).sqrt();
         let q = rope(&heads(&self.q, dims.heads)?, step, dims.rope, scale)?;
         let k = rope(&heads(&self.k, kvh)?, step, dims.rope, 1.0)?;
-        let v = heads(&self.v, kvh)?.contiguous()?;
+        // The training op reads v's heads view in place; inference's matmul and cache take it
+        // contiguous.
+        let v = match step.pass {
+            Pass::Train => heads(&self.v, kvh)?,
+            Pass::Infer => heads(&self.v, kvh)?.contiguous()?,
+        };
         let (k, v) = match cache {
             Some(c) => c.append(layer, &k, &v)?,
             None => (k, v),
@@ -135,18 +140,15 @@ impl Block {
                 let scores = scores
                     .reshape((b, kvh, rep, t, keys))?
                     .broadcast_add(&step.mask.to_dtype(scores.dtype())?)?;
-                candle_nn::ops::softmax_last_dim(&scores)?
+                let y = candle_nn::ops::softmax_last_dim(&scores)?
                     .reshape((b, kvh, rep * t, keys))?
-                    .matmul(&v)?
+                    .matmul(&v)?;
+                ops::merge_heads(&y, t)?
             }
             // One op over the keys the mask lets through, keeping no probabilities for backward
-            // (ops/attention.rs).
+            // and writing the heads merged (ops/attention.rs).
             Pass::Train => ops::attention_train(&q, &k, &v, step.mask)?,
         };
-        let y = y
-            .reshape((b, dims.heads, t, hd))?
-            .transpose(1, 2)?
-            .reshape((b, t, dims.heads * hd))?;
         Ok(self.o.forward(&y, step.mode, step.pass)?)
     }
 

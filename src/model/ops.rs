@@ -127,12 +127,7 @@ pub fn rope_train(
             scale,
             inverse: false,
         };
-        // Rows of head_dim contiguous are enough (the kernel reads any such layout in place).
-        return if x.stride()[3] == 1 {
-            x.apply_op1(op)
-        } else {
-            x.contiguous()?.apply_op1(op)
-        };
+        return rows_contiguous(x)?.apply_op1(op);
     }
     lean::rope(x, cos, sin, interleaved, scale)
 }
@@ -178,15 +173,16 @@ pub fn softmax_train(x: &Tensor) -> Result<Tensor> {
     lean::softmax(x)
 }
 
-/// Attention softmax(q k^T + mask) v with backward, for the training forward.
+/// Attention softmax(q k^T + mask) v with backward, for the training forward, its heads merged.
 ///
 /// q: [b, g, m, d] (already scaled by 1/sqrt(d)), k and v: [b, g, n, d], mask: [.., r, n]
 /// additive (0 or -inf; leading dims 1), added to row i of every [m, n] block of scores as its
-/// row i % r -> [b, g, m, d]. On CPU (f32/f64) one custom op (`ops/attention.rs`) that multiplies
-/// only the keys the mask lets through and keeps no probabilities (the backward recomputes them);
-/// elsewhere the probabilities from candle's matmul and fused softmax (`ops/lean.rs`), then a
-/// matmul with v. Both give the values and gradients of [`attention_probs_composed`] times v, up
-/// to summation order.
+/// row i % r -> [b, r, g * (m / r) * d], the [`merge_heads`] of the [b, g, m, d] result. On CPU
+/// (f32/f64) one custom op (`ops/attention.rs`) that multiplies only the keys the mask lets
+/// through, keeps no probabilities (the backward recomputes them), reads q, k and v in place and
+/// writes the merged layout itself; elsewhere the probabilities from candle's matmul and fused
+/// softmax (`ops/lean.rs`), then a matmul with v. Both give the values and gradients of
+/// [`attention_probs_composed`] times v, up to summation order.
 pub fn attention_train(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let (r, n) = (mask.dim(D::Minus2)?, mask.dim(D::Minus1)?);
     if mask.elem_count() != r * n {
@@ -200,11 +196,32 @@ pub fn attention_train(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor) -> Res
         let op = Attention {
             mask: mask.contiguous()?,
         };
-        return q
-            .contiguous()?
-            .apply_op3(&k.contiguous()?, &v.contiguous()?, op);
+        return rows_contiguous(q)?.apply_op3(&rows_contiguous(k)?, &rows_contiguous(v)?, op);
     }
-    lean::attention_probs(q, k, &mask)?.matmul(v)
+    merge_heads(
+        &lean::attention_probs(q, k, &mask)?.matmul(&v.contiguous()?)?,
+        r,
+    )
+}
+
+/// Attention's output [b, g, m, d], whose groups stack `m / r` query heads of `r` rows each
+/// (grouped-query attention), as [b, r, g * (m / r) * d]: each position's heads side by side, the
+/// o projection's input.
+pub fn merge_heads(y: &Tensor, r: usize) -> Result<Tensor> {
+    let (b, g, m, d) = y.dims4()?;
+    let heads = g * (m / r);
+    y.reshape((b, heads, r, d))?
+        .transpose(1, 2)?
+        .reshape((b, r, heads * d))
+}
+
+/// x itself when its last dim is contiguous (the CPU kernels read such rows in place), else a
+/// contiguous copy.
+fn rows_contiguous(x: &Tensor) -> Result<Tensor> {
+    match x.stride().last() {
+        Some(1) => Ok(x.clone()),
+        _ => x.contiguous(),
+    }
 }
 
 /// (r, n) of the [r, n] attention mask for m query rows per block; r must divide m (a block's

@@ -13,12 +13,15 @@
 //! one of `rows.rs`, so values and gradients equal the composition's up to rounding (tests pin
 //! 1e-5 relative). Each output element is made by one task in a fixed order, so the result does
 //! not depend on the thread count.
+//!
+//! Inputs are read in place from any layout whose rows of d values are contiguous (v is the heads
+//! view of its projection's output), and the output is written with each position's heads side
+//! by side, the layout the o projection reads: no transposed copies on either side.
 
 use candle_core::op::BackpropOp;
 use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Storage, Tensor};
 use rayon::prelude::*;
 
-use super::kernels::contiguous_slice;
 use super::rows::{softmax_grad_row, softmax_row, LaneFloat};
 
 /// Query rows per block, and keys per block of the key gradients: 64 x 64 tiles keep gemm's
@@ -26,8 +29,9 @@ use super::rows::{softmax_grad_row, softmax_row, LaneFloat};
 const BLOCK: usize = 64;
 
 /// softmax(q k^T + mask) v for q [b, g, m, d], k and v [b, g, n, d]; the mask [r, n] is added to
-/// row i of every [m, n] block as its row i % r (r divides m: grouped-query heads stack their t
-/// query rows, Ainslie et al. 2023). Output [b, g, m, d].
+/// row i of every [m, n] block as its row i % r (r divides m: grouped-query heads stack their r
+/// query rows, Ainslie et al. 2023). Output [b, r, g * (m / r) * d]: query head h of group j,
+/// row p, at [p, (j * m / r + h) * d ..] (`ops::merge_heads` of the [b, g, m, d] result).
 pub(super) struct Attention {
     /// The additive mask [r, n], contiguous, in q's dtype.
     pub(super) mask: Tensor,
@@ -37,6 +41,8 @@ pub(super) struct Attention {
 /// `d`.
 #[derive(Clone, Copy)]
 struct Dims {
+    b: usize,
+    g: usize,
     heads: usize,
     r: usize,
     n: usize,
@@ -50,6 +56,46 @@ struct View<'a, T> {
     off: usize,
     rs: usize,
     cs: usize,
+}
+
+/// The rows of d contiguous values of a [b, g, rows, d] tensor inside its storage: row i of group
+/// `grp` (in b * g order) starts at `start + (grp / g) * sb + (grp % g) * sg + i * rs`.
+#[derive(Clone, Copy)]
+struct Rows<'a, T> {
+    data: &'a [T],
+    start: usize,
+    g: usize,
+    sb: usize,
+    sg: usize,
+    rs: usize,
+}
+
+impl<'a, T> Rows<'a, T> {
+    /// The rows of a [b, g, rows, d] layout whose last stride is 1.
+    fn of(data: &'a [T], l: &Layout) -> Result<Self> {
+        let (dims, st) = (l.dims(), l.stride());
+        if dims.len() != 4 || st[3] != 1 {
+            candle_core::bail!("attention_train: rows of head_dim contiguous values expected")
+        }
+        Ok(Rows {
+            data,
+            start: l.start_offset(),
+            g: dims[1].max(1),
+            sb: st[0],
+            sg: st[1],
+            rs: st[2],
+        })
+    }
+
+    /// The rows of group `grp` from row `i`, as a matrix.
+    fn at(&self, grp: usize, i: usize) -> View<'a, T> {
+        View {
+            data: self.data,
+            off: self.start + grp / self.g * self.sb + grp % self.g * self.sg + i * self.rs,
+            rs: self.rs,
+            cs: 1,
+        }
+    }
 }
 
 impl<'a, T> View<'a, T> {
@@ -143,11 +189,11 @@ fn visible_keys<T: LaneFloat>(mask: &[T], n: usize) -> Vec<usize> {
         .collect()
 }
 
-/// One call's inputs as slices, with the mask's visible keys per row and per block of rows.
+/// One call's inputs, with the mask's visible keys per row and per block of rows.
 struct Inputs<'a, T> {
-    q: &'a [T],
-    k: &'a [T],
-    v: &'a [T],
+    q: Rows<'a, T>,
+    k: Rows<'a, T>,
+    v: Rows<'a, T>,
     mask: &'a [T],
     dims: Dims,
     /// Visible keys of each mask row.
@@ -157,7 +203,7 @@ struct Inputs<'a, T> {
 }
 
 impl<'a, T: LaneFloat> Inputs<'a, T> {
-    fn new(q: &'a [T], k: &'a [T], v: &'a [T], mask: &'a [T], dims: Dims) -> Self {
+    fn new(q: Rows<'a, T>, k: Rows<'a, T>, v: Rows<'a, T>, mask: &'a [T], dims: Dims) -> Self {
         let row_keys = visible_keys(mask, dims.n);
         let block_keys = row_keys
             .chunks(BLOCK)
@@ -178,11 +224,10 @@ impl<'a, T: LaneFloat> Inputs<'a, T> {
     /// `h` in group `grp` over the block's `keys` visible keys; columns from `keys` on are left
     /// as they were. Returns `keys`.
     fn probs(&self, out: &mut [T], grp: usize, h: usize, p0: usize) -> usize {
-        let Dims { heads, r, n, d, .. } = self.dims;
+        let Dims { r, n, d, .. } = self.dims;
         let rows = out.len() / n;
         let keys = self.block_keys[p0 / BLOCK];
-        let q = View::rows(self.q, (grp * heads + h) * r + p0, d);
-        let kt = View::rows(self.k, grp * n, d).t();
+        let (q, kt) = (self.q.at(grp, h * r + p0), self.k.at(grp, 0).t());
         gemm_into(out, n, false, (q, kt), (rows, keys, d));
         for (i, row) in out.chunks_mut(n).enumerate() {
             let p = p0 + i;
@@ -196,28 +241,33 @@ impl<'a, T: LaneFloat> Inputs<'a, T> {
         keys
     }
 
-    /// The forward: y [b * g * heads * r, d].
+    /// The forward: y [b, r, g * heads * d]. A task per block of positions writes their rows,
+    /// every head's d columns.
     fn forward(&self) -> Vec<T> {
-        let Dims { heads, r, n, d, .. } = self.dims;
-        let mut y = vec![T::from_f64(0.0); self.q.len()];
-        // The probabilities of one group, reused group after group.
-        let mut p = vec![T::from_f64(0.0); heads * r * n];
-        for (grp, y) in y.chunks_mut(heads * r * d).enumerate() {
-            let v = View::rows(self.v, grp * n, d);
-            p.par_chunks_mut(r * n)
-                .zip(y.par_chunks_mut(r * d))
+        let Dims {
+            b,
+            g,
+            heads,
+            r,
+            n,
+            d,
+        } = self.dims;
+        let width = g * heads * d;
+        let mut y = vec![T::from_f64(0.0); b * r * width];
+        y.par_chunks_mut(r * width).enumerate().for_each(|(bi, y)| {
+            y.par_chunks_mut(BLOCK * width)
                 .enumerate()
-                .for_each(|(h, (p, y))| {
-                    p.par_chunks_mut(BLOCK * n)
-                        .zip(y.par_chunks_mut(BLOCK * d))
-                        .enumerate()
-                        .for_each(|(blk, (p, y))| {
-                            let keys = self.probs(p, grp, h, blk * BLOCK);
-                            let rows = y.len() / d;
-                            gemm_into(y, d, false, (View::rows(p, 0, n), v), (rows, d, keys));
-                        });
+                .for_each(|(blk, y)| {
+                    let rows = y.len() / width;
+                    let mut p = vec![T::from_f64(0.0); rows * n];
+                    for (j, h) in (0..g).flat_map(|j| (0..heads).map(move |h| (j, h))) {
+                        let keys = self.probs(&mut p, bi * g + j, h, blk * BLOCK);
+                        let (p, v) = (View::rows(&p, 0, n), self.v.at(bi * g + j, 0));
+                        let y = &mut y[(j * heads + h) * d..];
+                        gemm_into(y, width, false, (p, v), (rows, d, keys));
+                    }
                 });
-        }
+        });
         y
     }
 
@@ -225,12 +275,21 @@ impl<'a, T: LaneFloat> Inputs<'a, T> {
     /// probabilities P again, dP = dy v^T, dS = P (dP - rowsum(P dP)) (the softmax's backward; the
     /// mask add passes it through) and dq = dS k; then by blocks of keys: dv = P^T dy and
     /// dk = dS^T q, summed over the heads and the query rows that see those keys.
-    fn backward(&self, dy: &[T]) -> (Vec<T>, Vec<T>, Vec<T>) {
-        let Dims { heads, r, n, d, .. } = self.dims;
+    /// dy is read as [b, g * heads, r, d] (the heads view of the output's layout); dq, dk and dv
+    /// come contiguous in the shapes of q, k and v.
+    fn backward(&self, dy: Rows<T>) -> (Vec<T>, Vec<T>, Vec<T>) {
+        let Dims {
+            b,
+            g,
+            heads,
+            r,
+            n,
+            d,
+        } = self.dims;
         let (mut dq, mut dk, mut dv) = (
-            vec![T::from_f64(0.0); self.q.len()],
-            vec![T::from_f64(0.0); self.k.len()],
-            vec![T::from_f64(0.0); self.v.len()],
+            vec![T::from_f64(0.0); b * g * heads * r * d],
+            vec![T::from_f64(0.0); b * g * n * d],
+            vec![T::from_f64(0.0); b * g * n * d],
         );
         // P and dS of one group, reused; only the columns below each block's visible keys are
         // written, and only those are read.
@@ -241,7 +300,6 @@ impl<'a, T: LaneFloat> Inputs<'a, T> {
             .zip(dk.chunks_mut(n * d))
             .zip(dv.chunks_mut(n * d));
         for (grp, ((dq, dk), dv)) in chunks.enumerate() {
-            let dy_g = &dy[grp * heads * r * d..(grp + 1) * heads * r * d];
             p.par_chunks_mut(r * n)
                 .zip(ds.par_chunks_mut(r * n))
                 .zip(dq.par_chunks_mut(r * d))
@@ -252,16 +310,15 @@ impl<'a, T: LaneFloat> Inputs<'a, T> {
                         .zip(dq.par_chunks_mut(BLOCK * d))
                         .enumerate()
                         .for_each(|(blk, ((p, ds), dq))| {
-                            self.query_block(grp, h, blk * BLOCK, p, ds, dq, dy_g);
+                            self.query_block(grp, h, blk * BLOCK, p, ds, dq, dy);
                         });
                 });
             let (p, ds) = (&p[..], &ds[..]);
-            let q_g = &self.q[grp * heads * r * d..(grp + 1) * heads * r * d];
             dk.par_chunks_mut(BLOCK * d)
                 .zip(dv.par_chunks_mut(BLOCK * d))
                 .enumerate()
                 .for_each(|(kb, (dk, dv))| {
-                    self.key_block(kb * BLOCK, (p, ds), (q_g, dy_g), dk, dv);
+                    self.key_block(grp, kb * BLOCK, (p, ds), dy, dk, dv);
                 });
         }
         (dq, dk, dv)
@@ -278,31 +335,31 @@ impl<'a, T: LaneFloat> Inputs<'a, T> {
         p: &mut [T],
         ds: &mut [T],
         dq: &mut [T],
-        dy_g: &[T],
+        dy: Rows<T>,
     ) {
-        let Dims { r, n, d, .. } = self.dims;
+        let Dims { heads, n, d, .. } = self.dims;
         let rows = dq.len() / d;
         let keys = self.probs(p, grp, h, p0);
-        let dy = View::rows(dy_g, h * r + p0, d);
-        let vt = View::rows(self.v, grp * n, d).t();
+        let (dy, vt) = (dy.at(grp * heads + h, p0), self.v.at(grp, 0).t());
         gemm_into(ds, n, false, (dy, vt), (rows, keys, d));
         for (i, (p, ds)) in p.chunks(n).zip(ds.chunks_mut(n)).enumerate() {
             let seen = self.row_keys[p0 + i];
             softmax_grad_row(&p[..seen], &mut ds[..seen]);
             ds[seen..keys].fill(T::from_f64(0.0));
         }
-        let k = View::rows(self.k, grp * n, d);
+        let k = self.k.at(grp, 0);
         gemm_into(dq, d, false, (View::rows(&*ds, 0, n), k), (rows, d, keys));
     }
 
-    /// The second backward pass for keys `j0..` (as many as `dk` holds) of one group: dv = P^T dy
-    /// and dk = dS^T q over every head's query rows that see them. Runs of row blocks with the
-    /// same visible columns go to gemm as one product.
+    /// The second backward pass for keys `j0..` (as many as `dk` holds) of group `grp`:
+    /// dv = P^T dy and dk = dS^T q over every head's query rows that see them. Runs of row blocks
+    /// with the same visible columns go to gemm as one product.
     fn key_block(
         &self,
+        grp: usize,
         j0: usize,
         (p, ds): (&[T], &[T]),
-        (q_g, dy_g): (&[T], &[T]),
+        dy: Rows<T>,
         dk: &mut [T],
         dv: &mut [T],
     ) {
@@ -326,8 +383,9 @@ impl<'a, T: LaneFloat> Inputs<'a, T> {
                         cs: n,
                     };
                     let size = (c1 - j0, d, rows);
-                    gemm_into(dv, d, true, (at(p), View::rows(dy_g, row0, d)), size);
-                    gemm_into(dk, d, true, (at(ds), View::rows(q_g, row0, d)), size);
+                    let dy = dy.at(grp * heads + h, u * BLOCK);
+                    gemm_into(dv, d, true, (at(p), dy), size);
+                    gemm_into(dk, d, true, (at(ds), self.q.at(grp, row0)), size);
                 }
                 u = w;
             }
@@ -350,6 +408,8 @@ impl Attention {
             )
         }
         Ok(Dims {
+            b,
+            g,
             heads: m / r,
             r,
             n,
@@ -382,9 +442,9 @@ impl CustomOp3 for Attention {
             ($t:ty, $variant:ident) => {{
                 let mask = cpu_slice::<$t>(&self.mask)?;
                 let (q, k, v) = (
-                    contiguous_slice::<$t>(qs, ql)?,
-                    contiguous_slice::<$t>(ks, kl)?,
-                    contiguous_slice::<$t>(vs, vl)?,
+                    Rows::of(qs.as_slice::<$t>()?, ql)?,
+                    Rows::of(ks.as_slice::<$t>()?, kl)?,
+                    Rows::of(vs.as_slice::<$t>()?, vl)?,
                 );
                 CpuStorage::$variant(Inputs::new(q, k, v, &mask, dims).forward())
             }};
@@ -394,7 +454,10 @@ impl CustomOp3 for Attention {
             CpuStorage::F64(_) => go!(f64, F64),
             _ => candle_core::bail!("attention_train: the CPU op handles f32 and f64 only"),
         };
-        Ok((y, ql.shape().clone()))
+        let Dims {
+            b, g, heads, r, d, ..
+        } = dims;
+        Ok((y, Shape::from((b, r, g * heads * d))))
     }
 
     fn bwd(
@@ -405,12 +468,13 @@ impl CustomOp3 for Attention {
         _y: &Tensor,
         grad: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
-        let (q, k, v, grad) = (
-            q.contiguous()?,
-            k.contiguous()?,
-            v.contiguous()?,
-            grad.contiguous()?,
-        );
+        // The output's gradient [b, r, g * heads * d] as its heads view [b, g * heads, r, d].
+        let (b, g, m, d) = q.dims4()?;
+        let r = self.mask.dim(0)?;
+        let grad = grad
+            .contiguous()?
+            .reshape((b, r, g * m / r, d))?
+            .transpose(1, 2)?;
         let (qs, ql) = q.storage_and_layout();
         let (ks, kl) = k.storage_and_layout();
         let (vs, vl) = v.storage_and_layout();
@@ -426,13 +490,13 @@ impl CustomOp3 for Attention {
         macro_rules! go {
             ($t:ty, $variant:ident) => {{
                 let mask = cpu_slice::<$t>(&self.mask)?;
-                let (q, k, v, g) = (
-                    contiguous_slice::<$t>(qs, ql)?,
-                    contiguous_slice::<$t>(ks, kl)?,
-                    contiguous_slice::<$t>(vs, vl)?,
-                    contiguous_slice::<$t>(gs, gl)?,
+                let (q, k, v, dy) = (
+                    Rows::of(qs.as_slice::<$t>()?, ql)?,
+                    Rows::of(ks.as_slice::<$t>()?, kl)?,
+                    Rows::of(vs.as_slice::<$t>()?, vl)?,
+                    Rows::of(gs.as_slice::<$t>()?, gl)?,
                 );
-                let (dq, dk, dv) = Inputs::new(q, k, v, &mask, dims).backward(g);
+                let (dq, dk, dv) = Inputs::new(q, k, v, &mask, dims).backward(dy);
                 (
                     CpuStorage::$variant(dq),
                     CpuStorage::$variant(dk),

@@ -424,9 +424,17 @@ fn attention_hand_computed() -> Result<()> {
     Ok(())
 }
 
-/// softmax(q k^T + mask) v from candle ops: the reference of the CPU op.
-fn attention_composed(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor) -> Result<Tensor> {
-    attention_probs_composed(q, k, mask)?.matmul(v)
+/// softmax(q k^T + mask) v from candle ops, its heads merged: the reference of the CPU op.
+pub(super) fn attention_composed(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    mask: &Tensor,
+) -> Result<Tensor> {
+    merge_heads(
+        &attention_probs_composed(q, k, mask)?.matmul(v)?,
+        mask.dim(0)?,
+    )
 }
 
 /// Grouped-query heads stacked as the block stacks them (3 query heads per KV head) over 150
@@ -481,6 +489,46 @@ fn attention_cpu_op_agrees_with_the_composition_under_other_masks() -> Result<()
     attention_agrees_under(t, &Tensor::from_vec(m, (t, keys), &Device::Cpu)?)
 }
 
+/// q, k and v given as heads views (the [b, t, g, d] projection layout transposed, as the block
+/// passes v) are read in place: the bits of the op on contiguous copies, in value and gradient.
+#[test]
+fn attention_cpu_op_reads_heads_views_in_place() -> Result<()> {
+    let t = 70;
+    let mask = causal(t)?;
+    let x = attention_inputs(t, t)?;
+    let vars = x
+        .iter()
+        .map(|x| Var::from_tensor(&x.transpose(1, 2)?.contiguous()?))
+        .collect::<Result<Vec<_>>>()?;
+    let views = vars
+        .iter()
+        .map(|v| v.transpose(1, 2))
+        .collect::<Result<Vec<_>>>()?;
+    assert!(views.iter().all(|v| !v.is_contiguous()));
+    let r = seeded(&[2, t, 2 * 3 * 8], 36)?;
+    let run = |copy: bool| -> Result<Vec<Vec<f32>>> {
+        let [q, k, v] = [0, 1, 2].map(|i| match copy {
+            true => views[i].contiguous(),
+            false => Ok(views[i].clone()),
+        });
+        let y = attention_train(&q?, &k?, &v?, &mask)?;
+        let grads = (&y * &r)?.sum_all()?.backward()?;
+        let mut out = vec![y.flatten_all()?.to_vec1::<f32>()?];
+        for v in &vars {
+            out.push(
+                grads
+                    .get(v)
+                    .expect("grad")
+                    .flatten_all()?
+                    .to_vec1::<f32>()?,
+            );
+        }
+        Ok(out)
+    };
+    assert_eq!(run(false)?, run(true)?);
+    Ok(())
+}
+
 /// f64 through the same op agrees with the composition to f64 rounding.
 #[test]
 fn attention_cpu_op_in_f64() -> Result<()> {
@@ -492,8 +540,8 @@ fn attention_cpu_op_in_f64() -> Result<()> {
         Var::from_tensor(&x[1])?,
         Var::from_tensor(&x[2])?,
     );
-    let r = seeded(&[2, 2, 3 * t, 8], 34)?.to_dtype(DType::F64)?;
     let y = attention_train(&q, &k, &v, &mask)?;
+    let r = seeded(y.dims(), 34)?.to_dtype(DType::F64)?;
     let y_ref = attention_composed(&q, &k, &v, &mask)?;
     let g = (&y * &r)?.sum_all()?.backward()?;
     let g_ref = (&y_ref * &r)?.sum_all()?.backward()?;
