@@ -175,11 +175,7 @@ fn rope(x: &Tensor, step: &Step, layout: RopeLayout, scale: f64) -> Result<Tenso
         (Pass::Infer, true) => candle_nn::rotary_emb::rope_i(&x.contiguous()?, &r.cos, &r.sin)?,
         (Pass::Infer, false) => candle_nn::rotary_emb::rope(&x.contiguous()?, &r.cos, &r.sin)?,
     };
-    Ok(if scale == 1.0 {
-        rotated
-    } else {
-        (rotated * scale)?
-    })
+    Ok(ops::times(rotated, scale)?)
 }
 
 /// Causal additive mask [1, 1, 1, t, t] for a cache-less forward (0 on and below the diagonal).

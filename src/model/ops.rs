@@ -132,6 +132,15 @@ pub fn rope_train(
     lean::rope(x, cos, sin, interleaved, scale)
 }
 
+/// x * s, as candle's `x * s` rounds; x itself for s = 1 (so plain rope keeps its bits).
+pub(crate) fn times(x: Tensor, s: f64) -> Result<Tensor> {
+    if s == 1.0 {
+        Ok(x)
+    } else {
+        x.affine(s, 0.0)
+    }
+}
+
 /// Rope from candle ops only: the reference of the tests.
 #[cfg(test)]
 fn rope_composed(x: &Tensor, cos: &Tensor, sin: &Tensor, interleaved: bool) -> Result<Tensor> {

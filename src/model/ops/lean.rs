@@ -21,7 +21,7 @@ use candle_core::{
     Storage, Tensor, D,
 };
 
-use super::internal_dtype;
+use super::{internal_dtype, times};
 
 /// A forward result computed outside the graph, handed to the op's forward exactly once.
 struct Precomputed(Mutex<Option<Tensor>>);
@@ -174,15 +174,6 @@ pub(super) fn rope(
         scale,
         out: Precomputed::new(y),
     })
-}
-
-/// x * s, as candle's `x * s` rounds; x itself for s = 1.
-fn times(x: Tensor, s: f64) -> Result<Tensor> {
-    if s == 1.0 {
-        Ok(x)
-    } else {
-        x.affine(s, 0.0)
-    }
 }
 
 /// candle's fused rope kernel of the layout (no graph).

@@ -512,21 +512,27 @@ fn attention_cpu_op_reads_heads_views_in_place() -> Result<()> {
             false => Ok(views[i].clone()),
         });
         let y = attention_train(&q?, &k?, &v?, &mask)?;
-        let grads = (&y * &r)?.sum_all()?.backward()?;
-        let mut out = vec![y.flatten_all()?.to_vec1::<f32>()?];
-        for v in &vars {
-            out.push(
-                grads
-                    .get(v)
-                    .expect("grad")
-                    .flatten_all()?
-                    .to_vec1::<f32>()?,
-            );
-        }
-        Ok(out)
+        value_and_grads(&y, &r, &vars)
     };
     assert_eq!(run(false)?, run(true)?);
     Ok(())
+}
+
+/// y's values, then the gradient of sum(y * r) for each of `vars`, as f32 vectors: what the
+/// bit-equality tests compare.
+fn value_and_grads(y: &Tensor, r: &Tensor, vars: &[Var]) -> Result<Vec<Vec<f32>>> {
+    let grads = (y * r)?.sum_all()?.backward()?;
+    let mut out = vec![y.flatten_all()?.to_vec1::<f32>()?];
+    for v in vars {
+        out.push(
+            grads
+                .get(v)
+                .expect("grad")
+                .flatten_all()?
+                .to_vec1::<f32>()?,
+        );
+    }
+    Ok(out)
 }
 
 /// f64 through the same op agrees with the composition to f64 rounding.
@@ -565,18 +571,7 @@ fn attention_cpu_op_does_not_depend_on_the_thread_count() -> Result<()> {
     let run = || -> Result<Vec<Vec<f32>>> {
         let vars = x.iter().map(Var::from_tensor).collect::<Result<Vec<_>>>()?;
         let y = attention_train(&vars[0], &vars[1], &vars[2], &mask)?;
-        let grads = (&y * seeded(y.dims(), 35)?)?.sum_all()?.backward()?;
-        let mut out = vec![y.flatten_all()?.to_vec1::<f32>()?];
-        for v in &vars {
-            out.push(
-                grads
-                    .get(v)
-                    .expect("grad")
-                    .flatten_all()?
-                    .to_vec1::<f32>()?,
-            );
-        }
-        Ok(out)
+        value_and_grads(&y, &seeded(y.dims(), 35)?, &vars)
     };
     let one = rayon::ThreadPoolBuilder::new()
         .num_threads(1)
