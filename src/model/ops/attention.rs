@@ -22,6 +22,7 @@ use candle_core::op::BackpropOp;
 use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Storage, Tensor};
 use rayon::prelude::*;
 
+use super::kernels::HeadRows;
 use super::rows::{softmax_grad_row, softmax_row, LaneFloat};
 
 /// Query rows per block, and keys per block of the key gradients: 64 x 64 tiles keep gemm's
@@ -58,32 +59,19 @@ struct View<'a, T> {
     cs: usize,
 }
 
-/// The rows of d contiguous values of a [b, g, rows, d] tensor inside its storage: row i of group
-/// `grp` (in b * g order) starts at `start + (grp / g) * sb + (grp % g) * sg + i * rs`.
+/// The rows of d contiguous values of a [b, g, rows, d] tensor, read in place.
 #[derive(Clone, Copy)]
 struct Rows<'a, T> {
     data: &'a [T],
-    start: usize,
-    g: usize,
-    sb: usize,
-    sg: usize,
-    rs: usize,
+    at: HeadRows,
 }
 
 impl<'a, T> Rows<'a, T> {
     /// The rows of a [b, g, rows, d] layout whose last stride is 1.
     fn of(data: &'a [T], l: &Layout) -> Result<Self> {
-        let (dims, st) = (l.dims(), l.stride());
-        if dims.len() != 4 || st[3] != 1 {
-            candle_core::bail!("attention_train: rows of head_dim contiguous values expected")
-        }
         Ok(Rows {
             data,
-            start: l.start_offset(),
-            g: dims[1].max(1),
-            sb: st[0],
-            sg: st[1],
-            rs: st[2],
+            at: HeadRows::of(l, "attention_train")?,
         })
     }
 
@@ -91,8 +79,8 @@ impl<'a, T> Rows<'a, T> {
     fn at(&self, grp: usize, i: usize) -> View<'a, T> {
         View {
             data: self.data,
-            off: self.start + grp / self.g * self.sb + grp % self.g * self.sg + i * self.rs,
-            rs: self.rs,
+            off: self.at.offset(grp, i),
+            rs: self.at.rs,
             cs: 1,
         }
     }

@@ -292,14 +292,8 @@ impl CustomOp1 for RopeCpu {
         }
         // Any layout whose rows are contiguous: the heads view of a projection's [b, t, h, d]
         // output is read in place rather than copied first.
-        let (h, st, start) = (l.dims()[1], l.stride(), l.start_offset());
-        if st[3] != 1 {
-            candle_core::bail!("rope_train: the CPU kernel needs rows of head_dim contiguous")
-        }
-        let offset = |r: usize| {
-            let (bh, pos) = (r / t.max(1), r % t.max(1));
-            start + bh / h.max(1) * st[0] + bh % h.max(1) * st[1] + pos * st[2]
-        };
+        let rows = HeadRows::of(l, "rope_train")?;
+        let offset = |r: usize| rows.offset(r / t.max(1), r % t.max(1));
         let len = l.shape().elem_count();
         let out = match s {
             CpuStorage::F32(x) => CpuStorage::F32(self.rotate(x, offset, len, t, d)),
@@ -387,6 +381,42 @@ fn softmax_bwd_rows<T: KernelFloat>(g: &[T], y: &[T], dim: usize) -> Vec<T> {
             o.write(y * (g - dot));
         }
     })
+}
+
+/// Where the rows of d contiguous values of a [b, g, rows, d] layout lie in its storage: row i of
+/// group `grp` (in b * g order) starts at `start + (grp / g) * sb + (grp % g) * sg + i * rs`. The
+/// CPU kernels read such views (the heads of a projection's output) in place.
+#[derive(Clone, Copy)]
+pub(super) struct HeadRows {
+    start: usize,
+    g: usize,
+    sb: usize,
+    sg: usize,
+    /// The stride between rows.
+    pub(super) rs: usize,
+}
+
+impl HeadRows {
+    /// The rows of a [b, g, rows, d] layout whose last stride is 1; `op` names the caller in the
+    /// error.
+    pub(super) fn of(l: &Layout, op: &str) -> Result<Self> {
+        let (dims, st) = (l.dims(), l.stride());
+        if dims.len() != 4 || st[3] != 1 {
+            candle_core::bail!("{op}: rows of head_dim contiguous values expected")
+        }
+        Ok(HeadRows {
+            start: l.start_offset(),
+            g: dims[1].max(1),
+            sb: st[0],
+            sg: st[1],
+            rs: st[2],
+        })
+    }
+
+    /// The offset of row `i` of group `grp`.
+    pub(super) fn offset(&self, grp: usize, i: usize) -> usize {
+        self.start + grp / self.g * self.sb + grp % self.g * self.sg + i * self.rs
+    }
 }
 
 /// The contiguous slice a layout describes, for the CPU kernels.
