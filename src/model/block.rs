@@ -129,22 +129,14 @@ impl Block {
             Some(c) => c.append(layer, &k, &v)?,
             None => (k, v),
         };
-        let keys = k.dim(2)?;
         let rep = dims.heads / kvh;
         // Grouped-query attention without copying K/V: query head j uses KV head j / rep, so the
         // rep query heads of one group stack along the query axis (Ainslie et al. 2023).
         let q = q.reshape((b, kvh, rep * t, hd))?;
         let y = match step.pass {
-            Pass::Infer => {
-                let scores = q.matmul(&k.t()?)?;
-                let scores = scores
-                    .reshape((b, kvh, rep, t, keys))?
-                    .broadcast_add(&step.mask.to_dtype(scores.dtype())?)?;
-                let y = candle_nn::ops::softmax_last_dim(&scores)?
-                    .reshape((b, kvh, rep * t, keys))?
-                    .matmul(&v)?;
-                ops::merge_heads(&y, t)?
-            }
+            // Decoding: one op per (row, KV head) over the cached keys each row sees
+            // (ops/decode_attention.rs); prefills: candle's ops.
+            Pass::Infer => ops::attention_infer(&q, &k, &v, step.mask)?,
             // One op over the keys the mask lets through, keeping no probabilities for backward
             // and writing the heads merged (ops/attention.rs).
             Pass::Train => ops::attention_train(&q, &k, &v, step.mask)?,

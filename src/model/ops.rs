@@ -16,6 +16,9 @@
 //! Its forward calls the backend's own matmul, so it is the same kernel on CPU and CUDA.
 
 mod attention;
+mod decode_attention;
+#[cfg(test)]
+mod decode_attention_tests;
 mod frozen;
 mod kernels;
 mod lean;
@@ -29,10 +32,12 @@ mod rows;
 mod swiglu;
 #[cfg(test)]
 mod tests;
+mod view;
 
 use candle_core::{DType, Result, Tensor, D};
 
 use attention::Attention;
+use decode_attention::DecodeAttention;
 use frozen::FrozenMatmul;
 use kernels::{RmsNormCpu, RopeCpu, SoftmaxLastDimTrain};
 use logprob::TargetLogprob;
@@ -211,6 +216,54 @@ pub fn attention_train(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor) -> Res
         &lean::attention_probs(q, k, &mask)?.matmul(&v.contiguous()?)?,
         r,
     )
+}
+
+/// Attention at inference, softmax(q k^T + mask) v, for q [b, g, m, d] (grouped-query heads
+/// stacked as in [`attention_train`]), k and v [b, g, n, d] and an additive mask whose last two
+/// dims are [r, n] (r new positions per row), shared by the rows or one per row ([b, .., r, n]).
+/// Returns [b, r, heads * d], the heads side by side. On the CPU in f32/f64, for one new position
+/// (decoding), one op that reads the KV cache in place and multiplies only the keys of each row's
+/// visible range (`ops/decode_attention.rs`); elsewhere (prefills, CUDA, half precision) the
+/// composition [`attention_infer_composed`], where v must be a matrix per head that candle's
+/// matmul reads (contiguous, or the KV cache's view).
+pub fn attention_infer(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    let b = q.dim(0)?;
+    let (r, n) = (mask.dim(D::Minus2)?, mask.dim(D::Minus1)?);
+    let mb = mask.elem_count() / (r * n).max(1);
+    if cpu_kernel(q) && r == 1 && (mb == 1 || mb == b) {
+        let op = DecodeAttention {
+            mask: mask
+                .to_dtype(q.dtype())?
+                .reshape((mb, r, n))?
+                .contiguous()?,
+        };
+        return rows_contiguous(q)?.apply_op3_no_bwd(
+            &rows_contiguous(k)?,
+            &rows_contiguous(v)?,
+            &op,
+        );
+    }
+    attention_infer_composed(q, k, v, mask)
+}
+
+/// [`attention_infer`] from candle ops: q k^T, the mask add, the fused softmax, P v, the heads
+/// merged. The reference of the decode op and the path everywhere else.
+pub fn attention_infer_composed(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    mask: &Tensor,
+) -> Result<Tensor> {
+    let (b, g, m, _) = q.dims4()?;
+    let (r, n) = (mask.dim(D::Minus2)?, mask.dim(D::Minus1)?);
+    let scores = q.matmul(&k.t()?)?;
+    let scores = scores
+        .reshape((b, g, m / r, r, n))?
+        .broadcast_add(&mask.to_dtype(scores.dtype())?)?;
+    let y = candle_nn::ops::softmax_last_dim(&scores)?
+        .reshape((b, g, m, n))?
+        .matmul(v)?;
+    merge_heads(&y, r)
 }
 
 /// Attention's output [b, g, m, d], whose groups stack `m / r` query heads of `r` rows each

@@ -22,12 +22,15 @@ use candle_core::op::BackpropOp;
 use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Storage, Tensor};
 use rayon::prelude::*;
 
-use super::kernels::HeadRows;
 use super::rows::{softmax_grad_row, softmax_row, LaneFloat};
+use super::view::{gemm_into, Rows, View};
 
 /// Query rows per block, and keys per block of the key gradients: 64 x 64 tiles keep gemm's
 /// micro-kernels full and leave 8 blocks per head at 512 tokens for the threads.
 const BLOCK: usize = 64;
+
+/// The op's name in errors.
+const OP: &str = "attention_train";
 
 /// softmax(q k^T + mask) v for q [b, g, m, d], k and v [b, g, n, d]; the mask [r, n] is added to
 /// row i of every [m, n] block as its row i % r (r divides m: grouped-query heads stack their r
@@ -48,124 +51,6 @@ struct Dims {
     r: usize,
     n: usize,
     d: usize,
-}
-
-/// A matrix inside a slice: element (i, j) at `off + i * rs + j * cs`.
-#[derive(Clone, Copy)]
-struct View<'a, T> {
-    data: &'a [T],
-    off: usize,
-    rs: usize,
-    cs: usize,
-}
-
-/// The rows of d contiguous values of a [b, g, rows, d] tensor, read in place.
-#[derive(Clone, Copy)]
-struct Rows<'a, T> {
-    data: &'a [T],
-    at: HeadRows,
-}
-
-impl<'a, T> Rows<'a, T> {
-    /// The rows of a [b, g, rows, d] layout whose last stride is 1.
-    fn of(data: &'a [T], l: &Layout) -> Result<Self> {
-        Ok(Rows {
-            data,
-            at: HeadRows::of(l, "attention_train")?,
-        })
-    }
-
-    /// The rows of group `grp` from row `i`, as a matrix.
-    fn at(&self, grp: usize, i: usize) -> View<'a, T> {
-        View {
-            data: self.data,
-            off: self.at.offset(grp, i),
-            rs: self.at.rs,
-            cs: 1,
-        }
-    }
-}
-
-impl<'a, T> View<'a, T> {
-    /// Row-major rows of width `rs` from row `row`.
-    fn rows(data: &'a [T], row: usize, rs: usize) -> Self {
-        View {
-            data,
-            off: row * rs,
-            rs,
-            cs: 1,
-        }
-    }
-
-    /// The transpose.
-    fn t(self) -> Self {
-        View {
-            rs: self.cs,
-            cs: self.rs,
-            ..self
-        }
-    }
-
-    /// Panics unless every element of a rows x cols matrix lies inside the slice.
-    fn check(&self, rows: usize, cols: usize) {
-        if rows > 0 && cols > 0 {
-            let last = self.off + (rows - 1) * self.rs + (cols - 1) * self.cs;
-            assert!(
-                last < self.data.len(),
-                "attention: a block outside its tensor"
-            );
-        }
-    }
-}
-
-/// dst [rows, cols] (row stride `dst_rs`) = a [rows, k] b [k, cols], added to dst's values when
-/// `acc`; on the calling thread (the blocks are the parallel tasks).
-fn gemm_into<T: LaneFloat>(
-    dst: &mut [T],
-    dst_rs: usize,
-    acc: bool,
-    (a, b): (View<T>, View<T>),
-    (rows, cols, k): (usize, usize, usize),
-) {
-    if rows == 0 || cols == 0 {
-        return;
-    }
-    View::rows(&*dst, 0, dst_rs).check(rows, cols);
-    if k == 0 {
-        if !acc {
-            dst.chunks_mut(dst_rs)
-                .take(rows)
-                .for_each(|r| r[..cols].fill(T::from_f64(0.0)));
-        }
-        return;
-    }
-    a.check(rows, k);
-    b.check(k, cols);
-    // SAFETY: the checks above keep every element gemm reads or writes inside its slice, and
-    // `dst` is borrowed mutably, so it overlaps neither operand.
-    unsafe {
-        gemm::gemm(
-            rows,
-            cols,
-            k,
-            dst.as_mut_ptr(),
-            1,
-            dst_rs as isize,
-            acc,
-            a.data.as_ptr().add(a.off),
-            a.cs as isize,
-            a.rs as isize,
-            b.data.as_ptr().add(b.off),
-            b.cs as isize,
-            b.rs as isize,
-            T::from_f64(1.0),
-            T::from_f64(1.0),
-            false,
-            false,
-            false,
-            gemm::Parallelism::None,
-        )
-    }
 }
 
 /// Keys row p of the mask lets through: one past its last entry above -inf (all n when the whole
@@ -430,9 +315,9 @@ impl CustomOp3 for Attention {
             ($t:ty, $variant:ident) => {{
                 let mask = cpu_slice::<$t>(&self.mask)?;
                 let (q, k, v) = (
-                    Rows::of(qs.as_slice::<$t>()?, ql)?,
-                    Rows::of(ks.as_slice::<$t>()?, kl)?,
-                    Rows::of(vs.as_slice::<$t>()?, vl)?,
+                    Rows::of(qs.as_slice::<$t>()?, ql, OP)?,
+                    Rows::of(ks.as_slice::<$t>()?, kl, OP)?,
+                    Rows::of(vs.as_slice::<$t>()?, vl, OP)?,
                 );
                 CpuStorage::$variant(Inputs::new(q, k, v, &mask, dims).forward())
             }};
@@ -479,10 +364,10 @@ impl CustomOp3 for Attention {
             ($t:ty, $variant:ident) => {{
                 let mask = cpu_slice::<$t>(&self.mask)?;
                 let (q, k, v, dy) = (
-                    Rows::of(qs.as_slice::<$t>()?, ql)?,
-                    Rows::of(ks.as_slice::<$t>()?, kl)?,
-                    Rows::of(vs.as_slice::<$t>()?, vl)?,
-                    Rows::of(gs.as_slice::<$t>()?, gl)?,
+                    Rows::of(qs.as_slice::<$t>()?, ql, OP)?,
+                    Rows::of(ks.as_slice::<$t>()?, kl, OP)?,
+                    Rows::of(vs.as_slice::<$t>()?, vl, OP)?,
+                    Rows::of(gs.as_slice::<$t>()?, gl, OP)?,
                 );
                 let (dq, dk, dv) = Inputs::new(q, k, v, &mask, dims).backward(dy);
                 (

@@ -1,0 +1,123 @@
+//! A matrix inside a slice, the rows of a heads view as such matrices, and gemm on them: how the
+//! attention ops multiply blocks of q, k and v in place.
+
+use candle_core::{Layout, Result};
+
+use super::kernels::HeadRows;
+use super::rows::LaneFloat;
+
+/// A matrix inside a slice: element (i, j) at `off + i * rs + j * cs`.
+#[derive(Clone, Copy)]
+pub(super) struct View<'a, T> {
+    pub(super) data: &'a [T],
+    pub(super) off: usize,
+    pub(super) rs: usize,
+    pub(super) cs: usize,
+}
+
+/// The rows of d contiguous values of a [b, g, rows, d] tensor, read in place.
+#[derive(Clone, Copy)]
+pub(super) struct Rows<'a, T> {
+    data: &'a [T],
+    pub(super) at: HeadRows,
+}
+
+impl<'a, T> Rows<'a, T> {
+    /// The rows of a [b, g, rows, d] layout whose last stride is 1; `op` names the caller in
+    /// errors.
+    pub(super) fn of(data: &'a [T], l: &Layout, op: &str) -> Result<Self> {
+        Ok(Rows {
+            data,
+            at: HeadRows::of(l, op)?,
+        })
+    }
+
+    /// The rows of group `grp` from row `i`, as a matrix.
+    pub(super) fn at(&self, grp: usize, i: usize) -> View<'a, T> {
+        View {
+            data: self.data,
+            off: self.at.offset(grp, i),
+            rs: self.at.rs,
+            cs: 1,
+        }
+    }
+}
+
+impl<'a, T> View<'a, T> {
+    /// Row-major rows of width `rs` from row `row`.
+    pub(super) fn rows(data: &'a [T], row: usize, rs: usize) -> Self {
+        View {
+            data,
+            off: row * rs,
+            rs,
+            cs: 1,
+        }
+    }
+
+    /// The transpose.
+    pub(super) fn t(self) -> Self {
+        View {
+            rs: self.cs,
+            cs: self.rs,
+            ..self
+        }
+    }
+
+    /// Panics unless every element of a rows x cols matrix lies inside the slice.
+    pub(super) fn check(&self, rows: usize, cols: usize) {
+        if rows > 0 && cols > 0 {
+            let last = self.off + (rows - 1) * self.rs + (cols - 1) * self.cs;
+            assert!(last < self.data.len(), "ops: a matrix outside its tensor");
+        }
+    }
+}
+
+/// dst [rows, cols] (row stride `dst_rs`) = a [rows, k] b [k, cols], added to dst's values when
+/// `acc`; on the calling thread (the callers' tasks are the parallel ones).
+pub(super) fn gemm_into<T: LaneFloat>(
+    dst: &mut [T],
+    dst_rs: usize,
+    acc: bool,
+    (a, b): (View<T>, View<T>),
+    (rows, cols, k): (usize, usize, usize),
+) {
+    if rows == 0 || cols == 0 {
+        return;
+    }
+    View::rows(&*dst, 0, dst_rs).check(rows, cols);
+    if k == 0 {
+        if !acc {
+            dst.chunks_mut(dst_rs)
+                .take(rows)
+                .for_each(|r| r[..cols].fill(T::from_f64(0.0)));
+        }
+        return;
+    }
+    a.check(rows, k);
+    b.check(k, cols);
+    // SAFETY: the checks above keep every element gemm reads or writes inside its slice, and
+    // `dst` is borrowed mutably, so it overlaps neither operand.
+    unsafe {
+        gemm::gemm(
+            rows,
+            cols,
+            k,
+            dst.as_mut_ptr(),
+            1,
+            dst_rs as isize,
+            acc,
+            a.data.as_ptr().add(a.off),
+            a.cs as isize,
+            a.rs as isize,
+            b.data.as_ptr().add(b.off),
+            b.cs as isize,
+            b.rs as isize,
+            T::from_f64(1.0),
+            T::from_f64(1.0),
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        )
+    }
+}
