@@ -64,7 +64,7 @@ impl<'a, T> View<'a, T> {
     }
 
     /// Panics unless every element of a rows x cols matrix lies inside the slice.
-    pub(super) fn check(&self, rows: usize, cols: usize) {
+    fn check(&self, rows: usize, cols: usize) {
         if rows > 0 && cols > 0 {
             let last = self.off + (rows - 1) * self.rs + (cols - 1) * self.cs;
             assert!(last < self.data.len(), "ops: a matrix outside its tensor");
