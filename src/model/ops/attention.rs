@@ -23,7 +23,7 @@ use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Storage, Tensor}
 use rayon::prelude::*;
 
 use super::rows::{softmax_grad_row, softmax_row, LaneFloat};
-use super::view::{gemm_into, Rows, View};
+use super::view::{gemm_into, visible_range, Rows, View};
 
 /// Query rows per block, and keys per block of the key gradients: 64 x 64 tiles keep gemm's
 /// micro-kernels full and leave 8 blocks per head at 512 tokens for the threads.
@@ -53,15 +53,6 @@ struct Dims {
     d: usize,
 }
 
-/// Keys row p of the mask lets through: one past its last entry above -inf (all n when the whole
-/// row is -inf, so that such a row gives the composition's NaN).
-fn visible_keys<T: LaneFloat>(mask: &[T], n: usize) -> Vec<usize> {
-    let hidden = T::from_f64_k(f64::NEG_INFINITY);
-    mask.chunks_exact(n)
-        .map(|row| row.iter().rposition(|&v| v != hidden).map_or(n, |j| j + 1))
-        .collect()
-}
-
 /// One call's inputs, with the mask's visible keys per row and per block of rows.
 struct Inputs<'a, T> {
     q: Rows<'a, T>,
@@ -69,7 +60,8 @@ struct Inputs<'a, T> {
     v: Rows<'a, T>,
     mask: &'a [T],
     dims: Dims,
-    /// Visible keys of each mask row.
+    /// Visible keys of each mask row: one past its last entry above -inf (all n when the whole
+    /// row is -inf, so that such a row gives the composition's NaN).
     row_keys: Vec<usize>,
     /// Visible keys of each block of `BLOCK` mask rows (the most of its rows).
     block_keys: Vec<usize>,
@@ -77,7 +69,10 @@ struct Inputs<'a, T> {
 
 impl<'a, T: LaneFloat> Inputs<'a, T> {
     fn new(q: Rows<'a, T>, k: Rows<'a, T>, v: Rows<'a, T>, mask: &'a [T], dims: Dims) -> Self {
-        let row_keys = visible_keys(mask, dims.n);
+        let row_keys: Vec<usize> = mask
+            .chunks_exact(dims.n)
+            .map(|row| visible_range(row).1)
+            .collect();
         let block_keys = row_keys
             .chunks(BLOCK)
             .map(|b| b.iter().copied().max().unwrap_or(0))

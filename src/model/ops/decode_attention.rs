@@ -16,7 +16,7 @@ use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Tensor};
 use rayon::prelude::*;
 
 use super::rows::{softmax_row, LaneFloat};
-use super::view::{gemm_into, Rows, View};
+use super::view::{gemm_into, visible_range, Rows, View};
 
 /// The op's name in errors.
 const OP: &str = "attention_decode";
@@ -28,19 +28,6 @@ const OP: &str = "attention_decode";
 pub(super) struct DecodeAttention {
     /// The additive mask [mb, r, n], contiguous, in q's dtype.
     pub(super) mask: Tensor,
-}
-
-/// The first and one past the last key a mask row lets through; the whole row when it lets none
-/// through (so that such a row gives the composition's NaN).
-fn visible_range<T: LaneFloat>(row: &[T]) -> (usize, usize) {
-    let hidden = T::from_f64_k(f64::NEG_INFINITY);
-    match (
-        row.iter().position(|&v| v != hidden),
-        row.iter().rposition(|&v| v != hidden),
-    ) {
-        (Some(lo), Some(last)) => (lo, last + 1),
-        _ => (0, row.len()),
-    }
 }
 
 /// The op's sizes: b rows of g KV heads, each with `heads` query heads of r rows, over n keys of

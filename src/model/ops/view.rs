@@ -1,5 +1,5 @@
-//! A matrix inside a slice, the rows of a heads view as such matrices, and gemm on them: how the
-//! attention ops multiply blocks of q, k and v in place.
+//! A matrix inside a slice, the rows of a heads view as such matrices, gemm on them, and the keys
+//! a mask row lets through: how the attention ops multiply blocks of q, k and v in place.
 
 use candle_core::{Layout, Result};
 
@@ -119,5 +119,18 @@ pub(super) fn gemm_into<T: LaneFloat>(
             false,
             gemm::Parallelism::None,
         )
+    }
+}
+
+/// The first and one past the last key a mask row lets through; the whole row when it lets none
+/// through (so that such a row gives the composition's NaN).
+pub(super) fn visible_range<T: LaneFloat>(row: &[T]) -> (usize, usize) {
+    let hidden = T::from_f64_k(f64::NEG_INFINITY);
+    match (
+        row.iter().position(|&v| v != hidden),
+        row.iter().rposition(|&v| v != hidden),
+    ) {
+        (Some(lo), Some(last)) => (lo, last + 1),
+        _ => (0, row.len()),
     }
 }
