@@ -23,7 +23,7 @@ use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Storage, Tensor}
 use rayon::prelude::*;
 
 use super::rows::{softmax_grad_row, softmax_row, LaneFloat};
-use super::view::{gemm_into, visible_range, Rows, View};
+use super::view::{gemm_into, qkv, visible_range, Rows, View};
 
 /// Query rows per block, and keys per block of the key gradients: 64 x 64 tiles keep gemm's
 /// micro-kernels full and leave 8 blocks per head at 512 tokens for the threads.
@@ -309,11 +309,7 @@ impl CustomOp3 for Attention {
         macro_rules! go {
             ($t:ty, $variant:ident) => {{
                 let mask = cpu_slice::<$t>(&self.mask)?;
-                let (q, k, v) = (
-                    Rows::of(qs.as_slice::<$t>()?, ql, OP)?,
-                    Rows::of(ks.as_slice::<$t>()?, kl, OP)?,
-                    Rows::of(vs.as_slice::<$t>()?, vl, OP)?,
-                );
+                let [q, k, v] = qkv::<$t>([(qs, ql), (ks, kl), (vs, vl)], OP)?;
                 CpuStorage::$variant(Inputs::new(q, k, v, &mask, dims).forward())
             }};
         }
@@ -358,12 +354,8 @@ impl CustomOp3 for Attention {
         macro_rules! go {
             ($t:ty, $variant:ident) => {{
                 let mask = cpu_slice::<$t>(&self.mask)?;
-                let (q, k, v, dy) = (
-                    Rows::of(qs.as_slice::<$t>()?, ql, OP)?,
-                    Rows::of(ks.as_slice::<$t>()?, kl, OP)?,
-                    Rows::of(vs.as_slice::<$t>()?, vl, OP)?,
-                    Rows::of(gs.as_slice::<$t>()?, gl, OP)?,
-                );
+                let [q, k, v] = qkv::<$t>([(qs, ql), (ks, kl), (vs, vl)], OP)?;
+                let dy = Rows::of(gs.as_slice::<$t>()?, gl, OP)?;
                 let (dq, dk, dv) = Inputs::new(q, k, v, &mask, dims).backward(dy);
                 (
                     CpuStorage::$variant(dq),

@@ -16,7 +16,7 @@ use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Tensor};
 use rayon::prelude::*;
 
 use super::rows::{softmax_row, LaneFloat};
-use super::view::{gemm_into, visible_range, Rows, View};
+use super::view::{gemm_into, qkv, visible_range, Rows, View};
 
 /// The op's name in errors.
 const OP: &str = "attention_decode";
@@ -152,11 +152,7 @@ impl CustomOp3 for DecodeAttention {
         let dims = self.dims(ql, kl, vl)?;
         macro_rules! go {
             ($t:ty, $variant:ident) => {{
-                let rows = [
-                    Rows::of(qs.as_slice::<$t>()?, ql, OP)?,
-                    Rows::of(ks.as_slice::<$t>()?, kl, OP)?,
-                    Rows::of(vs.as_slice::<$t>()?, vl, OP)?,
-                ];
+                let rows = qkv::<$t>([(qs, ql), (ks, kl), (vs, vl)], OP)?;
                 CpuStorage::$variant(self.forward(rows, dims)?)
             }};
         }

@@ -1,7 +1,7 @@
 //! A matrix inside a slice, the rows of a heads view as such matrices, gemm on them, and the keys
 //! a mask row lets through: how the attention ops multiply blocks of q, k and v in place.
 
-use candle_core::{Layout, Result};
+use candle_core::{CpuStorage, Layout, Result, WithDType};
 
 use super::kernels::HeadRows;
 use super::rows::LaneFloat;
@@ -41,6 +41,16 @@ impl<'a, T> Rows<'a, T> {
             cs: 1,
         }
     }
+}
+
+/// A CPU op's q, k and v, each read in place as the rows of a heads view of `T`; `op` names the
+/// caller in errors.
+pub(super) fn qkv<'a, T: WithDType>(
+    inputs: [(&'a CpuStorage, &Layout); 3],
+    op: &str,
+) -> Result<[Rows<'a, T>; 3]> {
+    let [q, k, v] = inputs.map(|(s, l)| Rows::of(s.as_slice::<T>()?, l, op));
+    Ok([q?, k?, v?])
 }
 
 impl<'a, T> View<'a, T> {
