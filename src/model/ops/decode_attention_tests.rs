@@ -2,7 +2,7 @@
 //! composition on KV-cache views with a mask per row.
 
 use super::decode_attention::DecodeAttention;
-use super::tests::{assert_close, seeded, TOL_F32};
+use super::tests::{assert_close, same_on_one_thread, seeded, TOL_F32};
 use super::*;
 use candle_core::Device;
 
@@ -120,13 +120,7 @@ fn decode_attention_does_not_depend_on_the_thread_count() -> Result<()> {
     let [q, k, v] = inputs(1, 40)?;
     let mask = per_row_mask(1, 40)?;
     let run = || -> Result<Vec<f32>> { decode_op(&q, &k, &v, &mask)?.flatten_all()?.to_vec1() };
-    let one = rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .build()
-        .expect("pool")
-        .install(run)?;
-    assert_eq!(one, run()?);
-    Ok(())
+    same_on_one_thread(run)
 }
 
 #[test]

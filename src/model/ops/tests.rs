@@ -573,11 +573,18 @@ fn attention_cpu_op_does_not_depend_on_the_thread_count() -> Result<()> {
         let y = attention_train(&vars[0], &vars[1], &vars[2], &mask)?;
         value_and_grads(&y, &seeded(y.dims(), 35)?, &vars)
     };
+    same_on_one_thread(run)
+}
+
+/// `run` gives the same result on a one-thread pool as on the default one.
+pub(super) fn same_on_one_thread<R: PartialEq + std::fmt::Debug + Send>(
+    run: impl Fn() -> Result<R> + Sync,
+) -> Result<()> {
     let one = rayon::ThreadPoolBuilder::new()
         .num_threads(1)
         .build()
         .expect("pool")
-        .install(run)?;
+        .install(&run)?;
     assert_eq!(one, run()?);
     Ok(())
 }
