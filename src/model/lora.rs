@@ -19,7 +19,7 @@ use candle_core::{DType, Result, Tensor, Var};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::ops::{frozen_matmul, lora_linear_train};
+use super::ops::{frozen_matmul, linear_infer, lora_linear_train};
 
 /// Which projections get adapters. Default: all seven.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -304,7 +304,7 @@ impl LoraLinear {
             }
         }
         let mut y = match (pass, &self.full) {
-            (Pass::Infer, _) => x2.detach().matmul(&self.weight().detach().t()?)?,
+            (Pass::Infer, _) => linear_infer(&x2.detach(), &self.weight().detach())?,
             (Pass::Train, Some(w)) => x2.matmul(&w.as_tensor().t()?)?,
             (Pass::Train, None) => frozen_matmul(&x2, &self.weight)?,
         };
@@ -361,8 +361,8 @@ impl LoraLinear {
 /// scale * (x A^T) B^T without a graph, in f32.
 fn adapter_infer(ad: &Adapter, x2: &Tensor) -> Result<Tensor> {
     let xf = x2.detach().to_dtype(DType::F32)?;
-    let h = (xf.matmul(&ad.a.as_tensor().detach().t()?)? * ad.scale)?;
-    h.matmul(&ad.b.as_tensor().detach().t()?)
+    let h = (linear_infer(&xf, &ad.a.as_tensor().detach())? * ad.scale)?;
+    linear_infer(&h, &ad.b.as_tensor().detach())
 }
 
 /// scale * (dropout(x) A^T) B^T with gradients for A and B (and x), in f32.

@@ -29,6 +29,12 @@ mod lora_linear;
 #[cfg(test)]
 mod lora_linear_tests;
 mod rows;
+#[cfg(target_arch = "x86_64")]
+mod skinny;
+#[cfg(target_arch = "x86_64")]
+mod skinny_avx512;
+#[cfg(all(test, target_arch = "x86_64"))]
+mod skinny_tests;
 mod swiglu;
 #[cfg(test)]
 mod tests;
@@ -328,22 +334,52 @@ pub fn swiglu_train(gate: &Tensor, up: &Tensor) -> Result<Tensor> {
     lean::swiglu(gate, up)
 }
 
-/// Rows for which [`head_matmul`] computes (w x^T)^T: measured 1.35-1.59x faster at 4 and 8 rows,
+/// Rows for which [`head_matmul_gemm`] computes (w x^T)^T: measured 1.35-1.59x faster at 4 and 8 rows,
 /// 1.10-1.15x at 16, even at 1 and 32; kept to the range below 16 that decoding batches use.
 const HEAD_TRANSPOSED_ROWS: std::ops::Range<usize> = 2..16;
 
-/// x @ w^T for the vocabulary head at inference (x: [m, hidden], w: [vocab, hidden]). For a few
-/// rows of a row-major f32 w on the CPU it computes (w x^T)^T instead: gemm then takes the long w as
-/// its left operand in place rather than reading w^T strided, 1.35-1.59x faster at 4-8 rows
-/// (decoding a quickstart batch), 1.10-1.15x at 16, even at one row, and equal bit for bit
-/// (results/perf/step.md, "The vocabulary head as (E x^T)^T at 2-15 rows"; `ops::tests` pins
-/// the bits).
+/// x @ w^T for the vocabulary head at inference (x: [m, hidden], w: [vocab, hidden]): the
+/// few-rows op of `ops/skinny.rs` where it applies (up to 32 rows in f32 on a CPU with AVX-512),
+/// else [`head_matmul_gemm`].
 pub fn head_matmul(x: &Tensor, w: &Tensor) -> Result<Tensor> {
+    match skinny_matmul(x, w)? {
+        Some(y) => Ok(y),
+        None => head_matmul_gemm(x, w),
+    }
+}
+
+/// The head by candle's matmul. For a few rows of a row-major f32 w on the CPU it computes
+/// (w x^T)^T: gemm then takes the long w as its left operand in place rather than reading w^T
+/// strided, 1.35-1.59x faster at 4-8 rows, 1.10-1.15x at 16, even at one row, and equal bit for
+/// bit (results/perf/step.md, "The vocabulary head as (E x^T)^T at 2-15 rows"; `ops::tests` pins
+/// the bits).
+fn head_matmul_gemm(x: &Tensor, w: &Tensor) -> Result<Tensor> {
     let cpu_f32 = w.device().is_cpu() && w.dtype() == DType::F32 && w.is_contiguous();
     if cpu_f32 && HEAD_TRANSPOSED_ROWS.contains(&x.dim(0)?) {
         return w.matmul(&x.t()?)?.t()?.contiguous();
     }
     x.matmul(&w.t()?)
+}
+
+/// x @ w^T at inference (x: [m, in], w: [out, in]): for the few rows of a decode step, on a CPU
+/// with AVX-512 in f32, one op that streams w once (`ops/skinny.rs`); elsewhere candle's matmul.
+pub fn linear_infer(x: &Tensor, w: &Tensor) -> Result<Tensor> {
+    match skinny_matmul(x, w)? {
+        Some(y) => Ok(y),
+        None => x.matmul(&w.t()?),
+    }
+}
+
+/// x @ w^T by `ops/skinny.rs` where it applies (`skinny::applies`: up to 32 rows in f32 on a
+/// CPU with AVX-512). Values equal candle's matmul up to summation order.
+fn skinny_matmul(x: &Tensor, w: &Tensor) -> Result<Option<Tensor>> {
+    #[cfg(target_arch = "x86_64")]
+    if skinny::applies(x, w)? {
+        return Ok(Some(
+            x.contiguous()?.apply_op2_no_bwd(w, &skinny::SkinnyMatmul)?,
+        ));
+    }
+    Ok(None)
 }
 
 /// x @ w^T where w is frozen: backward returns the gradient for x only and never computes or

@@ -1,0 +1,139 @@
+//! x @ w^T for the few rows of a decode step against a frozen weight, as one CPU op that streams
+//! the weight once: decoding's projections and vocabulary head.
+//!
+//! A decode step multiplies b rows (the batch: 1 to 32) by every weight of the model, 537 MB in
+//! f32 for SmolLM2-135M. candle's matmul hands these products to gemm, which tiles the rows six
+//! at a time (8 rows run as a 6-row and a 2-row tile) and parallelises each call in its own way;
+//! at 8 rows a step's products took ~35 ms where reading the weights takes 17 ms
+//! (results/perf/step.md, "Decoding's projections as one op"). Here each rayon task takes a band
+//! of the weight and keeps a register tile of outputs (`skinny_avx512.rs`) over the whole shared
+//! dimension, so the weight is read once with x in L1:
+//! - a column-major w (how `LoraLinear` stores projections on the CPU: w^T [k, n] contiguous):
+//!   tiles of up to 8 rows by 48 columns (96 for one or two rows), one fused multiply-add per
+//!   shared index, in order;
+//! - a row-major w (the vocabulary head, the tied embedding): blocks of 4 rows by 4 weight rows,
+//!   dot products in 16 lanes then reduced.
+//!
+//! Each output is one fixed sequence of operations whatever the thread count and whatever the
+//! other rows of x, so a row decodes the same bits alone or in a batch. Values equal gemm's up to
+//! summation order (tests pin 1e-5 relative).
+
+use candle_core::{CpuStorage, CustomOp2, DType, Layout, Result, Shape, Tensor};
+
+use super::skinny_avx512 as kernels;
+use rayon::prelude::*;
+
+/// The op's name in errors.
+const OP: &str = "skinny_matmul";
+
+/// Rows of x this op is chosen for: a decode batch (the quickstart's 8, the benchmark's 1-32).
+/// Above it gemm's packed kernels win (prefills, training); at 32 the two were even.
+pub(super) const MAX_ROWS: usize = 32;
+
+/// x [m, k] @ w^T for w [n, k] row- or column-major, in f32 on a CPU with AVX-512 (`applies`);
+/// output [m, n].
+pub(super) struct SkinnyMatmul;
+
+/// Whether this CPU runs the op's kernels.
+pub(super) fn available() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f")
+}
+
+/// Whether the op computes x @ w^T: x of 1 to `MAX_ROWS` rows, x and w in f32 on the CPU, w row-
+/// or column-major, and a CPU with AVX-512.
+pub(super) fn applies(x: &Tensor, w: &Tensor) -> Result<bool> {
+    let rows = x.dims2().map(|(m, _)| m).unwrap_or(0);
+    Ok(x.device().is_cpu()
+        && x.dtype() == DType::F32
+        && w.dtype() == DType::F32
+        && (w.is_contiguous() || w.t()?.is_contiguous())
+        && (1..=MAX_ROWS).contains(&rows)
+        && available())
+}
+
+impl CustomOp2 for SkinnyMatmul {
+    fn name(&self) -> &'static str {
+        OP
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        let (m, k) = l1.shape().dims2()?;
+        let (n, k2) = l2.shape().dims2()?;
+        if k != k2 {
+            candle_core::bail!("{OP}: x [{m}, {k}] and w [{n}, {k2}] disagree on the shared dim")
+        }
+        if !available() {
+            candle_core::bail!("{OP}: this CPU lacks AVX-512 (callers check `available`)")
+        }
+        let x = contiguous(s1.as_slice::<f32>()?, l1)?;
+        let w = s2.as_slice::<f32>()?;
+        let (w, layout) = match l2.is_contiguous() {
+            true => (contiguous(w, l2)?, Weight::Rows),
+            false => (contiguous(w, &l2.transpose(0, 1)?)?, Weight::Columns),
+        };
+        Ok((
+            CpuStorage::F32(bands(x, w, layout, m, n, k)),
+            Shape::from((m, n)),
+        ))
+    }
+}
+
+/// How the op finds w [n, k] in its slice.
+#[derive(Clone, Copy)]
+pub(super) enum Weight {
+    /// Row-major: w_j at j * k.
+    Rows,
+    /// Column-major: the slice is w^T [k, n], row-major.
+    Columns,
+}
+
+/// The slice a contiguous layout covers.
+fn contiguous<'a>(data: &'a [f32], l: &Layout) -> Result<&'a [f32]> {
+    match l.contiguous_offsets() {
+        Some((a, b)) => Ok(&data[a..b]),
+        None => candle_core::bail!("{OP}: x contiguous and w row- or column-major expected"),
+    }
+}
+
+/// x [m, k] @ w^T in bands of w's n outputs, about 4 per thread, each a rayon task that writes
+/// [m, band] and is then copied into the [m, n] result.
+fn bands(x: &[f32], w: &[f32], layout: Weight, m: usize, n: usize, k: usize) -> Vec<f32> {
+    let mut y = vec![0f32; m * n];
+    if m == 0 || n == 0 || k == 0 {
+        return y;
+    }
+    let tile = kernels::tile_columns(layout, m);
+    let band = n
+        .div_ceil(4 * rayon::current_num_threads())
+        .next_multiple_of(tile);
+    let parts: Vec<Vec<f32>> = (0..n.div_ceil(band))
+        .into_par_iter()
+        .map(|c| {
+            let (j0, width) = (c * band, band.min(n - c * band));
+            let mut out = vec![0f32; m * width];
+            // SAFETY: the op runs only where `available` found AVX-512.
+            unsafe {
+                match layout {
+                    Weight::Rows => {
+                        kernels::band_rows(x, &w[j0 * k..][..width * k], m, k, &mut out)
+                    }
+                    Weight::Columns => kernels::band_columns(x, &w[j0..], m, n, k, &mut out),
+                }
+            }
+            out
+        })
+        .collect();
+    for (c, part) in parts.iter().enumerate() {
+        let (j0, width) = (c * band, part.len() / m);
+        for (row, part) in y.chunks_exact_mut(n).zip(part.chunks_exact(width)) {
+            row[j0..j0 + width].copy_from_slice(part);
+        }
+    }
+    y
+}
