@@ -334,8 +334,8 @@ pub fn swiglu_train(gate: &Tensor, up: &Tensor) -> Result<Tensor> {
     lean::swiglu(gate, up)
 }
 
-/// Rows for which [`head_matmul_gemm`] computes (w x^T)^T: measured 1.35-1.59x faster at 4 and 8 rows,
-/// 1.10-1.15x at 16, even at 1 and 32; kept to the range below 16 that decoding batches use.
+/// Rows for which [`head_matmul_gemm`] computes (w x^T)^T: measured 1.35-1.59x faster at 4 and 8
+/// rows, 1.10-1.15x at 16, even at 1 and 32; kept to the range below 16 that decoding batches use.
 const HEAD_TRANSPOSED_ROWS: std::ops::Range<usize> = 2..16;
 
 /// x @ w^T for the vocabulary head at inference (x: [m, hidden], w: [vocab, hidden]): the

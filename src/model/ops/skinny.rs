@@ -3,8 +3,8 @@
 //!
 //! A decode step multiplies b rows (the batch: 1 to 32) by every weight of the model, 537 MB in
 //! f32 for SmolLM2-135M. candle's matmul hands these products to gemm, which tiles the rows six
-//! at a time (8 rows run as a 6-row and a 2-row tile) and parallelises each call in its own way;
-//! at 8 rows a step's products took ~35 ms where reading the weights takes 17 ms
+//! at a time (8 rows run as a 6-row and a 2-row tile, each reading the weights): at 8 rows its
+//! kernels took 70% of a ~50 ms decode step, where reading the weights takes 17 ms
 //! (results/perf/step.md, "Decoding's projections as one op"). Here each rayon task takes a band
 //! of the weight and keeps a register tile of outputs (`skinny_avx512.rs`) over the whole shared
 //! dimension, so the weight is read once with x in L1:
