@@ -20,7 +20,8 @@
 
 use candle_core::{CpuStorage, CustomOp2, DType, Layout, Result, Shape, Tensor};
 
-use super::skinny_avx512 as kernels;
+use super::kernels::contiguous_slice;
+use super::skinny_avx512 as avx512;
 use rayon::prelude::*;
 
 /// The op's name in errors.
@@ -71,11 +72,10 @@ impl CustomOp2 for SkinnyMatmul {
         if !available() {
             candle_core::bail!("{OP}: this CPU lacks AVX-512 (callers check `available`)")
         }
-        let x = contiguous(s1.as_slice::<f32>()?, l1)?;
-        let w = s2.as_slice::<f32>()?;
+        let x = contiguous_slice::<f32>(s1, l1)?;
         let (w, layout) = match l2.is_contiguous() {
-            true => (contiguous(w, l2)?, Weight::Rows),
-            false => (contiguous(w, &l2.transpose(0, 1)?)?, Weight::Columns),
+            true => (contiguous_slice::<f32>(s2, l2)?, Weight::Rows),
+            false => (contiguous_slice(s2, &l2.transpose(0, 1)?)?, Weight::Columns),
         };
         Ok((
             CpuStorage::F32(bands(x, w, layout, m, n, k)),
@@ -93,14 +93,6 @@ pub(super) enum Weight {
     Columns,
 }
 
-/// The slice a contiguous layout covers.
-fn contiguous<'a>(data: &'a [f32], l: &Layout) -> Result<&'a [f32]> {
-    match l.contiguous_offsets() {
-        Some((a, b)) => Ok(&data[a..b]),
-        None => candle_core::bail!("{OP}: x contiguous and w row- or column-major expected"),
-    }
-}
-
 /// x [m, k] @ w^T in bands of w's n outputs, about 4 per thread, each a rayon task that writes
 /// [m, band] and is then copied into the [m, n] result.
 fn bands(x: &[f32], w: &[f32], layout: Weight, m: usize, n: usize, k: usize) -> Vec<f32> {
@@ -108,7 +100,7 @@ fn bands(x: &[f32], w: &[f32], layout: Weight, m: usize, n: usize, k: usize) -> 
     if m == 0 || n == 0 || k == 0 {
         return y;
     }
-    let tile = kernels::tile_columns(layout, m);
+    let tile = avx512::tile_columns(layout, m);
     let band = n
         .div_ceil(4 * rayon::current_num_threads())
         .next_multiple_of(tile);
@@ -120,10 +112,8 @@ fn bands(x: &[f32], w: &[f32], layout: Weight, m: usize, n: usize, k: usize) -> 
             // SAFETY: the op runs only where `available` found AVX-512.
             unsafe {
                 match layout {
-                    Weight::Rows => {
-                        kernels::band_rows(x, &w[j0 * k..][..width * k], m, k, &mut out)
-                    }
-                    Weight::Columns => kernels::band_columns(x, &w[j0..], m, n, k, &mut out),
+                    Weight::Rows => avx512::band_rows(x, &w[j0 * k..][..width * k], m, k, &mut out),
+                    Weight::Columns => avx512::band_columns(x, &w[j0..], m, n, k, &mut out),
                 }
             }
             out

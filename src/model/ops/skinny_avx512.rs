@@ -122,7 +122,8 @@ pub(super) fn band_columns(x: &[f32], wt: &[f32], m: usize, n: usize, k: usize, 
                 ($(($r:literal, $v:literal)),*) => {
                     match (rows, vecs) {
                         $(($r, $v) => column_tile::<$r, $v>(xs, k, ws, n, os, width),)*
-                        _ => column_tail(&xs[..rows * k], k, ws, n, os, width, width - j),
+                        (_, 0) => column_tail(&xs[..rows * k], k, ws, n, os, width, width - j),
+                        _ => unreachable!("tiles cover 8, 4, 2 or 1 rows by 1-3 registers, 1-2 rows by 4-6"),
                     }
                 };
             }
