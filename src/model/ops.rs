@@ -26,6 +26,7 @@ mod lean;
 mod lean_tests;
 mod logprob;
 mod lora_linear;
+mod lora_linear_cpu;
 #[cfg(test)]
 mod lora_linear_tests;
 mod rows;

@@ -17,6 +17,8 @@ use candle_core::{
     CpuStorage, CudaStorage, CustomOp3, DType, Layout, Result, Shape, Storage, Tensor,
 };
 
+use super::lora_linear_cpu;
+
 /// The frozen part of a LoRA projection: base weight W [out, in] (either memory order), optional
 /// bias [out], and the adapter's scale. Arguments of the op: x [rows, in], A [r, in], B [out, r].
 pub(super) struct LoraLinear {
@@ -26,9 +28,46 @@ pub(super) struct LoraLinear {
 }
 
 impl LoraLinear {
+    /// (rows, in, r, out) of x [rows, in], A [r, in], B [out, r] and W [out, in], or an error
+    /// naming the four shapes.
+    fn dims(&self, xl: &Layout, al: &Layout, bl: &Layout) -> Result<(usize, usize, usize, usize)> {
+        let (m, k) = xl.shape().dims2()?;
+        let (r, k2) = al.shape().dims2()?;
+        let (n, r2) = bl.shape().dims2()?;
+        let (n2, k3) = self.weight.dims2()?;
+        if k != k2 || k != k3 || r != r2 || n != n2 {
+            candle_core::bail!(
+                "lora_linear_train: x {:?}, W {:?}, A {:?} and B {:?} do not fit together",
+                xl.dims(),
+                self.weight.dims(),
+                al.dims(),
+                bl.dims()
+            )
+        }
+        Ok((m, k, r, n))
+    }
+
+    /// The adapter's hs = scale (xf A^T) [rows, r], xf = x in f32 (also returned, with its layout).
+    fn adapter_input<S: BackendStorage>(
+        &self,
+        (x, xl): (&S, &Layout),
+        (a, al): (&S, &Layout),
+        (m, k, r): (usize, usize, usize),
+    ) -> Result<(Option<S>, S)> {
+        let xf = (x.dtype() != DType::F32)
+            .then(|| x.to_dtype(xl, DType::F32))
+            .transpose()?;
+        let (xf_s, xfl) = match &xf {
+            Some(s) => (s, Layout::contiguous((m, k))),
+            None => (x, xl.clone()),
+        };
+        let h = xf_s.matmul(a, (1, m, r, k), &xfl, &al.transpose(0, 1)?)?;
+        let hs = h.affine(&Layout::contiguous((m, r)), self.scale, 0.0)?;
+        Ok((xf, hs))
+    }
+
     /// The forward on storages of one backend; `pick` takes that backend's storage out of a
     /// frozen tensor's.
-    #[allow(clippy::too_many_arguments)]
     fn forward<S: BackendStorage>(
         &self,
         pick: impl Fn(&Storage) -> Option<&S>,
@@ -36,20 +75,8 @@ impl LoraLinear {
         (a, al): (&S, &Layout),
         (b, bl): (&S, &Layout),
     ) -> Result<(S, Shape)> {
-        let (m, k) = xl.shape().dims2()?;
-        let (r, k2) = al.shape().dims2()?;
-        let (n, r2) = bl.shape().dims2()?;
+        let (m, k, r, n) = self.dims(xl, al, bl)?;
         let (ws, wl) = self.weight.storage_and_layout();
-        let (n2, k3) = wl.shape().dims2()?;
-        if k != k2 || k != k3 || r != r2 || n != n2 {
-            candle_core::bail!(
-                "lora_linear_train: x {:?}, W {:?}, A {:?} and B {:?} do not fit together",
-                xl.dims(),
-                wl.dims(),
-                al.dims(),
-                bl.dims()
-            )
-        }
         let w = pick(&ws).ok_or_else(|| wrong_device("W"))?;
         let out_l = Layout::contiguous((m, n));
         // Base: x W^T (+ b), as frozen_matmul and broadcast_add compute it.
@@ -60,25 +87,53 @@ impl LoraLinear {
             y = y.binary_impl::<Add>(bs, &out_l, &bias_l.broadcast_as((m, n))?)?;
         }
         // Adapter, in f32: ((x A^T) s) B^T, cast to x's dtype, added.
-        let dtype = x.dtype();
-        let xf_storage;
-        let (xf, xfl) = if dtype == DType::F32 {
-            (x, xl.clone())
-        } else {
-            xf_storage = x.to_dtype(xl, DType::F32)?;
-            (&xf_storage, Layout::contiguous((m, k)))
-        };
-        let h = xf.matmul(a, (1, m, r, k), &xfl, &al.transpose(0, 1)?)?;
+        let (_, hs) = self.adapter_input((x, xl), (a, al), (m, k, r))?;
         let h_l = Layout::contiguous((m, r));
-        let hs = h.affine(&h_l, self.scale, 0.0)?;
         let mut d = hs.matmul(b, (1, m, n, r), &h_l, &bl.transpose(0, 1)?)?;
-        if dtype != DType::F32 {
-            d = d.to_dtype(&out_l, dtype)?;
+        if x.dtype() != DType::F32 {
+            d = d.to_dtype(&out_l, x.dtype())?;
         }
         Ok((
             y.binary_impl::<Add>(&d, &out_l, &out_l)?,
             Shape::from((m, n)),
         ))
+    }
+
+    /// The CPU forward when x and W are f32: the same values through `lora_linear_cpu`, which
+    /// adds the adapter into the base product in place. None for other dtypes.
+    fn cpu_f32_forward(
+        &self,
+        (x, xl): (&CpuStorage, &Layout),
+        (a, al): (&CpuStorage, &Layout),
+        (b, bl): (&CpuStorage, &Layout),
+    ) -> Result<Option<(CpuStorage, Shape)>> {
+        let (ws, wl) = self.weight.storage_and_layout();
+        let (Storage::Cpu(CpuStorage::F32(w)), CpuStorage::F32(xs)) = (&*ws, x) else {
+            return Ok(None);
+        };
+        let dims @ (m, k, r, n) = self.dims(xl, al, bl)?;
+        let (_, hs) = self.adapter_input((x, xl), (a, al), (m, k, r))?;
+        let bias = self.bias.as_ref().map(|t| t.storage_and_layout());
+        let bias = match &bias {
+            Some((s, l)) => Some(super::kernels::contiguous_slice::<f32>(cpu(s)?, l)?),
+            None => None,
+        };
+        let y = lora_linear_cpu::forward(
+            (xs, xl),
+            (w, wl),
+            bias,
+            hs.as_slice::<f32>()?,
+            super::kernels::contiguous_slice::<f32>(b, bl)?,
+            dims,
+        )?;
+        Ok(Some((y, Shape::from((m, n)))))
+    }
+}
+
+fn cpu(s: &Storage) -> Result<&CpuStorage> {
+    match s {
+        Storage::Cpu(s) => Ok(s),
+        _ => Err(wrong_device("the bias")),
     }
 }
 
@@ -102,6 +157,9 @@ impl CustomOp3 for LoraLinear {
         b: &CpuStorage,
         bl: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
+        if let Some(out) = self.cpu_f32_forward((x, xl), (a, al), (b, bl))? {
+            return Ok(out);
+        }
         self.forward(
             |s| match s {
                 Storage::Cpu(s) => Some(s),
@@ -153,10 +211,13 @@ impl CustomOp3 for LoraLinear {
         let d_hs = gd.matmul(&b)?;
         let db = hs.t()?.matmul(&gd)?.t()?;
         let dh = (d_hs * self.scale)?;
-        let dxf = dh.matmul(&a)?;
         let da = xf.t()?.matmul(&dh)?.t()?;
-        let dx_base = grad.matmul(&self.weight)?;
-        let dx = (dx_base + dxf.to_dtype(x.dtype())?)?;
+        let f32_cpu = [grad.dtype(), self.weight.dtype()] == [DType::F32; 2];
+        let dx = if grad.device().is_cpu() && f32_cpu {
+            lora_linear_cpu::input_grad(&grad, &self.weight, &dh, &a)?
+        } else {
+            (grad.matmul(&self.weight)? + dh.matmul(&a)?.to_dtype(x.dtype())?)?
+        };
         Ok((Some(dx), Some(da), Some(db)))
     }
 }

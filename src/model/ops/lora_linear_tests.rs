@@ -43,11 +43,18 @@ fn lora_linear_hand_computed() -> Result<()> {
 }
 
 /// Values and the gradients of x, A and B equal the composition's bit for bit, with and without
-/// a bias, for W row-major and column-major (as `LoraLinear` stores it on the CPU), in f32 and
-/// with a bf16 base (the adapter stays f32).
+/// a bias, for W row-major and column-major (as `LoraLinear` stores it on the CPU), in f32 (where
+/// the CPU adds the adapter into the base product in place, `lora_linear_cpu.rs`) and with a bf16
+/// base (the adapter stays f32); small, and large enough for gemm's blocks and threads.
 #[test]
 fn lora_linear_op_equals_the_composition_bit_for_bit() -> Result<()> {
-    let (rows, inp, out, r) = (37, 24, 40, 4);
+    for dims in [(37, 24, 40, 4), (130, 600, 200, 16)] {
+        op_equals_the_composition(dims)?;
+    }
+    Ok(())
+}
+
+fn op_equals_the_composition((rows, inp, out, r): (usize, usize, usize, usize)) -> Result<()> {
     let w_rows = seeded(&[out, inp], 41)?;
     let w_cols = w_rows.t()?.contiguous()?.t()?;
     let bias = seeded(&[out], 42)?;

@@ -2,6 +2,7 @@
 //! a mask row lets through: how the attention ops multiply blocks of q, k and v in place.
 
 use candle_core::{CpuStorage, Layout, Result, WithDType};
+use gemm::Parallelism;
 
 use super::kernels::HeadRows;
 use super::rows::LaneFloat;
@@ -54,6 +55,19 @@ pub(super) fn qkv<'a, T: WithDType>(
 }
 
 impl<'a, T> View<'a, T> {
+    /// The matrix of a 2-D layout, in place (any strides); `op` names the caller in errors.
+    pub(super) fn of(data: &'a [T], l: &Layout, op: &str) -> Result<Self> {
+        match *l.stride() {
+            [rs, cs] => Ok(View {
+                data,
+                off: l.start_offset(),
+                rs,
+                cs,
+            }),
+            _ => candle_core::bail!("{op}: expected a matrix, got shape {:?}", l.dims()),
+        }
+    }
+
     /// Row-major rows of width `rs` from row `row`.
     pub(super) fn rows(data: &'a [T], row: usize, rs: usize) -> Self {
         View {
@@ -88,8 +102,67 @@ pub(super) fn gemm_into<T: LaneFloat>(
     dst: &mut [T],
     dst_rs: usize,
     acc: bool,
+    ops: (View<T>, View<T>),
+    dims: (usize, usize, usize),
+) {
+    gemm_into_with(dst, dst_rs, acc, ops, dims, Parallelism::None)
+}
+
+/// `gemm_into` with gemm's own tasks on candle's CPU thread count, as candle's matmul runs: for a
+/// caller that is not itself one of many parallel tasks.
+pub(super) fn gemm_into_par<T: LaneFloat>(
+    dst: &mut [T],
+    dst_rs: usize,
+    acc: bool,
+    ops: (View<T>, View<T>),
+    dims: (usize, usize, usize),
+) {
+    gemm_into_with(dst, dst_rs, acc, ops, dims, candle_parallelism())
+}
+
+/// a [rows, k] b [k, cols] as a new row-major matrix, without the zero fill candle's matmul gives
+/// its output first (gemm writes every element when it does not read dst, for k = 0 too). The
+/// same gemm call as candle's matmul on these strides, so the same bits.
+pub(super) fn gemm_new<T: LaneFloat>(
     (a, b): (View<T>, View<T>),
     (rows, cols, k): (usize, usize, usize),
+) -> Vec<T> {
+    let mut dst = Vec::with_capacity(rows * cols);
+    if rows > 0 && cols > 0 {
+        a.check(rows, k);
+        b.check(k, cols);
+        // SAFETY: the checks keep gemm's reads inside a and b; dst has room for rows x cols
+        // elements, all of which gemm writes (read_dst is false) before the length is set.
+        unsafe {
+            gemm_raw(
+                dst.as_mut_ptr(),
+                cols,
+                false,
+                (a, b),
+                (rows, cols, k),
+                candle_parallelism(),
+            );
+            dst.set_len(rows * cols);
+        }
+    }
+    dst
+}
+
+/// The parallelism candle 0.11's CPU matmul gives gemm.
+fn candle_parallelism() -> Parallelism {
+    match candle_core::utils::get_num_threads() {
+        0 | 1 => Parallelism::None,
+        n => Parallelism::Rayon(n),
+    }
+}
+
+fn gemm_into_with<T: LaneFloat>(
+    dst: &mut [T],
+    dst_rs: usize,
+    acc: bool,
+    (a, b): (View<T>, View<T>),
+    (rows, cols, k): (usize, usize, usize),
+    par: Parallelism,
 ) {
     if rows == 0 || cols == 0 {
         return;
@@ -107,29 +180,44 @@ pub(super) fn gemm_into<T: LaneFloat>(
     b.check(k, cols);
     // SAFETY: the checks above keep every element gemm reads or writes inside its slice, and
     // `dst` is borrowed mutably, so it overlaps neither operand.
-    unsafe {
-        gemm::gemm(
-            rows,
-            cols,
-            k,
-            dst.as_mut_ptr(),
-            1,
-            dst_rs as isize,
-            acc,
-            a.data.as_ptr().add(a.off),
-            a.cs as isize,
-            a.rs as isize,
-            b.data.as_ptr().add(b.off),
-            b.cs as isize,
-            b.rs as isize,
-            T::from_f64(1.0),
-            T::from_f64(1.0),
-            false,
-            false,
-            false,
-            gemm::Parallelism::None,
-        )
-    }
+    unsafe { gemm_raw(dst.as_mut_ptr(), dst_rs, acc, (a, b), (rows, cols, k), par) }
+}
+
+/// gemm on a row-major dst; alpha = beta = 1, so dst + a b when `acc` (one fused multiply-add by
+/// 1 per element, the same bits as adding a separate product) and a b otherwise.
+///
+/// # Safety
+/// dst must hold rows x cols elements at row stride `dst_rs`, a and b their rows x k and k x cols
+/// elements, and dst must overlap neither.
+unsafe fn gemm_raw<T: LaneFloat>(
+    dst: *mut T,
+    dst_rs: usize,
+    acc: bool,
+    (a, b): (View<T>, View<T>),
+    (rows, cols, k): (usize, usize, usize),
+    par: Parallelism,
+) {
+    gemm::gemm(
+        rows,
+        cols,
+        k,
+        dst,
+        1,
+        dst_rs as isize,
+        acc,
+        a.data.as_ptr().add(a.off),
+        a.cs as isize,
+        a.rs as isize,
+        b.data.as_ptr().add(b.off),
+        b.cs as isize,
+        b.rs as isize,
+        T::from_f64(1.0),
+        T::from_f64(1.0),
+        false,
+        false,
+        false,
+        par,
+    )
 }
 
 /// The first and one past the last key a mask row lets through; the whole row when it lets none
