@@ -9,7 +9,7 @@
 //! storages, the same operations in the same order (so its output equals the composition's bit for
 //! bit), and keeps only its inputs and output; its backward recomputes the small s x A^T
 //! ([rows, r]) and applies the composition's backward rules op for op. The generic forward runs
-//! on any backend (CPU and CUDA share it).
+//! on any backend; on the CPU in f32, `lora_linear_cpu.rs` computes the same bits in fewer passes.
 
 use candle_core::backend::BackendStorage;
 use candle_core::op::Add;
@@ -47,13 +47,13 @@ impl LoraLinear {
         Ok((m, k, r, n))
     }
 
-    /// The adapter's hs = scale (xf A^T) [rows, r], xf = x in f32 (also returned, with its layout).
+    /// The adapter's hs = scale (xf A^T) [rows, r], xf = x in f32.
     fn adapter_input<S: BackendStorage>(
         &self,
         (x, xl): (&S, &Layout),
         (a, al): (&S, &Layout),
         (m, k, r): (usize, usize, usize),
-    ) -> Result<(Option<S>, S)> {
+    ) -> Result<S> {
         let xf = (x.dtype() != DType::F32)
             .then(|| x.to_dtype(xl, DType::F32))
             .transpose()?;
@@ -62,8 +62,7 @@ impl LoraLinear {
             None => (x, xl.clone()),
         };
         let h = xf_s.matmul(a, (1, m, r, k), &xfl, &al.transpose(0, 1)?)?;
-        let hs = h.affine(&Layout::contiguous((m, r)), self.scale, 0.0)?;
-        Ok((xf, hs))
+        h.affine(&Layout::contiguous((m, r)), self.scale, 0.0)
     }
 
     /// The forward on storages of one backend; `pick` takes that backend's storage out of a
@@ -87,7 +86,7 @@ impl LoraLinear {
             y = y.binary_impl::<Add>(bs, &out_l, &bias_l.broadcast_as((m, n))?)?;
         }
         // Adapter, in f32: ((x A^T) s) B^T, cast to x's dtype, added.
-        let (_, hs) = self.adapter_input((x, xl), (a, al), (m, k, r))?;
+        let hs = self.adapter_input((x, xl), (a, al), (m, k, r))?;
         let h_l = Layout::contiguous((m, r));
         let mut d = hs.matmul(b, (1, m, n, r), &h_l, &bl.transpose(0, 1)?)?;
         if x.dtype() != DType::F32 {
@@ -112,7 +111,7 @@ impl LoraLinear {
             return Ok(None);
         };
         let dims @ (m, k, r, n) = self.dims(xl, al, bl)?;
-        let (_, hs) = self.adapter_input((x, xl), (a, al), (m, k, r))?;
+        let hs = self.adapter_input((x, xl), (a, al), (m, k, r))?;
         let bias = self.bias.as_ref().map(|t| t.storage_and_layout());
         let bias = match &bias {
             Some((s, l)) => Some(super::kernels::contiguous_slice::<f32>(cpu(s)?, l)?),

@@ -17,7 +17,6 @@ const OP: &str = "lora_linear_train";
 /// The forward on f32 storages (x [rows, in], A [r, in], B [out, r] contiguous; W [out, in] in
 /// either order, b [out] contiguous): x W^T (+ b) + hs B^T with hs = scale (x A^T), computed as
 /// the composition computes hs.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn forward(
     (x, xl): (&[f32], &Layout),
     (w, wl): (&[f32], &Layout),
