@@ -439,6 +439,7 @@ pub fn lora_linear_train(
         weight,
         bias,
         scale,
+        hs: Default::default(),
     };
     x.contiguous()?
         .apply_op3(&a.contiguous()?, &b.contiguous()?, op)

@@ -48,7 +48,7 @@ fn lora_linear_hand_computed() -> Result<()> {
 /// base (the adapter stays f32); small, and large enough for gemm's blocks and threads.
 #[test]
 fn lora_linear_op_equals_the_composition_bit_for_bit() -> Result<()> {
-    for dims in [(37, 24, 40, 4), (130, 600, 200, 16)] {
+    for dims in [(37, 24, 40, 4), (130, 600, 200, 16), (2048, 64, 48, 16)] {
         op_equals_the_composition(dims)?;
     }
     Ok(())

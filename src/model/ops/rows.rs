@@ -13,7 +13,7 @@ use super::kernels::KernelFloat;
 
 /// Partial results per row: a multiple of every vector width (4 lanes of f32 in SSE, 8 in AVX2,
 /// 16 in AVX-512).
-const LANES: usize = 16;
+pub(super) const LANES: usize = 16;
 
 /// e^x for f32 with neither branch nor call, so that a loop of it vectorizes (Cephes' `expf`,
 /// Moshier 1989): x = n ln 2 + r with n = round(x log2 e) and |r| <= ln 2 / 2, e^r from a degree-6
@@ -69,7 +69,7 @@ impl LaneFloat for f64 {
 
 /// The lanes combined in a fixed tree: lane l + w into lane l, halving w.
 #[inline(always)]
-fn total<T: LaneFloat>(mut acc: [T; LANES], add: impl Fn(T, T) -> T) -> T {
+pub(super) fn total<T: LaneFloat>(mut acc: [T; LANES], add: impl Fn(T, T) -> T) -> T {
     let mut w = LANES;
     while w > 1 {
         w /= 2;
@@ -139,19 +139,21 @@ fn softmax_grad_body<T: LaneFloat>(p: &[T], g: &mut [T]) {
     g.iter_mut().zip(p).for_each(|(g, &p)| *g = p * (*g - dot));
 }
 
-/// Defines `$name`, which runs `$body` compiled for AVX-512 or AVX2 when the CPU has them.
+/// Defines `$name`, which runs `$body` compiled for AVX-512 or AVX2 when the CPU has them (the
+/// row loops of this file, of the log-prob and of SwiGLU).
 macro_rules! dispatch {
-    ($(#[$doc:meta])* $name:ident = $body:ident($($arg:ident: $ty:ty),*)) => {
+    ($(#[$doc:meta])* $name:ident$(<$g:ident: $bound:path>)? =
+        $body:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)?) => {
         $(#[$doc])*
-        pub(super) fn $name<T: LaneFloat>($($arg: $ty),*) {
+        pub(super) fn $name$(<$g: $bound>)?($($arg: $ty),*) $(-> $ret)? {
             #[cfg(target_arch = "x86_64")]
             {
                 #[target_feature(enable = "avx512f")]
-                fn avx512<T: LaneFloat>($($arg: $ty),*) {
+                fn avx512$(<$g: $bound>)?($($arg: $ty),*) $(-> $ret)? {
                     $body($($arg),*)
                 }
                 #[target_feature(enable = "avx2")]
-                fn avx2<T: LaneFloat>($($arg: $ty),*) {
+                fn avx2$(<$g: $bound>)?($($arg: $ty),*) $(-> $ret)? {
                     $body($($arg),*)
                 }
                 if std::arch::is_x86_feature_detected!("avx512f") {
@@ -167,15 +169,16 @@ macro_rules! dispatch {
         }
     };
 }
+pub(super) use dispatch;
 
 dispatch!(
     /// Softmax of one row in place: exp(v - max) / sum.
-    softmax_row = softmax_body(row: &mut [T])
+    softmax_row<T: LaneFloat> = softmax_body(row: &mut [T])
 );
 
 dispatch!(
     /// The softmax's backward in place: g <- p (g - sum(p g)) over the shorter of the two.
-    softmax_grad_row = softmax_grad_body(p: &[T], g: &mut [T])
+    softmax_grad_row<T: LaneFloat> = softmax_grad_body(p: &[T], g: &mut [T])
 );
 
 #[cfg(test)]

@@ -14,7 +14,8 @@ use candle_core::op::BackpropOp;
 use candle_core::{CpuStorage, CustomOp2, Layout, Result, Shape, Storage, Tensor};
 use rayon::prelude::*;
 
-use super::kernels::{contiguous_slice, par_rows, KernelFloat, MIN_ROWS};
+use super::kernels::{contiguous_slice, par_rows, MIN_ROWS};
+use super::rows::{dispatch, LaneFloat};
 
 /// Elements per chunk; a parallel task takes at least `MIN_ROWS` chunks (8,192 elements).
 const CHUNK: usize = 512;
@@ -43,35 +44,67 @@ fn par_fill2<T: Copy + Send + Sync>(
     (a, b)
 }
 
-fn forward<T: KernelFloat>(g: &[T], u: &[T]) -> Vec<T> {
+#[inline(always)]
+fn forward_body<T: LaneFloat>(g: &[T], u: &[T], out: &mut [MaybeUninit<T>]) {
     let one = T::from_f64_k(1.0);
+    for ((o, &g), &u) in out.iter_mut().zip(g).zip(u) {
+        o.write(g / (one + (-g).exp_lane()) * u);
+    }
+}
+
+dispatch!(
+    /// silu(g) u of one chunk into `out` (g, u and out of one length).
+    forward_chunk<T: LaneFloat> = forward_body(g: &[T], u: &[T], out: &mut [MaybeUninit<T>])
+);
+
+fn forward<T: LaneFloat>(g: &[T], u: &[T]) -> Vec<T> {
     par_rows(g.len(), CHUNK, |c, out| {
-        for (i, o) in out.iter_mut().enumerate() {
-            let (g, u) = (g[c * CHUNK + i], u[c * CHUNK + i]);
-            o.write(g / (one + (-g).exp_k()) * u);
-        }
+        let r = c * CHUNK..c * CHUNK + out.len();
+        forward_chunk(&g[r.clone()], &u[r], out)
     })
 }
 
-/// (dgate, dup) from gate, up and the output gradient.
-fn backward<T: KernelFloat>(g: &[T], u: &[T], grad: &[T]) -> (Vec<T>, Vec<T>) {
+#[inline(always)]
+fn backward_body<T: LaneFloat>(
+    g: &[T],
+    u: &[T],
+    grad: &[T],
+    dg: &mut [MaybeUninit<T>],
+    du: &mut [MaybeUninit<T>],
+) {
     let one = T::from_f64_k(1.0);
+    let ins = g.iter().zip(u).zip(grad);
+    for ((dg, du), ((&g, &u), &gr)) in dg.iter_mut().zip(du.iter_mut()).zip(ins) {
+        // candle's silu backward after the product's, in its order.
+        let e = (-g).exp_lane();
+        let silu = g / (one + e);
+        let s = one / (e + one);
+        dg.write((gr * u) * (s * (one - silu) + silu));
+        du.write(gr * silu);
+    }
+}
+
+dispatch!(
+    /// (dgate, dup) of one chunk into `dg` and `du` (all five of one length).
+    backward_chunk<T: LaneFloat> = backward_body(
+        g: &[T],
+        u: &[T],
+        grad: &[T],
+        dg: &mut [MaybeUninit<T>],
+        du: &mut [MaybeUninit<T>]
+    )
+);
+
+/// (dgate, dup) from gate, up and the output gradient.
+fn backward<T: LaneFloat>(g: &[T], u: &[T], grad: &[T]) -> (Vec<T>, Vec<T>) {
     par_fill2(g.len(), |start, dg, du| {
-        for (i, (dg, du)) in dg.iter_mut().zip(du.iter_mut()).enumerate() {
-            // The composition's operations in its order (candle's silu backward after the
-            // product's), so the gradients equal it bit for bit.
-            let (g, u, gr) = (g[start + i], u[start + i], grad[start + i]);
-            let e = (-g).exp_k();
-            let silu = g / (one + e);
-            let s = one / (e + one);
-            dg.write((gr * u) * (s * (one - silu) + silu));
-            du.write(gr * silu);
-        }
+        let r = start..start + dg.len();
+        backward_chunk(&g[r.clone()], &u[r.clone()], &grad[r], dg, du)
     })
 }
 
 /// `backward` on storages of one float type (`contiguous_slice` refuses another), wrapped back.
-fn grads<T: KernelFloat>(
+fn grads<T: LaneFloat>(
     g: (&CpuStorage, &Layout),
     u: (&CpuStorage, &Layout),
     r: (&CpuStorage, &Layout),
@@ -142,5 +175,31 @@ impl CustomOp2 for SwiGlu {
             )
         };
         Ok((Some(tensor(dg)), Some(tensor(du))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::read_written as read;
+    use super::*;
+
+    /// The AVX-512, AVX2 and plain builds give the same bits (the plain body called directly),
+    /// over a chunk with a remainder past the vector widths.
+    #[test]
+    fn every_build_gives_the_same_bits() {
+        let n = 531;
+        let g: Vec<f32> = (0..n).map(|i| ((i * 7919) % 1013) as f32 / 40.0 - 12.0).collect();
+        let u: Vec<f32> = (0..n).map(|i| ((i * 104_729) % 977) as f32 / 300.0 - 1.5).collect();
+        let r: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin()).collect();
+        let uninit = || vec![MaybeUninit::<f32>::uninit(); n];
+        let (mut a, mut b) = (uninit(), uninit());
+        forward_chunk(&g, &u, &mut a);
+        forward_body(&g, &u, &mut b);
+        assert_eq!(read(a), read(b));
+        let (mut dg1, mut du1, mut dg2, mut du2) = (uninit(), uninit(), uninit(), uninit());
+        backward_chunk(&g, &u, &r, &mut dg1, &mut du1);
+        backward_body(&g, &u, &r, &mut dg2, &mut du2);
+        assert_eq!(read(dg1), read(dg2));
+        assert_eq!(read(du1), read(du2));
     }
 }
