@@ -29,6 +29,7 @@ mod lora_linear;
 mod lora_linear_cpu;
 #[cfg(test)]
 mod lora_linear_tests;
+mod rms_rows;
 mod rows;
 #[cfg(target_arch = "x86_64")]
 mod skinny;

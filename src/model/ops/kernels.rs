@@ -13,6 +13,9 @@ use candle_core::{
 };
 use rayon::prelude::*;
 
+use super::rms_rows;
+use super::rows::LaneFloat;
+
 /// Rows per rayon task: enough work per task that scheduling stays negligible.
 pub(super) const MIN_ROWS: usize = 16;
 
@@ -57,41 +60,24 @@ enum RmsPart {
 }
 
 impl RmsNormCpu {
-    /// 1 / sqrt(mean(row^2) + eps).
-    fn inv_rms<T: KernelFloat>(&self, row: &[T]) -> f64 {
-        let ms = row.iter().map(|v| v.to_f64_k() * v.to_f64_k()).sum::<f64>() / row.len() as f64;
-        1.0 / (ms + self.eps).sqrt()
-    }
-
     /// Runs one kernel; `g` is empty for the forward, `w` for the weight gradient. The forward
-    /// and the input gradient run rows in parallel.
-    fn run<T: KernelFloat>(&self, part: RmsPart, g: &[T], x: &[T], w: &[T], d: usize) -> Vec<T> {
+    /// and the input gradient run rows in parallel (`rms_rows.rs`).
+    fn run<T: LaneFloat>(&self, part: RmsPart, g: &[T], x: &[T], w: &[T], d: usize) -> Vec<T> {
         let d = d.max(1);
-        let rows = x.chunks_exact(d);
-        let f = |v: &T| v.to_f64_k();
         match part {
             RmsPart::Forward => par_rows(x.len(), d, |r, out| {
-                let row = &x[r * d..(r + 1) * d];
-                let inv = self.inv_rms(row);
-                for ((o, x), w) in out.iter_mut().zip(row).zip(w) {
-                    o.write(T::from_f64_k(f(x) * inv * f(w)));
-                }
+                rms_rows::forward_row(&x[r * d..][..d], w, out, self.eps)
             }),
             RmsPart::InputGrad => par_rows(x.len(), d, |r, out| {
-                let (row, g) = (&x[r * d..(r + 1) * d], &g[r * d..(r + 1) * d]);
-                let inv = self.inv_rms(row);
-                let dot: f64 = (0..d).map(|j| f(&w[j]) * f(&g[j]) * f(&row[j])).sum();
-                let c = inv * inv * dot / d as f64;
-                for (k, o) in out.iter_mut().enumerate() {
-                    o.write(T::from_f64_k(inv * (f(&w[k]) * f(&g[k]) - f(&row[k]) * c)));
-                }
+                let (g, x) = (&g[r * d..][..d], &x[r * d..][..d]);
+                rms_rows::input_grad_row(g, x, w, out, self.eps)
             }),
             RmsPart::WeightGrad => {
                 let mut dw = vec![0f64; d];
-                for (row, g) in rows.zip(g.chunks_exact(d)) {
-                    let inv = self.inv_rms(row);
+                for (row, g) in x.chunks_exact(d).zip(g.chunks_exact(d)) {
+                    let inv = rms_rows::inv_rms(row, self.eps);
                     for j in 0..d {
-                        dw[j] += f(&g[j]) * f(&row[j]) * inv;
+                        dw[j] += g[j].to_f64_k() * row[j].to_f64_k() * inv;
                     }
                 }
                 dw.into_iter().map(T::from_f64_k).collect()
