@@ -3,6 +3,7 @@
 
 use candle_core::{CpuStorage, Layout, Result, WithDType};
 use gemm::Parallelism;
+use rayon::prelude::*;
 
 use super::kernels::HeadRows;
 use super::rows::LaneFloat;
@@ -105,11 +106,11 @@ pub(super) fn gemm_into<T: LaneFloat>(
     ops: (View<T>, View<T>),
     dims: (usize, usize, usize),
 ) {
-    gemm_into_with(dst, dst_rs, acc, ops, dims, Parallelism::None)
+    gemm_into_with(dst, dst_rs, acc, ops, dims, false)
 }
 
-/// `gemm_into` with gemm's own tasks on candle's CPU thread count, as candle's matmul runs: for a
-/// caller that is not itself one of many parallel tasks.
+/// `gemm_into` on candle's CPU thread count, dst's columns split between the threads
+/// (`gemm_by_columns`): for a caller that is not itself one of many parallel tasks.
 pub(super) fn gemm_into_par<T: LaneFloat>(
     dst: &mut [T],
     dst_rs: usize,
@@ -117,12 +118,12 @@ pub(super) fn gemm_into_par<T: LaneFloat>(
     ops: (View<T>, View<T>),
     dims: (usize, usize, usize),
 ) {
-    gemm_into_with(dst, dst_rs, acc, ops, dims, candle_parallelism())
+    gemm_into_with(dst, dst_rs, acc, ops, dims, true)
 }
 
 /// a [rows, k] b [k, cols] as a new row-major matrix, without the zero fill candle's matmul gives
-/// its output first (gemm writes every element when it does not read dst, for k = 0 too). The
-/// same gemm call as candle's matmul on these strides, so the same bits.
+/// its output first (gemm writes every element when it does not read dst, for k = 0 too), on
+/// candle's CPU thread count (`gemm_by_columns`). The same bits as candle's matmul.
 pub(super) fn gemm_new<T: LaneFloat>(
     (a, b): (View<T>, View<T>),
     (rows, cols, k): (usize, usize, usize),
@@ -134,35 +135,71 @@ pub(super) fn gemm_new<T: LaneFloat>(
         // SAFETY: the checks keep gemm's reads inside a and b; dst has room for rows x cols
         // elements, all of which gemm writes (read_dst is false) before the length is set.
         unsafe {
-            gemm_raw(
-                dst.as_mut_ptr(),
-                cols,
-                false,
-                (a, b),
-                (rows, cols, k),
-                candle_parallelism(),
-            );
+            gemm_by_columns(dst.as_mut_ptr(), cols, false, (a, b), (rows, cols, k));
             dst.set_len(rows * cols);
         }
     }
     dst
 }
 
-/// The parallelism candle 0.11's CPU matmul gives gemm.
-fn candle_parallelism() -> Parallelism {
-    match candle_core::utils::get_num_threads() {
-        0 | 1 => Parallelism::None,
-        n => Parallelism::Rayon(n),
+/// Columns below which `gemm_by_columns` leaves the product to one gemm call with gemm's threads.
+const MIN_SPLIT_COLS: usize = 128;
+
+/// dst [rows, cols] (row stride `dst_rs`) = a b (+ dst when `acc`) on candle's CPU thread count,
+/// each thread one gemm call on its own block of dst's columns (a multiple of 16 wide).
+///
+/// gemm transposes a problem whose dst is row-major, so dst's columns are the rows of its left
+/// operand, b^T (a LoRA projection's weight). With gemm's own threads, each thread takes a run of
+/// its tiles across every row panel and packs each panel of that operand again, and the threads
+/// meet once per block of the shared dimension; here each thread packs only its own panels and
+/// they meet once. Each element is the same sequence of fused multiply-adds either way, so the
+/// bits are candle's matmul's (`lora_linear_tests.rs` runs it at 200 and 600 columns). The
+/// 1 x 512 LoRA update ran 1.06x as fast (results/perf/step.md, "The projections' products split
+/// by columns").
+///
+/// # Safety
+/// As `gemm_raw`.
+unsafe fn gemm_by_columns<T: LaneFloat>(
+    dst: *mut T,
+    dst_rs: usize,
+    acc: bool,
+    (a, b): (View<T>, View<T>),
+    (rows, cols, k): (usize, usize, usize),
+) {
+    let threads = candle_core::utils::get_num_threads();
+    if threads <= 1 || cols < MIN_SPLIT_COLS {
+        let par = match threads {
+            0 | 1 => Parallelism::None,
+            n => Parallelism::Rayon(n),
+        };
+        return gemm_raw(dst, dst_rs, acc, (a, b), (rows, cols, k), par);
     }
+    /// dst's address, shared by the tasks: each writes only its own columns.
+    struct Dst<T>(*mut T);
+    // SAFETY: the tasks write disjoint column blocks of dst, and dst outlives the parallel loop.
+    unsafe impl<T> Sync for Dst<T> {}
+    let dst = Dst(dst);
+    let block = cols.div_ceil(threads).next_multiple_of(16);
+    (0..cols.div_ceil(block)).into_par_iter().for_each(|c| {
+        let (c0, width) = (c * block, block.min(cols - c * block));
+        let b = View {
+            off: b.off + c0 * b.cs,
+            ..b
+        };
+        let dst = &dst;
+        // SAFETY: columns c0..c0 + width of dst and of b lie inside what the caller vouched for.
+        unsafe { gemm_raw(dst.0.add(c0), dst_rs, acc, (a, b), (rows, width, k), Parallelism::None) }
+    });
 }
 
+/// The checks and k = 0 of `gemm_into` (on the calling thread) and `gemm_into_par` (`split`).
 fn gemm_into_with<T: LaneFloat>(
     dst: &mut [T],
     dst_rs: usize,
     acc: bool,
     (a, b): (View<T>, View<T>),
     (rows, cols, k): (usize, usize, usize),
-    par: Parallelism,
+    split: bool,
 ) {
     if rows == 0 || cols == 0 {
         return;
@@ -178,9 +215,15 @@ fn gemm_into_with<T: LaneFloat>(
     }
     a.check(rows, k);
     b.check(k, cols);
+    let (dst, dims) = (dst.as_mut_ptr(), (rows, cols, k));
     // SAFETY: the checks above keep every element gemm reads or writes inside its slice, and
     // `dst` is borrowed mutably, so it overlaps neither operand.
-    unsafe { gemm_raw(dst.as_mut_ptr(), dst_rs, acc, (a, b), (rows, cols, k), par) }
+    unsafe {
+        match split {
+            true => gemm_by_columns(dst, dst_rs, acc, (a, b), dims),
+            false => gemm_raw(dst, dst_rs, acc, (a, b), dims, Parallelism::None),
+        }
+    }
 }
 
 /// gemm on a row-major dst; alpha = beta = 1, so dst + a b when `acc` (one fused multiply-add by
