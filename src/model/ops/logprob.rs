@@ -171,11 +171,17 @@ mod tests {
     #[test]
     fn every_build_gives_the_same_bits() {
         let n = 531;
-        let x: Vec<f32> = (0..n).map(|i| ((i * 7919) % 1013) as f32 / 40.0 - 12.0).collect();
+        let x: Vec<f32> = (0..n)
+            .map(|i| ((i * 7919) % 1013) as f32 / 40.0 - 12.0)
+            .collect();
         let lse = row_lse(&x);
         assert_eq!(lse.to_bits(), lse_body(&x).to_bits());
         let m = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let slow = f64::from(m) + x.iter().map(|&v| f64::from((v - m).exp())).sum::<f64>().ln();
+        let slow = f64::from(m)
+            + x.iter()
+                .map(|&v| f64::from((v - m).exp()))
+                .sum::<f64>()
+                .ln();
         assert!((lse - slow).abs() < 1e-6 * slow.abs(), "{lse} vs {slow}");
         assert_eq!(row_lse(&[]), f64::NEG_INFINITY);
         let uninit = || vec![MaybeUninit::<f32>::uninit(); n];

@@ -77,7 +77,9 @@ fn input_grad_body<T: LaneFloat>(g: &[T], x: &[T], w: &[T], out: &mut [MaybeUnin
     let dot = dot3(w, g, x);
     let c = inv * inv * dot / d as f64;
     for (((o, w), g), x) in out.iter_mut().zip(w).zip(g).zip(x) {
-        o.write(T::from_f64_k(inv * (w.to_f64_k() * g.to_f64_k() - x.to_f64_k() * c)));
+        o.write(T::from_f64_k(
+            inv * (w.to_f64_k() * g.to_f64_k() - x.to_f64_k() * c),
+        ));
     }
 }
 
@@ -104,8 +106,12 @@ mod tests {
     #[test]
     fn every_build_gives_the_same_bits() {
         let d = 531;
-        let x: Vec<f32> = (0..d).map(|i| ((i * 7919) % 1013) as f32 / 40.0 - 12.0).collect();
-        let w: Vec<f32> = (0..d).map(|i| ((i * 104_729) % 977) as f32 / 300.0 - 1.5).collect();
+        let x: Vec<f32> = (0..d)
+            .map(|i| ((i * 7919) % 1013) as f32 / 40.0 - 12.0)
+            .collect();
+        let w: Vec<f32> = (0..d)
+            .map(|i| ((i * 104_729) % 977) as f32 / 300.0 - 1.5)
+            .collect();
         let g: Vec<f32> = (0..d).map(|i| (i as f32 * 0.37).sin()).collect();
         let eps = 1e-5;
         let inv = inv_rms(&x, eps);
@@ -128,7 +134,10 @@ mod tests {
         let dot: f64 = (0..d).map(|j| f(w[j]) * f(g[j]) * f(x[j])).sum();
         for (k, &v) in dx.iter().enumerate() {
             let want = slow * (f(w[k]) * f(g[k]) - f(x[k]) * slow * slow * dot / d as f64);
-            assert!((f(v) - want).abs() <= 1e-6 * want.abs().max(1e-3), "dx_{k}: {v} vs {want}");
+            assert!(
+                (f(v) - want).abs() <= 1e-6 * want.abs().max(1e-3),
+                "dx_{k}: {v} vs {want}"
+            );
         }
     }
 }

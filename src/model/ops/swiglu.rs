@@ -188,8 +188,12 @@ mod tests {
     #[test]
     fn every_build_gives_the_same_bits() {
         let n = 531;
-        let g: Vec<f32> = (0..n).map(|i| ((i * 7919) % 1013) as f32 / 40.0 - 12.0).collect();
-        let u: Vec<f32> = (0..n).map(|i| ((i * 104_729) % 977) as f32 / 300.0 - 1.5).collect();
+        let g: Vec<f32> = (0..n)
+            .map(|i| ((i * 7919) % 1013) as f32 / 40.0 - 12.0)
+            .collect();
+        let u: Vec<f32> = (0..n)
+            .map(|i| ((i * 104_729) % 977) as f32 / 300.0 - 1.5)
+            .collect();
         let r: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin()).collect();
         let uninit = || vec![MaybeUninit::<f32>::uninit(); n];
         let (mut a, mut b) = (uninit(), uninit());

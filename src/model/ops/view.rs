@@ -188,7 +188,16 @@ unsafe fn gemm_by_columns<T: LaneFloat>(
         };
         let dst = &dst;
         // SAFETY: columns c0..c0 + width of dst and of b lie inside what the caller vouched for.
-        unsafe { gemm_raw(dst.0.add(c0), dst_rs, acc, (a, b), (rows, width, k), Parallelism::None) }
+        unsafe {
+            gemm_raw(
+                dst.0.add(c0),
+                dst_rs,
+                acc,
+                (a, b),
+                (rows, width, k),
+                Parallelism::None,
+            )
+        }
     });
 }
 
