@@ -8,10 +8,10 @@
 //! and makes four passes over them; this makes one pass forward and one backward, rows in
 //! parallel.
 
+use std::mem::MaybeUninit;
+
 use candle_core::{CpuStorage, CustomOp2, Layout, Result, Shape, Tensor};
 use rayon::prelude::*;
-
-use std::mem::MaybeUninit;
 
 use super::kernels::{contiguous_slice, par_rows};
 use super::rows::{dispatch, exp_f32, total, LANES};

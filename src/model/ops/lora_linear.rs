@@ -11,13 +11,13 @@
 //! ([rows, r]) and applies the composition's backward rules op for op. The generic forward runs
 //! on any backend; on the CPU in f32, `lora_linear_cpu.rs` computes the same bits in fewer passes.
 
+use std::sync::OnceLock;
+
 use candle_core::backend::BackendStorage;
 use candle_core::op::Add;
 use candle_core::{
     CpuStorage, CudaStorage, CustomOp3, DType, Layout, Result, Shape, Storage, Tensor,
 };
-
-use std::sync::OnceLock;
 
 use super::lora_linear_cpu;
 
@@ -202,7 +202,7 @@ impl CustomOp3 for LoraLinear {
     /// cast, gd = g in f32; through hs B^T, d hs = gd B and dB = (hs^T gd)^T; through the scale,
     /// dh = s d hs; through xf A^T, dxf = dh A and dA = dh^T xf (the transpose of the rule's
     /// (xf^T dh)^T, the same sums: gemm then runs its wide kernels over A's `in` columns, not
-    /// r = 16 rows, 1.1-1.3x faster); through the cast, dxf in x's dtype. hs = s (x A^T)
+    /// r = 16 rows, ~1.1x faster); through the cast, dxf in x's dtype. hs = s (x A^T)
     /// ([rows, r]) is the one the CPU f32 forward kept, else recomputed.
     fn bwd(
         &self,

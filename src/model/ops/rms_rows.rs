@@ -1,7 +1,7 @@
 //! RMSNorm's row loops, vectorized (the CPU kernel `kernels::RmsNormCpu`).
 //!
 //! Per row x of length d: r = (mean(x^2) + eps)^(-1/2), y = x r w; backward dx_k = r (w_k g_k -
-//! x_k r^2 dot / d) with dot = sum_j w_j g_j x_j (Zhang & Sennrich 2019, eq. 4). The sums run in
+//! x_k r^2 dot / d) with dot = sum_j w_j g_j x_j (Zhang & Sennrich 2019). The sums run in
 //! f64 in `LANES` partial results combined in a fixed order (`rows::total`), so the loops
 //! vectorize where a left-to-right f64 sum is one dependent add per element (4 cycles each: 2.5%
 //! of a LoRA update at 1 x 512 went to RMSNorm). In f64 the order moves a sum by ~1e-16 relative,

@@ -1,4 +1,6 @@
-//! The attention op's row loops, vectorized: the softmax of a row and its backward.
+//! The attention op's row loops, vectorized: the softmax of a row and its backward; and what the
+//! other vectorized row loops share (`exp_f32`, `dispatch!`, `total`: the log-prob, SwiGLU and
+//! RMSNorm).
 //!
 //! The kernels of `kernels.rs` sum a row left to right (the compositions' order, so that their
 //! values are candle's) and call libm's exp once per element, which keeps them scalar. Here a
@@ -140,7 +142,7 @@ fn softmax_grad_body<T: LaneFloat>(p: &[T], g: &mut [T]) {
 }
 
 /// Defines `$name`, which runs `$body` compiled for AVX-512 or AVX2 when the CPU has them (the
-/// row loops of this file, of the log-prob and of SwiGLU).
+/// row loops of this file, of the log-prob, SwiGLU and RMSNorm).
 macro_rules! dispatch {
     ($(#[$doc:meta])* $name:ident$(<$g:ident: $bound:path>)? =
         $body:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)?) => {
