@@ -163,7 +163,7 @@ impl CustomOp2 for TargetLogprobBwd {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::read_written as read;
+    use super::super::tests::{read_written as read, test_rows, uninit};
     use super::*;
 
     /// The AVX-512, AVX2 and plain builds give the same bits (the plain bodies called directly),
@@ -171,9 +171,7 @@ mod tests {
     #[test]
     fn every_build_gives_the_same_bits() {
         let n = 531;
-        let x: Vec<f32> = (0..n)
-            .map(|i| ((i * 7919) % 1013) as f32 / 40.0 - 12.0)
-            .collect();
+        let [x, _, _] = test_rows(n);
         let lse = row_lse(&x);
         assert_eq!(lse.to_bits(), lse_body(&x).to_bits());
         let m = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
@@ -184,8 +182,7 @@ mod tests {
                 .ln();
         assert!((lse - slow).abs() < 1e-6 * slow.abs(), "{lse} vs {slow}");
         assert_eq!(row_lse(&[]), f64::NEG_INFINITY);
-        let uninit = || vec![MaybeUninit::<f32>::uninit(); n];
-        let (mut a, mut b) = (uninit(), uninit());
+        let (mut a, mut b) = (uninit(n), uninit(n));
         row_grad(&x, &mut a, lse as f32, 0.75);
         grad_body(&x, &mut b, lse as f32, 0.75);
         assert_eq!(read(a), read(b));

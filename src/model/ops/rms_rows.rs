@@ -97,7 +97,7 @@ dispatch!(
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::read_written as read;
+    use super::super::tests::{read_written as read, test_rows, uninit};
     use super::*;
 
     /// The AVX-512, AVX2 and plain builds give the same bits (the plain bodies called directly),
@@ -106,25 +106,18 @@ mod tests {
     #[test]
     fn every_build_gives_the_same_bits() {
         let d = 531;
-        let x: Vec<f32> = (0..d)
-            .map(|i| ((i * 7919) % 1013) as f32 / 40.0 - 12.0)
-            .collect();
-        let w: Vec<f32> = (0..d)
-            .map(|i| ((i * 104_729) % 977) as f32 / 300.0 - 1.5)
-            .collect();
-        let g: Vec<f32> = (0..d).map(|i| (i as f32 * 0.37).sin()).collect();
+        let [x, w, g] = test_rows(d);
         let eps = 1e-5;
         let inv = inv_rms(&x, eps);
         assert_eq!(inv.to_bits(), inv_rms_body(&x, eps).to_bits());
         let ms = x.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>() / d as f64;
         let slow = 1.0 / (ms + eps).sqrt();
         assert!((inv - slow).abs() < 1e-14 * slow, "{inv} vs {slow}");
-        let uninit = || vec![MaybeUninit::<f32>::uninit(); d];
-        let (mut a, mut b) = (uninit(), uninit());
+        let (mut a, mut b) = (uninit(d), uninit(d));
         forward_row(&x, &w, &mut a, eps);
         forward_body(&x, &w, &mut b, eps);
         assert_eq!(read(a), read(b));
-        let (mut a, mut b) = (uninit(), uninit());
+        let (mut a, mut b) = (uninit(d), uninit(d));
         input_grad_row(&g, &x, &w, &mut a, eps);
         input_grad_body(&g, &x, &w, &mut b, eps);
         let dx = read(a);

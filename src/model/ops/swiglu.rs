@@ -181,7 +181,7 @@ impl CustomOp2 for SwiGlu {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::read_written as read;
+    use super::super::tests::{read_written as read, test_rows, uninit};
     use super::*;
 
     /// The AVX-512, AVX2 and plain builds give the same bits (the plain body called directly),
@@ -189,19 +189,12 @@ mod tests {
     #[test]
     fn every_build_gives_the_same_bits() {
         let n = 531;
-        let g: Vec<f32> = (0..n)
-            .map(|i| ((i * 7919) % 1013) as f32 / 40.0 - 12.0)
-            .collect();
-        let u: Vec<f32> = (0..n)
-            .map(|i| ((i * 104_729) % 977) as f32 / 300.0 - 1.5)
-            .collect();
-        let r: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin()).collect();
-        let uninit = || vec![MaybeUninit::<f32>::uninit(); n];
-        let (mut a, mut b) = (uninit(), uninit());
+        let [g, u, r] = test_rows(n);
+        let (mut a, mut b) = (uninit(n), uninit(n));
         forward_chunk(&g, &u, &mut a);
         forward_body(&g, &u, &mut b);
         assert_eq!(read(a), read(b));
-        let (mut dg1, mut du1, mut dg2, mut du2) = (uninit(), uninit(), uninit(), uninit());
+        let (mut dg1, mut du1, mut dg2, mut du2) = (uninit(n), uninit(n), uninit(n), uninit(n));
         backward_chunk(&g, &u, &r, &mut dg1, &mut du1);
         backward_body(&g, &u, &r, &mut dg2, &mut du2);
         assert_eq!(read(dg1), read(dg2));

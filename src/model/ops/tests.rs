@@ -18,6 +18,25 @@ pub(super) fn max_abs_diff(a: &Tensor, b: &Tensor) -> Result<f32> {
     (a - b)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()
 }
 
+/// Three fixed rows of n values for the vectorized row loops' tests: spread over [-12, 13.3], over
+/// [-1.5, 1.76], and sin(0.37 i).
+pub(super) fn test_rows(n: usize) -> [Vec<f32>; 3] {
+    [
+        (0..n)
+            .map(|i| ((i * 7919) % 1013) as f32 / 40.0 - 12.0)
+            .collect(),
+        (0..n)
+            .map(|i| ((i * 104_729) % 977) as f32 / 300.0 - 1.5)
+            .collect(),
+        (0..n).map(|i| (i as f32 * 0.37).sin()).collect(),
+    ]
+}
+
+/// A buffer of n values for a kernel under test to write.
+pub(super) fn uninit(n: usize) -> Vec<std::mem::MaybeUninit<f32>> {
+    vec![std::mem::MaybeUninit::uninit(); n]
+}
+
 /// The values of a buffer a kernel under test wrote in full.
 pub(super) fn read_written(v: Vec<std::mem::MaybeUninit<f32>>) -> Vec<f32> {
     // SAFETY: the callers pass buffers whose every element the kernel under test wrote.
