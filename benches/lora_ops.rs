@@ -33,7 +33,7 @@ fn bench_matmul(c: &mut Criterion) {
     });
     group.bench_function("frozen_matmul", |b| {
         b.iter(|| {
-            let y = frozen_matmul(&x, &w).expect("frozen_matmul");
+            let y = frozen_matmul(&x, &w, None).expect("frozen_matmul");
             let grads = y.sum_all().and_then(|s| s.backward()).expect("backward");
             grads.get(&x).expect("x grad").dims().len()
         })

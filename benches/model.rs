@@ -6,6 +6,7 @@
 //! fails, listing the places tried, when they are missing). On a GPU build
 //! (`--features cuda`) the environment picks the device and sizes:
 //! `BENCH_DEVICE=cuda BENCH_DTYPE=bf16 BENCH_BATCHES=1,16,64 cargo bench --features cuda --bench model`.
+//! `BENCH_CPU_MATMUL=bf16` runs the frozen weights' products in bf16 on AMX (`model.cpu_matmul`).
 //! The device is synchronized inside every timed iteration, and each case prints
 //! `case NAME start_ms end_ms` (unix time) to stderr so that an outside sampler of GPU memory
 //! (nvidia-smi) can attribute its peak to the case.
@@ -48,9 +49,10 @@ impl Row {
     }
 }
 
-/// Device, weight dtype and decode batch sizes from BENCH_DEVICE (cpu | cuda), BENCH_DTYPE
-/// (f32 | bf16) and BENCH_BATCHES (comma-separated); defaults cpu, f32, 1,16,32.
-fn setup() -> anyhow::Result<(Device, DType, Vec<usize>)> {
+/// Device, load options and decode batch sizes from BENCH_DEVICE (cpu | cuda), BENCH_DTYPE
+/// (f32 | bf16), BENCH_CPU_MATMUL (f32 | bf16) and BENCH_BATCHES (comma-separated); defaults
+/// cpu, f32, f32, 1,16,32.
+fn setup() -> anyhow::Result<(Device, LoadOptions, Vec<usize>)> {
     let var = |k: &str, d: &str| std::env::var(k).unwrap_or_else(|_| d.to_string());
     let dev = match var("BENCH_DEVICE", "cpu").as_str() {
         "cpu" => Device::Cpu,
@@ -62,11 +64,21 @@ fn setup() -> anyhow::Result<(Device, DType, Vec<usize>)> {
         "bf16" => DType::BF16,
         other => anyhow::bail!("BENCH_DTYPE={other}: expected f32 or bf16"),
     };
+    let bf16_products = match var("BENCH_CPU_MATMUL", "f32").as_str() {
+        "f32" => false,
+        "bf16" => true,
+        other => anyhow::bail!("BENCH_CPU_MATMUL={other}: expected f32 or bf16"),
+    };
     let batches = var("BENCH_BATCHES", "1,16,32")
         .split(',')
         .map(|b| b.trim().parse::<usize>())
         .collect::<Result<Vec<_>, _>>()?;
-    Ok((dev, dtype, batches))
+    let opts = LoadOptions {
+        dtype,
+        bf16_products,
+        ..LoadOptions::default()
+    };
+    Ok((dev, opts, batches))
 }
 
 fn unix_ms() -> u128 {
@@ -133,11 +145,7 @@ fn run() -> anyhow::Result<()> {
     // A missing model is an error (non-zero exit, every place tried), never a silent skip.
     let path = common::bench_model(DEFAULT_POLICY)?;
     let mut c = Criterion::default().configure_from_args();
-    let (dev, dtype, batches) = setup()?;
-    let base = LoadOptions {
-        dtype,
-        ..LoadOptions::default()
-    };
+    let (dev, base, batches) = setup()?;
     let mut rows = Vec::new();
     {
         let mut m = load_model(&path, &dev, &base)?;

@@ -10,10 +10,15 @@ Prints one markdown row per case, and `case NAME START_MS END_MS` lines on stder
 outside GPU-memory sampler can attribute its peak to a case (as benches/model.rs does).
 
   python3 bench_torch.py --gguf models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf \
-      [--device cpu|cuda] [--dtype f32|bf16] [--batches 1,16,32] [--threads 2]
+      [--device cpu|cuda] [--dtype f32|bf16] [--autocast bf16] [--batches 1,16,32] [--threads 2]
+
+`--autocast bf16` keeps the f32 weights and runs every case under `torch.autocast(device,
+dtype=torch.bfloat16)`, PyTorch's mixed precision (on a CPU with AMX, oneDNN's bf16 matmuls): the
+counterpart of the project's `model.cpu_matmul: bf16` (BENCH_CPU_MATMUL=bf16).
 """
 
 import argparse
+import contextlib
 import os
 import resource
 import statistics
@@ -89,7 +94,13 @@ def main():
     ap.add_argument("--batches", default="1,16,32")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--cases", default="decode,train", help="decode, train or both")
+    ap.add_argument("--autocast", choices=["bf16"], help="mixed precision: f32 weights, bf16 matmuls")
     args = ap.parse_args()
+    if args.autocast:
+        def precision():
+            return torch.autocast(args.device, dtype=torch.bfloat16)
+    else:
+        precision = contextlib.nullcontext
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[args.dtype]
@@ -106,7 +117,7 @@ def main():
             attn = torch.ones_like(batch)
 
             def decode():
-                with torch.no_grad():
+                with torch.no_grad(), precision():
                     model.generate(
                         batch,
                         attention_mask=attn,
@@ -138,7 +149,8 @@ def main():
             x = torch.tensor([ids] * rows_per_step, device=args.device)
 
             def step():
-                logits = model(input_ids=x).logits[:, :-1].float()
+                with precision():
+                    logits = model(input_ids=x).logits[:, :-1].float()
                 lp = torch.log_softmax(logits, dim=-1).gather(-1, x[:, 1:, None]).squeeze(-1)
                 loss = -lp.mean()
                 opt.zero_grad(set_to_none=True)
@@ -147,7 +159,8 @@ def main():
 
             name = f"train LoRA r16 fwd+bwd+AdamW, {rows_per_step}x{TRAIN_LEN}"
             rows.append(run_case(name, rows_per_step * TRAIN_LEN, args.device, step))
-    print(f"\ntorch {torch.__version__}, device {args.device}, dtype {args.dtype}, threads {args.threads}")
+    mixed = f", autocast {args.autocast}" if args.autocast else ""
+    print(f"\ntorch {torch.__version__}, device {args.device}, dtype {args.dtype}{mixed}, threads {args.threads}")
     print("| case | tokens/iter | median s/iter | tokens/s | peak RSS (MiB) | torch peak allocated (MiB) |")
     print("|---|---|---|---|---|---|")
     for name, tokens, med, tps, rss, tpk in rows:

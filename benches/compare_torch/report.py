@@ -2,7 +2,7 @@
 """Markdown report of benches/compare_torch/run.sh: per case, tokens/s of each stack in each round,
 the ratio (ours / torch) per round, and peak memory; the load average around each run.
 
-  report.py LOGDIR ROUNDS THREADS  > results/perf/vs-torch.md
+  report.py LOGDIR ROUNDS THREADS [MATMUL]  > results/perf/vs-torch.md
 
 LOGDIR holds ours-R.md / torch-R.md (the markdown rows the benches print) and *.load files
 (/proc/loadavg before and after each run).
@@ -64,6 +64,10 @@ def commit():
 
 def main():
     logdir, rounds, threads = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    matmul = sys.argv[4] if len(sys.argv) > 4 else "f32"
+    precision = ("f32 throughout" if matmul == "f32" else
+                 "f32 weights with bf16 products: ours with model.cpu_matmul: bf16 (AMX), PyTorch "
+                 "under torch.autocast(bfloat16)")
     ours = [rows(os.path.join(logdir, f"ours-{r}.md")) for r in range(1, rounds + 1)]
     torch = [rows(os.path.join(logdir, f"torch-{r}.md")) for r in range(1, rounds + 1)]
     cases = list(dict.fromkeys(c for d in ours + torch for c in d))
@@ -71,7 +75,7 @@ def main():
     print(f"Written by `benches/compare_torch/run.sh {rounds}` on "
           f"{datetime.date.today()} at commit {commit()} ({cpu()}; {os.cpu_count()} cores, "
           f"{threads} threads each). SmolLM2-135M-Instruct, the Q4_1 GGUF dequantized to f32 by "
-          "both stacks; the two stacks alternate, round after round.\n")
+          f"both stacks; {precision}; the two stacks alternate, round after round.\n")
     rs = "/".join(str(r) for r in range(1, rounds + 1))
     print(f"| case | ours tok/s (round {rs}) | torch tok/s (round {rs}) | ratio ours/torch "
           "| peak RSS MiB ours / torch |")

@@ -3,13 +3,20 @@
 # `cargo bench --bench model` and benches/compare_torch/bench_torch.py, alternating the two stacks
 # for ROUNDS rounds, then results/perf/vs-torch.md with the ratios and the load during each run.
 # Not part of CI. Usage: benches/compare_torch/run.sh [ROUNDS]   (default 2)
-# Env: VENV (default target/torch-venv), THREADS (default: nproc), OUT (default results/perf/vs-torch.md)
+# Env: VENV (default target/torch-venv), THREADS (default: nproc), OUT (default results/perf/vs-torch.md),
+# MATMUL (f32, default; bf16: ours with model.cpu_matmul: bf16, PyTorch under autocast bf16).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS=${1:-2}
 VENV=${VENV:-target/torch-venv}
 THREADS=${THREADS:-$(nproc)}
 OUT=${OUT:-results/perf/vs-torch.md}
+MATMUL=${MATMUL:-f32}
+case "$MATMUL" in
+  f32) TORCH_MIXED=() ;;
+  bf16) TORCH_MIXED=(--autocast bf16) ;;
+  *) echo "MATMUL=$MATMUL: expected f32 or bf16" >&2; exit 2 ;;
+esac
 LOGS=target/compare-torch
 scripts/fetch-models.sh
 if [ ! -x "$VENV/bin/python" ]; then
@@ -23,13 +30,13 @@ GGUF=models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf
 for r in $(seq 1 "$ROUNDS"); do
   echo "== round $r: empathy-gym (candle)"
   cat /proc/loadavg >"$LOGS/ours-$r.load"
-  RAYON_NUM_THREADS=$THREADS cargo bench --bench model 2>/dev/null | grep '^|' >"$LOGS/ours-$r.md"
+  BENCH_CPU_MATMUL=$MATMUL RAYON_NUM_THREADS=$THREADS cargo bench --bench model 2>/dev/null | grep '^|' >"$LOGS/ours-$r.md"
   cat /proc/loadavg >>"$LOGS/ours-$r.load"
   echo "== round $r: PyTorch"
   cat /proc/loadavg >"$LOGS/torch-$r.load"
   "$VENV/bin/python" benches/compare_torch/bench_torch.py --gguf "$GGUF" --threads "$THREADS" \
-    2>/dev/null | grep -E '^\||^torch' >"$LOGS/torch-$r.md"
+    "${TORCH_MIXED[@]}" 2>/dev/null | grep -E '^\||^torch' >"$LOGS/torch-$r.md"
   cat /proc/loadavg >>"$LOGS/torch-$r.load"
 done
-"$VENV/bin/python" benches/compare_torch/report.py "$LOGS" "$ROUNDS" "$THREADS" >"$OUT"
+"$VENV/bin/python" benches/compare_torch/report.py "$LOGS" "$ROUNDS" "$THREADS" "$MATMUL" >"$OUT"
 cat "$OUT"

@@ -2,6 +2,8 @@
 //! output projection, with one `forward` serving both cached inference and differentiable
 //! training (see `block` for the per-pass numerics).
 
+use std::sync::Arc;
+
 use candle_core::{DType, Device, Tensor, Var};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -10,7 +12,7 @@ use super::block::{causal_mask, Block, BlockDims, RopeSlice, Step};
 use super::config::ModelConfig;
 use super::kv_cache::KvCache;
 use super::lora::{AdapterMode, LoraConfig, LoraLinear, LoraTarget, Pass};
-use super::ops;
+use super::ops::{self, Bf16Weight};
 use super::rope::RopeTables;
 use super::weights::{Proj, Weights};
 use crate::error::{Error, Result};
@@ -24,6 +26,8 @@ pub struct Llama {
     norm: Tensor,
     lm_head: Option<Tensor>,
     rope: RopeTables,
+    /// The head's weight packed for bf16 products (`use_bf16_products`).
+    head_bf16: Option<Arc<Bf16Weight>>,
 }
 
 fn linear(p: Proj) -> Result<LoraLinear> {
@@ -61,6 +65,7 @@ impl Llama {
             norm: w.norm,
             lm_head: w.lm_head,
             rope,
+            head_bf16: None,
         })
     }
 
@@ -133,6 +138,28 @@ impl Llama {
                 p.make_base_trainable()?;
             }
         }
+        Ok(())
+    }
+
+    /// Packs every frozen projection and the vocabulary head for bf16 products
+    /// (`model.cpu_matmul: bf16`, `ops::Bf16Weight`): their products of more than 32 rows then
+    /// run in bf16 with f32 sums, which keeps decoding steps in f32. Needs AMX and frozen weights.
+    pub fn use_bf16_products(&mut self) -> Result<()> {
+        for b in self.blocks.iter_mut() {
+            for p in [
+                &mut b.q,
+                &mut b.k,
+                &mut b.v,
+                &mut b.o,
+                &mut b.gate,
+                &mut b.up,
+                &mut b.down,
+            ] {
+                p.pack_bf16()?;
+            }
+        }
+        let head = self.lm_head.as_ref().unwrap_or(&self.embed);
+        self.head_bf16 = Some(Arc::new(Bf16Weight::pack(head)?));
         Ok(())
     }
 
@@ -254,8 +281,8 @@ impl Llama {
         let h = *dims.last().unwrap_or(&0);
         let x = hidden.reshape(((), h))?;
         let y = match pass {
-            Pass::Infer => ops::head_matmul(&x, w)?,
-            Pass::Train => ops::frozen_matmul(&x, w)?,
+            Pass::Infer => ops::head_matmul(&x, w, self.head_bf16.as_ref())?,
+            Pass::Train => ops::frozen_matmul(&x, w, self.head_bf16.as_ref())?,
         };
         let mut out = dims;
         if let Some(last) = out.last_mut() {

@@ -41,6 +41,9 @@ pub struct LoadOptions {
     pub seed: u64,
     /// Weight dtype (F32 on CPU; BF16 is an option on GPUs).
     pub dtype: DType,
+    /// Run the frozen weights' products of more than 32 rows in bf16 on the CPU's AMX
+    /// (`Llama::use_bf16_products`; `model.cpu_matmul: bf16`).
+    pub bf16_products: bool,
 }
 
 impl Default for LoadOptions {
@@ -50,6 +53,7 @@ impl Default for LoadOptions {
             full_finetune: false,
             seed: 0,
             dtype: DType::F32,
+            bf16_products: false,
         }
     }
 }
@@ -80,6 +84,9 @@ pub fn load_model(path: &Path, device: &Device, opts: &LoadOptions) -> Result<Ch
     }
     if opts.full_finetune {
         model.make_projections_trainable()?;
+    }
+    if opts.bf16_products {
+        model.use_bf16_products()?;
     }
     let stop_tokens = stop_tokens(&model.cfg, &tokenizer, &template);
     let config = model.cfg.clone();

@@ -13,13 +13,13 @@
 //! Adapters are kept in f32 whatever the base dtype; the adapter branch casts x to f32 and its
 //! result back, so a bf16 base on GPU trains f32 adapters.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use candle_core::{DType, Result, Tensor, Var};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::ops::{frozen_matmul, linear_infer, lora_linear_train};
+use super::ops::{frozen_matmul, linear_infer, lora_linear_train, Bf16Weight};
 
 /// Which projections get adapters. Default: all seven.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -164,6 +164,8 @@ pub struct LoraLinear {
     adapter: Option<Adapter>,
     critic: Option<Adapter>,
     full: Option<Var>,
+    /// The frozen weight packed for bf16 products (`model.cpu_matmul: bf16`), if asked for.
+    bf16: Option<Arc<Bf16Weight>>,
 }
 
 /// x [..., in] as a 2-D [m, in] tensor plus the output dims [..., out].
@@ -196,6 +198,7 @@ impl LoraLinear {
             adapter: None,
             critic: None,
             full: None,
+            bf16: None,
         })
     }
 
@@ -243,6 +246,17 @@ impl LoraLinear {
             self.weight = var.as_tensor().clone();
             self.full = Some(var);
         }
+        Ok(())
+    }
+
+    /// Packs the frozen base weight for bf16 products (`ops::Bf16Weight`): its products of more
+    /// than 32 rows, in training and in the scoring passes, then run in bf16 with f32 sums. An
+    /// error under full fine-tuning (the weight changes every step) or without AMX.
+    pub fn pack_bf16(&mut self) -> Result<()> {
+        if self.full.is_some() {
+            candle_core::bail!("bf16 products need frozen base weights, not full fine-tuning")
+        }
+        self.bf16 = Some(Arc::new(Bf16Weight::pack(&self.weight)?));
         Ok(())
     }
 
@@ -299,14 +313,16 @@ impl LoraLinear {
             if ad.dropout == 0.0 {
                 let (a, b) = (ad.a.as_tensor(), ad.b.as_tensor());
                 let bias = self.bias.as_ref();
-                return lora_linear_train(&x2, &self.weight, bias, a, b, ad.scale)?
-                    .reshape(out_dims);
+                let w = (&self.weight, self.bf16.as_ref());
+                return lora_linear_train(&x2, w, bias, a, b, ad.scale)?.reshape(out_dims);
             }
         }
         let mut y = match (pass, &self.full) {
-            (Pass::Infer, _) => linear_infer(&x2.detach(), &self.weight().detach())?,
+            (Pass::Infer, _) => {
+                linear_infer(&x2.detach(), &self.weight().detach(), self.bf16.as_ref())?
+            }
             (Pass::Train, Some(w)) => x2.matmul(&w.as_tensor().t()?)?,
-            (Pass::Train, None) => frozen_matmul(&x2, &self.weight)?,
+            (Pass::Train, None) => frozen_matmul(&x2, &self.weight, self.bf16.as_ref())?,
         };
         if let Some(b) = &self.bias {
             y = y.broadcast_add(&b.to_dtype(y.dtype())?)?;
@@ -361,8 +377,8 @@ impl LoraLinear {
 /// scale * (x A^T) B^T without a graph, in f32.
 fn adapter_infer(ad: &Adapter, x2: &Tensor) -> Result<Tensor> {
     let xf = x2.detach().to_dtype(DType::F32)?;
-    let h = (linear_infer(&xf, &ad.a.as_tensor().detach())? * ad.scale)?;
-    linear_infer(&h, &ad.b.as_tensor().detach())
+    let h = (linear_infer(&xf, &ad.a.as_tensor().detach(), None)? * ad.scale)?;
+    linear_infer(&h, &ad.b.as_tensor().detach(), None)
 }
 
 /// scale * (dropout(x) A^T) B^T with gradients for A and B (and x), in f32.

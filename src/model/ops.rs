@@ -15,7 +15,10 @@
 //! fine-tuning. `frozen_matmul` is a custom op whose backward returns only the input gradient.
 //! Its forward calls the backend's own matmul, so it is the same kernel on CPU and CUDA.
 
+#[cfg(target_arch = "x86_64")]
+mod amx;
 mod attention;
+mod bf16_weight;
 mod decode_attention;
 #[cfg(test)]
 mod decode_attention_tests;
@@ -42,7 +45,11 @@ mod swiglu;
 mod tests;
 mod view;
 
+use std::sync::Arc;
+
 use candle_core::{DType, Result, Tensor, D};
+
+pub use bf16_weight::Bf16Weight;
 
 use attention::Attention;
 use decode_attention::DecodeAttention;
@@ -340,10 +347,14 @@ pub fn swiglu_train(gate: &Tensor, up: &Tensor) -> Result<Tensor> {
 /// rows, 1.10-1.15x at 16, even at 1 and 32; kept to the range below 16 that decoding batches use.
 const HEAD_TRANSPOSED_ROWS: std::ops::Range<usize> = 2..16;
 
-/// x @ w^T for the vocabulary head at inference (x: [m, hidden], w: [vocab, hidden]): the
-/// few-rows op of `ops/skinny.rs` where it applies (up to 32 rows in f32 on a CPU with AVX-512),
-/// else [`head_matmul_gemm`].
-pub fn head_matmul(x: &Tensor, w: &Tensor) -> Result<Tensor> {
+/// x @ w^T for the vocabulary head at inference (x: [m, hidden], w: [vocab, hidden]): bf16
+/// products above 32 rows when `bf16` packs w ([`bf16_product`]), the few-rows op of
+/// `ops/skinny.rs` where it applies (up to 32 rows in f32 on a CPU with AVX-512), else
+/// [`head_matmul_gemm`].
+pub fn head_matmul(x: &Tensor, w: &Tensor, bf16: Option<&Arc<Bf16Weight>>) -> Result<Tensor> {
+    if let Some(y) = bf16_product(x, bf16)? {
+        return Ok(y);
+    }
     match skinny_matmul(x, w)? {
         Some(y) => Ok(y),
         None => head_matmul_gemm(x, w),
@@ -363,12 +374,27 @@ fn head_matmul_gemm(x: &Tensor, w: &Tensor) -> Result<Tensor> {
     x.matmul(&w.t()?)
 }
 
-/// x @ w^T at inference (x: [m, in], w: [out, in]): for the few rows of a decode step, on a CPU
-/// with AVX-512 in f32, one op that streams w once (`ops/skinny.rs`); elsewhere candle's matmul.
-pub fn linear_infer(x: &Tensor, w: &Tensor) -> Result<Tensor> {
+/// x @ w^T at inference (x: [m, in], w: [out, in]): bf16 products above 32 rows when `bf16` packs
+/// w ([`bf16_product`]); for the few rows of a decode step, on a CPU with AVX-512 in f32, one op
+/// that streams w once (`ops/skinny.rs`); elsewhere candle's matmul.
+pub fn linear_infer(x: &Tensor, w: &Tensor, bf16: Option<&Arc<Bf16Weight>>) -> Result<Tensor> {
+    if let Some(y) = bf16_product(x, bf16)? {
+        return Ok(y);
+    }
     match skinny_matmul(x, w)? {
         Some(y) => Ok(y),
         None => x.matmul(&w.t()?),
+    }
+}
+
+/// x @ w^T in bf16 products (`ops/bf16_weight.rs`) when w is packed and x [m, in] has more than
+/// 32 rows (`bf16_weight::MIN_ROWS`): the scoring passes and prefills, not a decoding step.
+fn bf16_product(x: &Tensor, bf16: Option<&Arc<Bf16Weight>>) -> Result<Option<Tensor>> {
+    match bf16 {
+        Some(p) if x.dim(0)? > bf16_weight::MIN_ROWS => {
+            Ok(Some(p.product(&x.contiguous()?, true)?))
+        }
+        _ => Ok(None),
     }
 }
 
@@ -385,8 +411,9 @@ fn skinny_matmul(x: &Tensor, w: &Tensor) -> Result<Option<Tensor>> {
 }
 
 /// x @ w^T where w is frozen: backward returns the gradient for x only and never computes or
-/// stores a gradient for w. x: [..., in], w: [out, in] -> [..., out].
-pub fn frozen_matmul(x: &Tensor, w: &Tensor) -> Result<Tensor> {
+/// stores a gradient for w. x: [..., in], w: [out, in] -> [..., out]. With `bf16` (w packed),
+/// both products run in bf16 above 32 rows ([`bf16_product`]).
+pub fn frozen_matmul(x: &Tensor, w: &Tensor, bf16: Option<&Arc<Bf16Weight>>) -> Result<Tensor> {
     let (out_dim, in_dim) = w.dims2()?;
     let dims = x.dims();
     if dims.is_empty() || dims[dims.len() - 1] != in_dim {
@@ -401,7 +428,7 @@ pub fn frozen_matmul(x: &Tensor, w: &Tensor) -> Result<Tensor> {
     out_dims[last] = out_dim;
     let m = x.elem_count() / in_dim;
     let x2 = x.contiguous()?.reshape((m, in_dim))?;
-    x2.apply_op2(&frozen_weight(w)?, FrozenMatmul)?
+    x2.apply_op2(&frozen_weight(w)?, FrozenMatmul(bf16.cloned()))?
         .reshape(out_dims)
 }
 
@@ -422,10 +449,11 @@ fn frozen_weight(w: &Tensor) -> Result<Tensor> {
 /// composition of candle ops keeps every product (`ops/lora_linear.rs`). Its values equal the
 /// composition's bit for bit (the same kernels in the same order) on every backend. x [rows, in],
 /// W [out, in] in either memory order, b [out]; A [r, in] and B [out, r] in f32 whatever x's
-/// dtype (the adapter branch computes in f32 and casts its result back).
+/// dtype (the adapter branch computes in f32 and casts its result back). With `bf16` (W packed),
+/// the base's two products run in bf16 above 32 rows, the adapter's stay f32.
 pub fn lora_linear_train(
     x: &Tensor,
-    w: &Tensor,
+    (w, bf16): (&Tensor, Option<&Arc<Bf16Weight>>),
     bias: Option<&Tensor>,
     a: &Tensor,
     b: &Tensor,
@@ -441,6 +469,7 @@ pub fn lora_linear_train(
         bias,
         scale,
         hs: Default::default(),
+        bf16: bf16.cloned(),
     };
     x.contiguous()?
         .apply_op3(&a.contiguous()?, &b.contiguous()?, op)

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_yaml::Value;
 
-use super::config_file::TrainConfigFile;
+use super::config_file::{CpuMatmul, DeviceKind, TrainConfigFile, WeightDtype};
 use super::overrides::{apply_overrides, Override};
 use crate::algo::{Algorithm, Credit};
 use crate::error::{Error, Result};
@@ -146,6 +146,7 @@ fn check_file(f: &TrainConfigFile, path: &Path) -> Result<()> {
             "must be at least 1 (default 96)".into(),
         );
     }
+    check_model(f, path)?;
     check_env(f, path)?;
     check_simulator(f, path)?;
     check_grpo(f, path)?;
@@ -156,6 +157,28 @@ fn check_file(f: &TrainConfigFile, path: &Path) -> Result<()> {
         return bad("checkpoint.every", "must be at least 1 (default 10)".into());
     }
     Ok(())
+}
+
+/// `model.cpu_matmul: bf16` multiplies f32 weights on the CPU. Whether the CPU has AMX is checked
+/// where the model loads (`load::load_policy`): a config may be written on another machine than
+/// the one that runs it.
+fn check_model(f: &TrainConfigFile, path: &Path) -> Result<()> {
+    let m = &f.model;
+    let why = match (m.cpu_matmul, m.device, m.dtype) {
+        (CpuMatmul::F32, _, _) => return Ok(()),
+        (CpuMatmul::Bf16, DeviceKind::Cuda, _) => {
+            "is a CPU setting and model.device is cuda: on a GPU set model.dtype: bf16 instead"
+        }
+        (CpuMatmul::Bf16, _, WeightDtype::Bf16) => {
+            "multiplies f32 weights and model.dtype is bf16: set model.dtype: f32"
+        }
+        (CpuMatmul::Bf16, _, WeightDtype::F32) => return Ok(()),
+    };
+    Err(Error::input(
+        path,
+        "model.cpu_matmul",
+        format!("bf16 {why}, or set model.cpu_matmul: f32 (the default)"),
+    ))
 }
 
 fn check_env(f: &TrainConfigFile, path: &Path) -> Result<()> {

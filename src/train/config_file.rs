@@ -95,6 +95,27 @@ pub enum WeightDtype {
     Bf16,
 }
 
+/// How the CPU multiplies by the frozen weights (`model.cpu_matmul`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CpuMatmul {
+    /// f32 products (default): the same numerics on every CPU.
+    #[default]
+    F32,
+    /// bf16 products with f32 sums on Intel AMX (Xeon 4th generation and later) for the frozen
+    /// projections and the vocabulary head, wherever a product has more than 32 rows (training,
+    /// the old and reference log-probs, prefills); decoding steps, the adapters and everything
+    /// else stay f32.
+    Bf16,
+}
+
+impl CpuMatmul {
+    /// The default, left out of a written config so that runs without it keep their files.
+    fn is_f32(&self) -> bool {
+        *self == CpuMatmul::F32
+    }
+}
+
 /// `model:`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -109,6 +130,10 @@ pub struct ModelSection {
     /// `f32` (default) or `bf16`.
     #[serde(default)]
     pub dtype: WeightDtype,
+    /// `f32` (default) or `bf16`: the frozen weights' products on the CPU in bf16 on AMX
+    /// (docs/DESIGN.md, "bf16 products on the CPU").
+    #[serde(default, skip_serializing_if = "CpuMatmul::is_f32")]
+    pub cpu_matmul: CpuMatmul,
 }
 
 /// `env:`.

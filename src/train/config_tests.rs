@@ -208,3 +208,34 @@ fn simulator_section_defaults_choices_and_errors() {
         );
     }
 }
+
+#[test]
+fn cpu_matmul_bf16_is_read_and_refused_with_bf16_weights_or_a_gpu() {
+    let c = load("model:\n  cpu_matmul: bf16\n", &[]).unwrap();
+    assert_eq!(c.file.model.cpu_matmul, CpuMatmul::Bf16);
+    let written = serde_yaml::to_string(&c.file).unwrap();
+    assert!(written.contains("cpu_matmul: bf16"), "{written}");
+    // The default is left out of a written config (runs without it keep their files).
+    let default = serde_yaml::to_string(&load("", &[]).unwrap().file).unwrap();
+    assert!(!default.contains("cpu_matmul"), "{default}");
+    for (model, names) in [
+        (
+            "model:\n  cpu_matmul: bf16\n  dtype: bf16\n",
+            "model.dtype: f32",
+        ),
+        (
+            "model:\n  cpu_matmul: bf16\n  device: cuda\n",
+            "model.dtype: bf16",
+        ),
+    ] {
+        let err = load(model, &[]).unwrap_err().to_string();
+        assert!(
+            err.starts_with("cfg.yaml: model.cpu_matmul:") && err.contains(names),
+            "{err}"
+        );
+    }
+    let err = load("model:\n  cpu_matmul: fp8\n", &[])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("f32") && err.contains("bf16"), "{err}");
+}

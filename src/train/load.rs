@@ -4,7 +4,7 @@
 use candle_core::{DType, Device};
 
 use super::config::TrainConfig;
-use super::config_file::{DeviceKind, WeightDtype};
+use super::config_file::{CpuMatmul, DeviceKind, WeightDtype};
 use super::difficulty::DifficultyPlan;
 use super::trainer::streams;
 use crate::error::{Error, Result};
@@ -32,6 +32,15 @@ pub fn resolve_device(kind: DeviceKind) -> Result<Device> {
 
 /// The policy with fresh LoRA adapters (A drawn from the run seed, B zero).
 pub fn load_policy(cfg: &TrainConfig, device: &Device) -> Result<ChatModel> {
+    // A CPU setting: with model.device: auto on a GPU it does not apply.
+    let bf16_products = cfg.file.model.cpu_matmul == CpuMatmul::Bf16 && device.is_cpu();
+    if bf16_products && !crate::model::ops::Bf16Weight::available() {
+        return Err(Error::Other(
+            "model.cpu_matmul is bf16, but this CPU has no AMX-BF16 (Intel Xeon 4th generation, \
+             Sapphire Rapids, or later); set model.cpu_matmul: f32 (the default)"
+                .into(),
+        ));
+    }
     let opts = LoadOptions {
         lora: Some(cfg.file.lora.clone()),
         full_finetune: false,
@@ -40,6 +49,7 @@ pub fn load_policy(cfg: &TrainConfig, device: &Device) -> Result<ChatModel> {
             WeightDtype::F32 => DType::F32,
             WeightDtype::Bf16 => DType::BF16,
         },
+        bf16_products,
     };
     load_model(&cfg.model_path, device, &opts)
 }

@@ -118,7 +118,7 @@ fn training_ops_match_the_cpu_in_value_and_gradient() -> Result<()> {
         }
         compare_op("softmax_train", &x, &[], dtype, &|x, _| softmax_train(x))?;
         compare_op("frozen_matmul", &x, &[proj.clone()], dtype, &|x, e| {
-            frozen_matmul(x, &e[0])
+            frozen_matmul(x, &e[0], None)
         })?;
         // The lean ops (src/model/ops/lean.rs): grouped-query heads (3 query heads per KV head,
         // t = 5) under a causal mask; SwiGLU; the token log-prob (in f32 whatever the dtype).
@@ -165,7 +165,7 @@ fn training_ops_match_the_cpu_in_value_and_gradient() -> Result<()> {
             dtype,
             &|x, e| {
                 let (a, b) = (a.to_device(x.device())?, b.to_device(x.device())?);
-                lora_linear_train(x, &e[0], Some(&e[1]), &a, &b, 2.0)
+                lora_linear_train(x, (&e[0], None), Some(&e[1]), &a, &b, 2.0)
             },
         )?;
     }

@@ -108,7 +108,7 @@ fn softmax_train_gradient_matches_finite_differences() -> Result<()> {
 fn frozen_matmul_input_gradient_matches_finite_differences() -> Result<()> {
     let x = Var::from_tensor(&seeded(&[2, 3, 6], 6, DType::F64)?)?;
     let w = seeded(&[4, 6], 7, DType::F64)?;
-    check_grad(&x, &|| frozen_matmul(&x, &w), 1e-6, 1e-6)
+    check_grad(&x, &|| frozen_matmul(&x, &w, None), 1e-6, 1e-6)
 }
 
 /// A layer [out 6, in 5] with bias and a rank-2 adapter whose B is set non-zero.

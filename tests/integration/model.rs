@@ -3,6 +3,8 @@
 //! export, bad inputs, and (when it is on disk) the real SmolLM2 GGUF against references.
 
 use crate::model_fixtures as fixtures;
+#[path = "model_bf16.rs"]
+mod bf16;
 #[path = "model_formats.rs"]
 mod formats;
 #[path = "model_real.rs"]

@@ -55,7 +55,7 @@ fn prints_serde_words<T: Serialize + DeserializeOwned>(
 }
 
 /// Serde word enums that are never printed for people by a name of their own, and why.
-const NOT_PRINTED: [(&str, &str); 9] = [
+const NOT_PRINTED: [(&str, &str); 10] = [
     ("LoraTarget", "config and adapter files only"),
     ("Arch", "model config only"),
     ("RopeLayout", "model config only"),
@@ -67,6 +67,7 @@ const NOT_PRINTED: [(&str, &str); 9] = [
     ),
     ("DeviceKind", "train config only (src/train)"),
     ("WeightDtype", "train config only (src/train)"),
+    ("CpuMatmul", "train config only (src/train)"),
     (
         "Bucket",
         "RLVER's letters S A B C F, the same in files and on screen",

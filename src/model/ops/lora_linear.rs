@@ -11,7 +11,7 @@
 //! ([rows, r]) and applies the composition's backward rules op for op. The generic forward runs
 //! on any backend; on the CPU in f32, `lora_linear_cpu.rs` computes the same bits in fewer passes.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use candle_core::backend::BackendStorage;
 use candle_core::op::Add;
@@ -19,6 +19,7 @@ use candle_core::{
     CpuStorage, CudaStorage, CustomOp3, DType, Layout, Result, Shape, Storage, Tensor,
 };
 
+use super::bf16_weight::{Bf16Weight, MIN_ROWS};
 use super::lora_linear_cpu;
 
 /// The frozen part of a LoRA projection: base weight W [out, in] (either memory order), optional
@@ -29,6 +30,9 @@ pub(super) struct LoraLinear {
     pub(super) scale: f64,
     /// hs [rows, r] of the CPU f32 forward, which the backward then reads rather than recomputes.
     pub(super) hs: OnceLock<Vec<f32>>,
+    /// W packed for bf16 products (`model.cpu_matmul: bf16`): the base's two products then run
+    /// in bf16 above `MIN_ROWS` rows on the CPU.
+    pub(super) bf16: Option<Arc<Bf16Weight>>,
 }
 
 impl LoraLinear {
@@ -49,6 +53,11 @@ impl LoraLinear {
             )
         }
         Ok((m, k, r, n))
+    }
+
+    /// The packed W when a product of `rows` rows runs in bf16.
+    fn bf16_above(&self, rows: usize) -> Option<&Bf16Weight> {
+        self.bf16.as_deref().filter(|_| rows > MIN_ROWS)
     }
 
     /// The adapter's hs = scale (xf A^T) [rows, r], xf = x in f32.
@@ -126,7 +135,7 @@ impl LoraLinear {
         };
         let y = lora_linear_cpu::forward(
             (xs, xl),
-            (w, wl),
+            (w, wl, self.bf16_above(m)),
             bias,
             &hs,
             super::kernels::contiguous_slice::<f32>(b, bl)?,
@@ -226,7 +235,8 @@ impl CustomOp3 for LoraLinear {
         let da = dh.t()?.matmul(&xf)?;
         let f32_cpu = [grad.dtype(), self.weight.dtype()] == [DType::F32; 2];
         let dx = if grad.device().is_cpu() && f32_cpu {
-            lora_linear_cpu::input_grad(&grad, &self.weight, &dh, &a)?
+            let bf16 = self.bf16_above(grad.dim(0)?);
+            lora_linear_cpu::input_grad(&grad, (&self.weight, bf16), &dh, &a)?
         } else {
             (grad.matmul(&self.weight)? + dh.matmul(&a)?.to_dtype(x.dtype())?)?
         };

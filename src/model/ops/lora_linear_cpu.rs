@@ -10,16 +10,17 @@
 
 use candle_core::{CpuStorage, Device, Layout, Result, Storage, Tensor};
 
+use super::bf16_weight::Bf16Weight;
 use super::view::{gemm_into_par, gemm_new, View};
 
 const OP: &str = "lora_linear_train";
 
 /// The forward on f32 storages (x [rows, in], A [r, in], B [out, r] contiguous; W [out, in] in
 /// either order, b [out] contiguous): x W^T (+ b) + hs B^T with hs = scale (x A^T), computed as
-/// the composition computes hs.
+/// the composition computes hs. With `bf16`, x W^T is its bf16 product.
 pub(super) fn forward(
     (x, xl): (&[f32], &Layout),
-    (w, wl): (&[f32], &Layout),
+    (w, wl, bf16): (&[f32], &Layout, Option<&Bf16Weight>),
     bias: Option<&[f32]>,
     hs: &[f32],
     b: &[f32],
@@ -27,7 +28,10 @@ pub(super) fn forward(
 ) -> Result<CpuStorage> {
     let x = View::of(x, xl, OP)?;
     let w = View::of(w, wl, OP)?;
-    let mut y = gemm_new((x, w.t()), (m, n, k));
+    let mut y = match bf16 {
+        Some(p) => p.x_wt(x, m),
+        None => gemm_new((x, w.t()), (m, n, k)),
+    };
     if let Some(bias) = bias {
         for row in y.chunks_mut(n) {
             row.iter_mut().zip(bias).for_each(|(v, b)| *v += b);
@@ -39,8 +43,14 @@ pub(super) fn forward(
 }
 
 /// dx = g W + dh A for g [rows, out], W [out, in] (either order), dh [rows, r], A [r, in], all f32
-/// on the CPU: the base's and the adapter's input gradients, summed.
-pub(super) fn input_grad(g: &Tensor, w: &Tensor, dh: &Tensor, a: &Tensor) -> Result<Tensor> {
+/// on the CPU: the base's and the adapter's input gradients, summed. With `bf16`, g W is its bf16
+/// product.
+pub(super) fn input_grad(
+    g: &Tensor,
+    (w, bf16): (&Tensor, Option<&Bf16Weight>),
+    dh: &Tensor,
+    a: &Tensor,
+) -> Result<Tensor> {
     let (m, n) = g.dims2()?;
     let (r, k) = a.dims2()?;
     if w.dims2()? != (n, k) || dh.dims2()? != (m, r) {
@@ -65,7 +75,10 @@ pub(super) fn input_grad(g: &Tensor, w: &Tensor, dh: &Tensor, a: &Tensor) -> Res
         View::of(slice(&hs)?, hl, OP)?,
         View::of(slice(&as_)?, al, OP)?,
     );
-    let mut dx = gemm_new((g, w), (m, k, n));
+    let mut dx = match bf16 {
+        Some(p) => p.g_w(g, m),
+        None => gemm_new((g, w), (m, k, n)),
+    };
     gemm_into_par(&mut dx, k, true, (dh, a), (m, k, r));
     Tensor::from_vec(dx, (m, k), &Device::Cpu)
 }

@@ -16,7 +16,7 @@ fn composed(
     b: &Tensor,
     s: f64,
 ) -> Result<Tensor> {
-    let mut y = frozen_matmul(x, w)?;
+    let mut y = frozen_matmul(x, w, None)?;
     if let Some(bias) = bias {
         y = y.broadcast_add(&bias.to_dtype(y.dtype())?)?;
     }
@@ -35,9 +35,9 @@ fn lora_linear_hand_computed() -> Result<()> {
     let a = Tensor::new(&[[1f32, 1.]], &dev)?;
     let b = Tensor::new(&[[1f32], [2.]], &dev)?;
     let bias = Tensor::new(&[0.5f32, -1.], &dev)?;
-    let y = lora_linear_train(&x, &w, None, &a, &b, 2.0)?.to_vec2::<f32>()?;
+    let y = lora_linear_train(&x, (&w, None), None, &a, &b, 2.0)?.to_vec2::<f32>()?;
     assert_eq!(y, vec![vec![7., 14.]]);
-    let y = lora_linear_train(&x, &w, Some(&bias), &a, &b, 2.0)?.to_vec2::<f32>()?;
+    let y = lora_linear_train(&x, (&w, None), Some(&bias), &a, &b, 2.0)?.to_vec2::<f32>()?;
     assert_eq!(y, vec![vec![7.5, 13.]]);
     Ok(())
 }
@@ -78,7 +78,7 @@ fn op_equals_the_composition((rows, inp, out, r): (usize, usize, usize, usize)) 
                     Ok((y.to_dtype(DType::F32)?, grads))
                 };
                 let s = 2.0;
-                let (y_op, g_op) = run(&|| lora_linear_train(&x, &w, bias, &a, &b, s))?;
+                let (y_op, g_op) = run(&|| lora_linear_train(&x, (&w, None), bias, &a, &b, s))?;
                 let (y_ref, g_ref) = run(&|| composed(&x, &w, bias, &a, &b, s))?;
                 assert_eq!(max_abs_diff(&y_op, &y_ref)?, 0.0, "{dtype:?} values");
                 for (i, (p, q)) in g_op.iter().zip(&g_ref).enumerate() {
@@ -97,7 +97,7 @@ fn lora_linear_rejects_shapes_that_do_not_fit() -> Result<()> {
     let w = seeded(&[5, 8], 48)?;
     let a = seeded(&[2, 7], 49)?;
     let b = seeded(&[5, 2], 50)?;
-    let e = lora_linear_train(&x, &w, None, &a, &b, 1.0)
+    let e = lora_linear_train(&x, (&w, None), None, &a, &b, 1.0)
         .unwrap_err()
         .to_string();
     assert!(e.contains("do not fit together"), "{e}");

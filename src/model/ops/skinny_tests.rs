@@ -67,8 +67,8 @@ fn equals_candles_matmul_up_to_summation_order() -> Result<()> {
         let x = seeded(&[m, k], 51)?;
         for w in both_layouts(&seeded(&[n, k], 52)?)? {
             let want = x.matmul(&w.t()?)?;
-            assert_close("linear_infer", &linear_infer(&x, &w)?, &want, TOL_F32)?;
-            assert_close("head_matmul", &head_matmul(&x, &w)?, &want, TOL_F32)?;
+            assert_close("linear_infer", &linear_infer(&x, &w, None)?, &want, TOL_F32)?;
+            assert_close("head_matmul", &head_matmul(&x, &w, None)?, &want, TOL_F32)?;
         }
     }
     Ok(())
@@ -101,9 +101,9 @@ fn a_row_gets_the_same_bits_alone_or_in_a_batch() -> Result<()> {
     for rows in [2, 3, 8, 13, 32] {
         let x = seeded(&[rows, 70], 63)?;
         for w in both_layouts(&w)? {
-            let batch = linear_infer(&x, &w)?;
+            let batch = linear_infer(&x, &w, None)?;
             for i in [0, rows / 2, rows - 1] {
-                let alone = linear_infer(&x.narrow(0, i, 1)?, &w)?;
+                let alone = linear_infer(&x.narrow(0, i, 1)?, &w, None)?;
                 assert_eq!(
                     batch.get(i)?.to_vec1::<f32>()?,
                     alone.get(0)?.to_vec1::<f32>()?,
@@ -119,7 +119,7 @@ fn a_row_gets_the_same_bits_alone_or_in_a_batch() -> Result<()> {
 fn same_result_on_one_thread() -> Result<()> {
     let x = seeded(&[8, 96], 55)?;
     for w in both_layouts(&seeded(&[300, 96], 56)?)? {
-        same_on_one_thread(|| linear_infer(&x, &w)?.flatten_all()?.to_vec1::<f32>())?;
+        same_on_one_thread(|| linear_infer(&x, &w, None)?.flatten_all()?.to_vec1::<f32>())?;
     }
     Ok(())
 }
@@ -133,7 +133,9 @@ fn more_rows_or_other_dtypes_take_candles_matmul() -> Result<()> {
     ] {
         let w = w.to_dtype(x.dtype())?;
         let want = x.matmul(&w.t()?)?.flatten_all()?.to_dtype(DType::F64)?;
-        let got = linear_infer(&x, &w)?.flatten_all()?.to_dtype(DType::F64)?;
+        let got = linear_infer(&x, &w, None)?
+            .flatten_all()?
+            .to_dtype(DType::F64)?;
         assert_eq!(got.to_vec1::<f64>()?, want.to_vec1::<f64>()?);
     }
     Ok(())

@@ -314,13 +314,13 @@ fn frozen_matmul_hand_computed_and_matches_matmul() -> Result<()> {
     let x = Tensor::new(&[[1f32, 2.]], &dev)?;
     let w = Tensor::new(&[[1f32, 0.], [0., 1.], [1., 1.]], &dev)?;
     assert_eq!(
-        frozen_matmul(&x, &w)?.to_vec2::<f32>()?,
+        frozen_matmul(&x, &w, None)?.to_vec2::<f32>()?,
         vec![vec![1., 2., 3.]]
     );
     let x = seeded(&[2, 5, 16], 8)?;
     let w = seeded(&[12, 16], 9)?;
     let plain = x.broadcast_matmul(&w.t()?)?;
-    let frozen = frozen_matmul(&x, &w)?;
+    let frozen = frozen_matmul(&x, &w, None)?;
     assert_eq!(frozen.dims(), &[2, 5, 12]);
     assert!(max_abs_diff(&plain, &frozen)? < 1e-5);
     Ok(())
@@ -330,7 +330,7 @@ fn frozen_matmul_hand_computed_and_matches_matmul() -> Result<()> {
 fn frozen_matmul_gives_no_weight_gradient() -> Result<()> {
     let x = Var::from_tensor(&seeded(&[3, 4], 10)?)?;
     let w = Var::from_tensor(&seeded(&[5, 4], 11)?)?;
-    let grads = frozen_matmul(&x, &w)?.sum_all()?.backward()?;
+    let grads = frozen_matmul(&x, &w, None)?.sum_all()?.backward()?;
     assert!(
         grads.get(&w).is_none(),
         "frozen weight must get no gradient"
@@ -349,8 +349,8 @@ fn frozen_matmul_on_a_column_major_weight_gives_the_same_values_and_gradient() -
     let w_cols = w.t()?.contiguous()?.t()?;
     assert!(!w_cols.is_contiguous() && w_cols.t()?.is_contiguous());
     let x = Var::from_tensor(&seeded(&[5, 16], 8)?)?;
-    let rows = frozen_matmul(&x, &w)?;
-    let cols = frozen_matmul(&x, &w_cols)?;
+    let rows = frozen_matmul(&x, &w, None)?;
+    let cols = frozen_matmul(&x, &w_cols, None)?;
     assert!(max_abs_diff(&rows, &cols)? < 1e-6);
     let g_rows = rows.sqr()?.sum_all()?.backward()?;
     let g_cols = cols.sqr()?.sum_all()?.backward()?;

@@ -1,0 +1,114 @@
+//! A frozen weight for bf16 products (`model.cpu_matmul: bf16`): W [out, in] rounded to bf16 and
+//! packed twice for Intel AMX (`amx.rs`), once for x W^T (the forward) and once for g W (the
+//! input gradient), so that the frozen base products of the training pass and the scoring passes
+//! run as bf16 products with f32 sums. The adapters, norms, attention and log-probs stay f32.
+
+use candle_core::{DType, Device, Result, Tensor};
+
+#[cfg(target_arch = "x86_64")]
+use super::amx;
+use super::view::View;
+
+/// Rows above which a product with a packed weight runs on AMX; at and below it (a decoding step)
+/// the f32 path runs (`skinny.rs` on AVX-512), so sampling keeps its f32 numerics.
+pub(super) const MIN_ROWS: usize = 32;
+
+/// W [out, in] packed as the B operand of x W^T ([in, out]) and of g W ([out, in]).
+pub struct Bf16Weight {
+    #[cfg(target_arch = "x86_64")]
+    x_wt: amx::PackedB,
+    #[cfg(target_arch = "x86_64")]
+    g_w: amx::PackedB,
+}
+
+impl Bf16Weight {
+    /// Whether this machine runs bf16 products: an x86-64 CPU with AMX-BF16 (Intel Xeon 4th
+    /// generation, Sapphire Rapids, and later) whose kernel grants the tile state.
+    pub fn available() -> bool {
+        #[cfg(target_arch = "x86_64")]
+        return amx::available();
+        #[cfg(not(target_arch = "x86_64"))]
+        false
+    }
+
+    /// Packs a frozen f32 weight W [out, in] on the CPU (either memory order).
+    pub fn pack(w: &Tensor) -> Result<Self> {
+        if !w.device().is_cpu() || w.dtype() != DType::F32 {
+            candle_core::bail!(
+                "bf16 products pack f32 weights on the CPU, got {:?} on {:?}",
+                w.dtype(),
+                w.device().location()
+            )
+        }
+        if !Self::available() {
+            candle_core::bail!("bf16 products need a CPU with AMX-BF16, and this one has none")
+        }
+        #[cfg(target_arch = "x86_64")]
+        {
+            let (out, inp) = w.dims2()?;
+            let (s, l) = w.storage_and_layout();
+            let data = match &*s {
+                candle_core::Storage::Cpu(c) => c.as_slice::<f32>()?,
+                _ => candle_core::bail!("bf16 products pack weights on the CPU"),
+            };
+            let w = View::of(data, l, "bf16 products")?;
+            Ok(Bf16Weight {
+                x_wt: amx::PackedB::new(w.t(), inp, out),
+                g_w: amx::PackedB::new(w, out, inp),
+            })
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        unreachable!("no AMX off x86-64")
+    }
+
+    /// x W^T ([rows, out]) for x [rows, in] (any strides).
+    pub(super) fn x_wt(&self, x: View<f32>, rows: usize) -> Vec<f32> {
+        #[cfg(target_arch = "x86_64")]
+        return amx::product(x, rows, &self.x_wt);
+        #[cfg(not(target_arch = "x86_64"))]
+        unreachable!("no AMX off x86-64: {x:p} {rows}")
+    }
+
+    /// g W ([rows, in]) for g [rows, out] (any strides).
+    pub(super) fn g_w(&self, g: View<f32>, rows: usize) -> Vec<f32> {
+        #[cfg(target_arch = "x86_64")]
+        return amx::product(g, rows, &self.g_w);
+        #[cfg(not(target_arch = "x86_64"))]
+        unreachable!("no AMX off x86-64: {g:p} {rows}")
+    }
+
+    /// (in, out) of W.
+    fn dims(&self) -> (usize, usize) {
+        #[cfg(target_arch = "x86_64")]
+        return self.x_wt.dims();
+        #[cfg(not(target_arch = "x86_64"))]
+        unreachable!("no AMX off x86-64")
+    }
+
+    /// x W^T for x [rows, in] (forward) or g W for g [rows, out], f32 on the CPU, as a tensor
+    /// (no graph).
+    pub(super) fn product(&self, x: &Tensor, forward: bool) -> Result<Tensor> {
+        let (rows, k) = x.dims2()?;
+        let (inp, out) = self.dims();
+        let (bk, n) = if forward { (inp, out) } else { (out, inp) };
+        if k != bk || x.dtype() != DType::F32 || !x.device().is_cpu() {
+            candle_core::bail!(
+                "bf16 products: x {:?} in {:?} does not fit a packed weight [{out}, {inp}]",
+                x.dims(),
+                x.dtype()
+            )
+        }
+        let (s, l) = x.storage_and_layout();
+        let data = match &*s {
+            candle_core::Storage::Cpu(c) => c.as_slice::<f32>()?,
+            _ => candle_core::bail!("bf16 products run on the CPU"),
+        };
+        let x = View::of(data, l, "bf16 products")?;
+        let y = if forward {
+            self.x_wt(x, rows)
+        } else {
+            self.g_w(x, rows)
+        };
+        Tensor::from_vec(y, (rows, n), &Device::Cpu)
+    }
+}
