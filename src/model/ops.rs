@@ -13,7 +13,10 @@
 //! always computes the gradient of both operands, so with LoRA every frozen projection (and the
 //! tied lm-head, a [49152, 576] table) got a full weight gradient, making LoRA as costly as full
 //! fine-tuning. `frozen_matmul` is a custom op whose backward returns only the input gradient.
-//! Its forward calls the backend's own matmul, so it is the same kernel on CPU and CUDA.
+//! Its forward calls the backend's own matmul, so it is the same kernel on CPU and CUDA; with a
+//! weight packed for bf16 products (`model.cpu_matmul: bf16`, `ops/bf16_weight.rs`), its products
+//! of more than 32 rows run on the CPU's AMX instead, as do the LoRA op's and the inference
+//! projections'.
 
 #[cfg(target_arch = "x86_64")]
 mod amx;

@@ -4,15 +4,16 @@
 use std::path::{Path, PathBuf};
 
 use super::config::TrainConfig;
+use super::config_file::CpuMatmul;
 use super::load::{device, load_policy};
 use super::run_files::CONFIG_FILE;
 use crate::error::{Error, Result};
 use crate::grpo::{checkpoint::ADAPTERS_FILE, latest_checkpoint};
 use crate::model::ChatModel;
 
-/// Loads the policy of a run with trained adapters. `dir` is a run directory (its latest
-/// checkpoint is used) or one checkpoint directory `<run>/checkpoints/step-N`. Returns the model
-/// and the checkpoint used.
+/// Loads the policy of a run with trained adapters, with f32 products whatever the run's
+/// `model.cpu_matmul`. `dir` is a run directory (its latest checkpoint is used) or one checkpoint
+/// directory `<run>/checkpoints/step-N`. Returns the model and the checkpoint used.
 pub fn load_checkpoint_policy(dir: &Path) -> Result<(ChatModel, PathBuf)> {
     let (run_dir, ckpt) = if dir.join(ADAPTERS_FILE).is_file() {
         let run = dir
@@ -31,7 +32,10 @@ pub fn load_checkpoint_policy(dir: &Path) -> Result<(ChatModel, PathBuf)> {
         })?;
         (dir.to_path_buf(), ckpt)
     };
-    let cfg = TrainConfig::load(&run_dir.join(CONFIG_FILE), &[])?;
+    let mut cfg = TrainConfig::load(&run_dir.join(CONFIG_FILE), &[])?;
+    // A training setting: the trained policy is exported, evaluated and served with f32
+    // products, on any CPU (docs/DESIGN.md, "bf16 products on the CPU").
+    cfg.file.model.cpu_matmul = CpuMatmul::F32;
     let dev = device(&cfg)?;
     let mut model = load_policy(&cfg, &dev)?;
     model.load_adapters(&ckpt.join(ADAPTERS_FILE))?;

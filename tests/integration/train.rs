@@ -14,8 +14,8 @@ use empathy_gym::model::{load_model, AdapterMode, ChatModel, LoadOptions, Pass};
 use empathy_gym::profile::{KnobOverrides, Profile, Split};
 use empathy_gym::sim::{Appraisal, AppraisalInput, Simulator, SimulatorInfo};
 use empathy_gym::train::{
-    difficulty_plan, export_run, load_policy, RewardSource, TokenSequence, TrainConfig,
-    TrainPolicy, Trainer, TrainerParts,
+    difficulty_plan, export_run, load_checkpoint_policy, load_policy, RewardSource, TokenSequence,
+    TrainConfig, TrainPolicy, Trainer, TrainerParts,
 };
 
 use crate::common::catalog;
@@ -381,6 +381,20 @@ fn exported_folder_reloads_with_the_trained_logits() -> Result<()> {
         diff(&on, &merged)? < 1e-4,
         "merged export equals base + adapters"
     );
+    // model.cpu_matmul is a training setting: a run trained with bf16 products loads for export,
+    // eval and serving with f32 products, on any CPU (with or without AMX), the same bits.
+    let cfg = t.run_dir().join("config.yaml");
+    let text = std::fs::read_to_string(&cfg)?;
+    let bf16 = text.replace("\n  dtype: f32\n", "\n  dtype: f32\n  cpu_matmul: bf16\n");
+    assert_ne!(text, bf16, "{text}");
+    std::fs::write(&cfg, bf16)?;
+    assert!(
+        seq[0].len() > 33,
+        "a sequence past the bf16 products' 32 rows"
+    );
+    let (reloaded, _) = load_checkpoint_policy(t.run_dir())?;
+    let again = reloaded.token_logprobs(&seq, AdapterMode::On, Pass::Infer)?;
+    assert_eq!(again.to_vec2::<f32>()?, on.to_vec2::<f32>()?);
     Ok(())
 }
 

@@ -1,7 +1,8 @@
 //! `x @ w^T` as a custom op whose backward returns the gradient of x only (see `super::frozen_matmul`).
 //!
 //! The forward calls the backend's own matmul through `BackendStorage`, so CPU and CUDA run the
-//! same kernels as `Tensor::matmul`; only the backward differs (no weight gradient).
+//! same kernels as `Tensor::matmul`; only the backward differs (no weight gradient). With a
+//! packed weight (`Bf16Weight`), both products of more than `MIN_ROWS` rows are bf16 products.
 
 use std::sync::Arc;
 
