@@ -11,6 +11,7 @@
 //! next on a thread.
 
 use std::arch::asm;
+use std::mem::MaybeUninit;
 use std::sync::OnceLock;
 
 use rayon::prelude::*;
@@ -69,15 +70,15 @@ pub(crate) fn bf16_bits(x: f32) -> u16 {
     }
 }
 
-fn to_bf16_body(src: &[f32], dst: &mut [u16]) {
-    dst.iter_mut()
-        .zip(src)
-        .for_each(|(d, &v)| *d = bf16_bits(v));
+fn to_bf16_body(src: &[f32], dst: &mut [MaybeUninit<u16>]) {
+    dst.iter_mut().zip(src).for_each(|(d, &v)| {
+        d.write(bf16_bits(v));
+    });
 }
 
 dispatch!(
     /// `bf16_bits` of each value of src into dst (the shorter of the two).
-    to_bf16 = to_bf16_body(src: &[f32], dst: &mut [u16])
+    to_bf16 = to_bf16_body(src: &[f32], dst: &mut [MaybeUninit<u16>])
 );
 
 /// 64 bytes of bf16 values on a cache line of their own: a tile row that straddles two lines
@@ -159,23 +160,36 @@ struct BfRows {
 }
 
 impl BfRows {
+    /// Every value written once: the rows rounded, their padding and the padding rows zeroed
+    /// (no zero fill first: it was a pass over the buffer per product).
     fn new(a: View<f32>, m: usize, k: usize) -> Self {
         let k_pad = k.next_multiple_of(KB);
-        let mut data = lines(m.next_multiple_of(2 * T) * k_pad);
-        values_mut(&mut data)
+        let len = m.next_multiple_of(2 * T) * k_pad; // a multiple of KB
+        let mut data = Vec::<Line>::with_capacity(len / KB);
+        let spare = data.spare_capacity_mut();
+        // SAFETY: a Line is KB u16 with no padding, so the spare capacity holds len u16 slots.
+        let values: &mut [MaybeUninit<u16>] =
+            unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast(), len) };
+        values
             .par_chunks_mut(k_pad.max(1))
-            .take(m)
             .enumerate()
             .for_each(|(i, row)| {
-                let start = a.off + i * a.rs;
-                match a.cs {
-                    1 => to_bf16(&a.data[start..start + k], &mut row[..k]),
-                    cs => row[..k]
-                        .iter_mut()
-                        .enumerate()
-                        .for_each(|(j, d)| *d = bf16_bits(a.data[start + j * cs])),
+                let (vals, pad) = row.split_at_mut(if i < m { k } else { 0 });
+                if i < m {
+                    let start = a.off + i * a.rs;
+                    match a.cs {
+                        1 => to_bf16(&a.data[start..start + k], vals),
+                        cs => vals.iter_mut().enumerate().for_each(|(j, d)| {
+                            d.write(bf16_bits(a.data[start + j * cs]));
+                        }),
+                    }
                 }
+                pad.iter_mut().for_each(|d| {
+                    d.write(0);
+                });
             });
+        // SAFETY: the loop above wrote all len values.
+        unsafe { data.set_len(len / KB) };
         BfRows { k_pad, data }
     }
 }
