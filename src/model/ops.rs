@@ -15,12 +15,14 @@
 //! fine-tuning. `frozen_matmul` is a custom op whose backward returns only the input gradient.
 //! Its forward calls the backend's own matmul, so it is the same kernel on CPU and CUDA; with a
 //! weight packed for bf16 products (`model.cpu_matmul: bf16`, `ops/bf16_weight.rs`), its products
-//! of more than 32 rows run on the CPU's AMX instead, as do the LoRA op's and the inference
-//! projections'.
+//! are bf16 products instead (AMX, and AVX512-BF16 at a few rows), as are the LoRA op's and the
+//! inference projections'.
 
 #[cfg(target_arch = "x86_64")]
 mod amx;
 mod attention;
+#[cfg(target_arch = "x86_64")]
+mod bf16_few_rows;
 mod bf16_weight;
 mod decode_attention;
 #[cfg(test)]
@@ -351,7 +353,7 @@ pub fn swiglu_train(gate: &Tensor, up: &Tensor) -> Result<Tensor> {
 const HEAD_TRANSPOSED_ROWS: std::ops::Range<usize> = 2..16;
 
 /// x @ w^T for the vocabulary head at inference (x: [m, hidden], w: [vocab, hidden]): bf16
-/// products above 32 rows when `bf16` packs w ([`bf16_product`]), the few-rows op of
+/// products when `bf16` packs w ([`bf16_product`]), else the few-rows op of
 /// `ops/skinny.rs` where it applies (up to 32 rows in f32 on a CPU with AVX-512), else
 /// [`head_matmul_gemm`].
 pub fn head_matmul(x: &Tensor, w: &Tensor, bf16: Option<&Arc<Bf16Weight>>) -> Result<Tensor> {
@@ -377,8 +379,8 @@ fn head_matmul_gemm(x: &Tensor, w: &Tensor) -> Result<Tensor> {
     x.matmul(&w.t()?)
 }
 
-/// x @ w^T at inference (x: [m, in], w: [out, in]): bf16 products above 32 rows when `bf16` packs
-/// w ([`bf16_product`]); for the few rows of a decode step, on a CPU with AVX-512 in f32, one op
+/// x @ w^T at inference (x: [m, in], w: [out, in]): bf16 products when `bf16` packs w
+/// ([`bf16_product`]); else for the few rows of a decode step, on a CPU with AVX-512 in f32, one op
 /// that streams w once (`ops/skinny.rs`); elsewhere candle's matmul.
 pub fn linear_infer(x: &Tensor, w: &Tensor, bf16: Option<&Arc<Bf16Weight>>) -> Result<Tensor> {
     if let Some(y) = bf16_product(x, bf16)? {
@@ -390,15 +392,9 @@ pub fn linear_infer(x: &Tensor, w: &Tensor, bf16: Option<&Arc<Bf16Weight>>) -> R
     }
 }
 
-/// x @ w^T in bf16 products (`ops/bf16_weight.rs`) when w is packed and x [m, in] has more than
-/// 32 rows (`bf16_weight::MIN_ROWS`): the scoring passes and prefills, not a decoding step.
+/// x @ w^T in bf16 products (`ops/bf16_weight.rs`) when w is packed.
 fn bf16_product(x: &Tensor, bf16: Option<&Arc<Bf16Weight>>) -> Result<Option<Tensor>> {
-    match bf16 {
-        Some(p) if x.dim(0)? > bf16_weight::MIN_ROWS => {
-            Ok(Some(p.product(&x.contiguous()?, true)?))
-        }
-        _ => Ok(None),
-    }
+    bf16.map(|p| p.product(&x.contiguous()?, true)).transpose()
 }
 
 /// x @ w^T by `ops/skinny.rs` where it applies (`skinny::applies`: up to 32 rows in f32 on a
@@ -415,7 +411,7 @@ fn skinny_matmul(x: &Tensor, w: &Tensor) -> Result<Option<Tensor>> {
 
 /// x @ w^T where w is frozen: backward returns the gradient for x only and never computes or
 /// stores a gradient for w. x: [..., in], w: [out, in] -> [..., out]. With `bf16` (w packed),
-/// both products run in bf16 above 32 rows ([`bf16_product`]).
+/// both products are bf16 products ([`Bf16Weight`]).
 pub fn frozen_matmul(x: &Tensor, w: &Tensor, bf16: Option<&Arc<Bf16Weight>>) -> Result<Tensor> {
     let (out_dim, in_dim) = w.dims2()?;
     let dims = x.dims();
@@ -453,7 +449,7 @@ fn frozen_weight(w: &Tensor) -> Result<Tensor> {
 /// composition's bit for bit (the same kernels in the same order) on every backend. x [rows, in],
 /// W [out, in] in either memory order, b [out]; A [r, in] and B [out, r] in f32 whatever x's
 /// dtype (the adapter branch computes in f32 and casts its result back). With `bf16` (W packed),
-/// the base's two products run in bf16 above 32 rows, the adapter's stay f32.
+/// the base's two products are bf16 products, the adapter's stay f32.
 pub fn lora_linear_train(
     x: &Tensor,
     (w, bf16): (&Tensor, Option<&Arc<Bf16Weight>>),

@@ -144,6 +144,17 @@ impl PackedB {
         (self.k, self.n)
     }
 
+    /// (k_pad, the number of 16-column panels) of the packing.
+    pub(crate) fn padded(&self) -> (usize, usize) {
+        (self.k_pad, self.data.len() * KB / (self.k_pad * T).max(1))
+    }
+
+    /// Panel `p`: k_pad / 2 rows of 16 pairs, each row one 64-byte line.
+    pub(crate) fn panel(&self, p: usize) -> &[u16] {
+        let len = self.k_pad * T;
+        &values(&self.data)[p * len..(p + 1) * len]
+    }
+
     /// The pair of panels of columns 32 c.. 32 c + 32, from value `k0` of k.
     fn pair(&self, c: usize, k0: usize) -> (*const u16, *const u16) {
         let (panel, data) = (self.k_pad * T, values(&self.data));
@@ -385,7 +396,7 @@ unsafe fn block(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     /// bf16 bits back to f32.
@@ -393,12 +404,25 @@ mod tests {
         f32::from_bits((b as u32) << 16) as f64
     }
 
-    /// a b against f64 sums of the bf16-rounded values.
+    /// A product of a [m, k] and a packed b (`product` here, `bf16_few_rows::product`).
+    pub(in super::super) type Product = fn(View<f32>, usize, &PackedB) -> Vec<f32>;
+
+    /// a b against f64 sums of the bf16-rounded values, by `amx::product`.
     fn check(m: usize, k: usize, n: usize, transposed_a: bool) {
         if !available() {
-            eprintln!("no AMX on this CPU: amx::matmul not run");
+            eprintln!("no AMX on this CPU: amx::product not run");
             return;
         }
+        check_with(product, (m, k, n), transposed_a);
+    }
+
+    /// a b by `product` against f64 sums of the bf16-rounded values (the caller checks that the
+    /// CPU runs it).
+    pub(in super::super) fn check_with(
+        product: Product,
+        (m, k, n): (usize, usize, usize),
+        transposed_a: bool,
+    ) {
         let val = |i: usize, s: f32| ((i * 2654435761) % 1000) as f32 / 500.0 - 1.0 + s;
         let a: Vec<f32> = (0..m * k).map(|i| val(i, 0.001)).collect();
         let b: Vec<f32> = (0..k * n).map(|i| val(i + 7, -0.003)).collect();

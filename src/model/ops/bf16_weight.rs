@@ -5,13 +5,13 @@
 
 use candle_core::{DType, Device, Result, Tensor};
 
-#[cfg(target_arch = "x86_64")]
-use super::amx;
 use super::view::View;
+#[cfg(target_arch = "x86_64")]
+use super::{amx, bf16_few_rows};
 
 /// Rows above which a product with a packed weight runs on AMX; at and below it (a decoding step)
-/// the f32 path runs (`skinny.rs` on AVX-512), so sampling keeps its f32 numerics.
-pub(super) const MIN_ROWS: usize = 32;
+/// `bf16_few_rows.rs` streams the packed weight once.
+const MIN_ROWS: usize = 32;
 
 /// W [out, in] packed as the B operand of x W^T ([in, out]) and of g W ([out, in]).
 pub struct Bf16Weight {
@@ -23,10 +23,11 @@ pub struct Bf16Weight {
 
 impl Bf16Weight {
     /// Whether this machine runs bf16 products: an x86-64 CPU with AMX-BF16 (Intel Xeon 4th
-    /// generation, Sapphire Rapids, and later) whose kernel grants the tile state.
+    /// generation, Sapphire Rapids, and later; they have AVX512-BF16 too) whose kernel grants the
+    /// tile state.
     pub fn available() -> bool {
         #[cfg(target_arch = "x86_64")]
-        return amx::available();
+        return amx::available() && bf16_few_rows::available();
         #[cfg(not(target_arch = "x86_64"))]
         false
     }
@@ -64,7 +65,7 @@ impl Bf16Weight {
     /// x W^T ([rows, out]) for x [rows, in] (any strides).
     pub(super) fn x_wt(&self, x: View<f32>, rows: usize) -> Vec<f32> {
         #[cfg(target_arch = "x86_64")]
-        return amx::product(x, rows, &self.x_wt);
+        return product(x, rows, &self.x_wt);
         #[cfg(not(target_arch = "x86_64"))]
         unreachable!("no AMX off x86-64: {x:p} {rows}")
     }
@@ -72,7 +73,7 @@ impl Bf16Weight {
     /// g W ([rows, in]) for g [rows, out] (any strides).
     pub(super) fn g_w(&self, g: View<f32>, rows: usize) -> Vec<f32> {
         #[cfg(target_arch = "x86_64")]
-        return amx::product(g, rows, &self.g_w);
+        return product(g, rows, &self.g_w);
         #[cfg(not(target_arch = "x86_64"))]
         unreachable!("no AMX off x86-64: {g:p} {rows}")
     }
@@ -110,5 +111,14 @@ impl Bf16Weight {
             self.g_w(x, rows)
         };
         Tensor::from_vec(y, (rows, n), &Device::Cpu)
+    }
+}
+
+/// a b on AMX above `MIN_ROWS` rows, else by `bf16_few_rows`.
+#[cfg(target_arch = "x86_64")]
+fn product(a: View<f32>, rows: usize, b: &amx::PackedB) -> Vec<f32> {
+    match rows > MIN_ROWS {
+        true => amx::product(a, rows, b),
+        false => bf16_few_rows::product(a, rows, b),
     }
 }

@@ -2,18 +2,18 @@
 //!
 //! The forward calls the backend's own matmul through `BackendStorage`, so CPU and CUDA run the
 //! same kernels as `Tensor::matmul`; only the backward differs (no weight gradient). With a
-//! packed weight (`Bf16Weight`), both products of more than `MIN_ROWS` rows are bf16 products.
+//! packed weight (`Bf16Weight`), both products are bf16 products.
 
 use std::sync::Arc;
 
 use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, CudaStorage, CustomOp2, DType, Layout, Result, Shape, Tensor};
 
-use super::bf16_weight::{Bf16Weight, MIN_ROWS};
+use super::bf16_weight::Bf16Weight;
 use super::view::View;
 
 /// Custom op computing `x @ w^T` for x [m, k] and w [n, k] with the backend's matmul, or in bf16
-/// products above `MIN_ROWS` rows when w is packed; its backward returns the gradient for x only.
+/// products when w is packed; its backward returns the gradient for x only.
 pub(super) struct FrozenMatmul(pub(super) Option<Arc<Bf16Weight>>);
 
 /// What a backend matmul needs: (batch, m, n, k), the layout of w^T and the output shape.
@@ -45,10 +45,8 @@ impl CustomOp2 for FrozenMatmul {
     ) -> Result<(CpuStorage, Shape)> {
         let (bmnk, l2t, shape) = Self::plan(l1, l2)?;
         if let (Some(p), CpuStorage::F32(x)) = (&self.0, s1) {
-            if bmnk.1 > MIN_ROWS {
-                let y = p.x_wt(View::of(x, l1, "frozen_matmul")?, bmnk.1);
-                return Ok((CpuStorage::F32(y), shape));
-            }
+            let y = p.x_wt(View::of(x, l1, "frozen_matmul")?, bmnk.1);
+            return Ok((CpuStorage::F32(y), shape));
         }
         Ok((s1.matmul(s2, bmnk, l1, &l2t)?, shape))
     }
@@ -74,7 +72,7 @@ impl CustomOp2 for FrozenMatmul {
         // d(x W^T)/dx applied to grad: grad [m, n] @ W [n, k]. No gradient for W.
         let grad = grad.contiguous()?;
         if let Some(p) = &self.0 {
-            if grad.dim(0)? > MIN_ROWS && grad.dtype() == DType::F32 && grad.device().is_cpu() {
+            if grad.dtype() == DType::F32 && grad.device().is_cpu() {
                 return Ok((Some(p.product(&grad, false)?), None));
             }
         }

@@ -19,7 +19,7 @@ use candle_core::{
     CpuStorage, CudaStorage, CustomOp3, DType, Layout, Result, Shape, Storage, Tensor,
 };
 
-use super::bf16_weight::{Bf16Weight, MIN_ROWS};
+use super::bf16_weight::Bf16Weight;
 use super::lora_linear_cpu;
 
 /// The frozen part of a LoRA projection: base weight W [out, in] (either memory order), optional
@@ -30,8 +30,8 @@ pub(super) struct LoraLinear {
     pub(super) scale: f64,
     /// hs [rows, r] of the CPU f32 forward, which the backward then reads rather than recomputes.
     pub(super) hs: OnceLock<Vec<f32>>,
-    /// W packed for bf16 products (`model.cpu_matmul: bf16`): the base's two products then run
-    /// in bf16 above `MIN_ROWS` rows on the CPU.
+    /// W packed for bf16 products (`model.cpu_matmul: bf16`): the base's two products are then
+    /// bf16 products on the CPU.
     pub(super) bf16: Option<Arc<Bf16Weight>>,
 }
 
@@ -53,11 +53,6 @@ impl LoraLinear {
             )
         }
         Ok((m, k, r, n))
-    }
-
-    /// The packed W when a product of `rows` rows runs in bf16.
-    fn bf16_above(&self, rows: usize) -> Option<&Bf16Weight> {
-        self.bf16.as_deref().filter(|_| rows > MIN_ROWS)
     }
 
     /// The adapter's hs = scale (xf A^T) [rows, r], xf = x in f32.
@@ -135,7 +130,7 @@ impl LoraLinear {
         };
         let y = lora_linear_cpu::forward(
             (xs, xl),
-            (w, wl, self.bf16_above(m)),
+            (w, wl, self.bf16.as_deref()),
             bias,
             &hs,
             super::kernels::contiguous_slice::<f32>(b, bl)?,
@@ -235,8 +230,7 @@ impl CustomOp3 for LoraLinear {
         let da = dh.t()?.matmul(&xf)?;
         let f32_cpu = [grad.dtype(), self.weight.dtype()] == [DType::F32; 2];
         let dx = if grad.device().is_cpu() && f32_cpu {
-            let bf16 = self.bf16_above(grad.dim(0)?);
-            lora_linear_cpu::input_grad(&grad, (&self.weight, bf16), &dh, &a)?
+            lora_linear_cpu::input_grad(&grad, (&self.weight, self.bf16.as_deref()), &dh, &a)?
         } else {
             (grad.matmul(&self.weight)? + dh.matmul(&a)?.to_dtype(x.dtype())?)?
         };
