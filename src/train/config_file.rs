@@ -103,9 +103,9 @@ pub enum CpuMatmul {
     #[default]
     F32,
     /// bf16 products with f32 sums on Intel AMX (Xeon 4th generation and later) for the frozen
-    /// projections and the vocabulary head, wherever a product has more than 32 rows (training,
-    /// the old and reference log-probs, prefills); decoding steps, the adapters and everything
-    /// else stay f32.
+    /// projections and the vocabulary head (training, the old and reference log-probs,
+    /// generation; AVX512-BF16 dot products at a decoding step's few rows); the adapters and
+    /// everything else stay f32.
     Bf16,
 }
 

@@ -1,7 +1,8 @@
 //! A frozen weight for bf16 products (`model.cpu_matmul: bf16`): W [out, in] rounded to bf16 and
 //! packed twice for Intel AMX (`amx.rs`), once for x W^T (the forward) and once for g W (the
-//! input gradient), so that the frozen base products of the training pass and the scoring passes
-//! run as bf16 products with f32 sums. The adapters, norms, attention and log-probs stay f32.
+//! input gradient), so that every product with it (training, scoring, generation) runs in bf16
+//! with f32 sums: on AMX above 32 rows, by `bf16_few_rows.rs` at and below. The adapters, norms,
+//! attention and log-probs stay f32.
 
 use candle_core::{DType, Device, Result, Tensor};
 
