@@ -156,6 +156,20 @@ impl Block {
             ("mlp.down_proj", &self.down),
         ]
     }
+
+    /// The seven projections, to change, in the order of `projections`.
+    pub(super) fn projections_mut(&mut self) -> [&mut LoraLinear; 7] {
+        let b = self;
+        [
+            &mut b.q,
+            &mut b.k,
+            &mut b.v,
+            &mut b.o,
+            &mut b.gate,
+            &mut b.up,
+            &mut b.down,
+        ]
+    }
 }
 
 /// Rotary embedding on [b, heads, t, d] times `scale`: fused kernel then the product for

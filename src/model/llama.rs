@@ -126,15 +126,7 @@ impl Llama {
     /// stay frozen).
     pub fn make_projections_trainable(&mut self) -> Result<()> {
         for b in self.blocks.iter_mut() {
-            for p in [
-                &mut b.q,
-                &mut b.k,
-                &mut b.v,
-                &mut b.o,
-                &mut b.gate,
-                &mut b.up,
-                &mut b.down,
-            ] {
+            for p in b.projections_mut() {
                 p.make_base_trainable()?;
             }
         }
@@ -147,15 +139,7 @@ impl Llama {
     /// weights.
     pub fn use_bf16_products(&mut self) -> Result<()> {
         for b in self.blocks.iter_mut() {
-            for p in [
-                &mut b.q,
-                &mut b.k,
-                &mut b.v,
-                &mut b.o,
-                &mut b.gate,
-                &mut b.up,
-                &mut b.down,
-            ] {
+            for p in b.projections_mut() {
                 p.pack_bf16()?;
             }
         }

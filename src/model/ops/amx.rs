@@ -1,4 +1,4 @@
-//! bf16 products on Intel AMX: dst [m, n] = a [m, k] b [k, n] (+ dst), with a and b rounded to
+//! bf16 products on Intel AMX: dst [m, n] = a [m, k] b [k, n], with a and b rounded to
 //! bf16 (round to nearest even) and every sum in f32, by `tdpbf16ps` (Intel SDM vol. 2,
 //! "TDPBF16PS": each of the 16 x 16 f32 results adds 32 products of bf16 pairs per instruction).
 //!
@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 use rayon::prelude::*;
 
 use super::rows::dispatch;
-use super::view::View;
+use super::view::{Shared, View};
 
 /// Values of k per tile row (64 bytes of bf16).
 const KB: usize = 32;
@@ -226,11 +226,8 @@ pub(crate) fn product(a: View<f32>, m: usize, b: &PackedB) -> Vec<f32> {
     let blocks = n.div_ceil(2 * T);
     let threads = candle_core::utils::get_num_threads().clamp(1, blocks);
     let per = blocks.div_ceil(threads);
-    /// dst's address, shared by the tasks: each writes only its own columns.
-    struct Dst(*mut f32);
-    // SAFETY: the tasks write disjoint column blocks of dst, which outlives the parallel loop.
-    unsafe impl Sync for Dst {}
-    let out = Dst(dst.as_mut_ptr());
+    // The tasks write disjoint column blocks of dst, which outlives the parallel loop.
+    let out = Shared(dst.as_mut_ptr());
     (0..threads).into_par_iter().for_each(|t| {
         let out = &out;
         let cols = t * per..((t + 1) * per).min(blocks);

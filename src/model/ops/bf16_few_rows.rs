@@ -10,7 +10,7 @@ use std::arch::x86_64::*;
 use rayon::prelude::*;
 
 use super::amx::{bf16_bits, PackedB};
-use super::view::View;
+use super::view::{Shared, View};
 
 /// Rows of x one pass over two panels takes (16 accumulators of the 32 registers).
 const BLOCK: usize = 8;
@@ -52,11 +52,8 @@ pub(crate) fn product(x: View<f32>, m: usize, b: &PackedB) -> Vec<f32> {
     let pairs_of_panels = panels.div_ceil(2);
     let threads = candle_core::utils::get_num_threads().clamp(1, pairs_of_panels.max(1));
     let per = pairs_of_panels.div_ceil(threads).max(1);
-    /// out's address, shared by the tasks: each writes only its own panels' columns.
-    struct Out(*mut f32);
-    // SAFETY: the tasks write disjoint columns of out, which outlives the parallel loop.
-    unsafe impl Sync for Out {}
-    let dst = Out(out.as_mut_ptr());
+    // The tasks write disjoint columns of out (their panels'), which outlives the parallel loop.
+    let dst = Shared(out.as_mut_ptr());
     (0..pairs_of_panels.div_ceil(per))
         .into_par_iter()
         .for_each(|t| {

@@ -37,9 +37,14 @@ impl Bf16Weight {
     pub fn pack(w: &Tensor) -> Result<Self> {
         if !w.device().is_cpu() || w.dtype() != DType::F32 {
             candle_core::bail!(
-                "bf16 products pack f32 weights on the CPU, got {:?} on {:?}",
-                w.dtype(),
-                w.device().location()
+                "bf16 products pack f32 weights on the CPU, and this weight is {} on {}: use \
+                 model.dtype: f32 and model.device: cpu with model.cpu_matmul: bf16",
+                w.dtype().as_str(),
+                if w.device().is_cpu() {
+                    "the CPU"
+                } else {
+                    "a GPU"
+                }
             )
         }
         if !Self::available() {

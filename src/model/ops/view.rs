@@ -142,6 +142,13 @@ pub(super) fn gemm_new<T: LaneFloat>(
     dst
 }
 
+/// A result's address, shared by parallel tasks that each write only their own part of it (a
+/// block of its columns), while the result outlives the tasks.
+pub(super) struct Shared<T>(pub(super) *mut T);
+
+// SAFETY: the tasks that share the address write disjoint elements (each user's own argument).
+unsafe impl<T> Sync for Shared<T> {}
+
 /// Columns below which `gemm_by_columns` leaves the product to one gemm call with gemm's threads.
 const MIN_SPLIT_COLS: usize = 128;
 
@@ -174,11 +181,8 @@ unsafe fn gemm_by_columns<T: LaneFloat>(
         };
         return gemm_raw(dst, dst_rs, acc, (a, b), (rows, cols, k), par);
     }
-    /// dst's address, shared by the tasks: each writes only its own columns.
-    struct Dst<T>(*mut T);
-    // SAFETY: the tasks write disjoint column blocks of dst, and dst outlives the parallel loop.
-    unsafe impl<T> Sync for Dst<T> {}
-    let dst = Dst(dst);
+    // The tasks write disjoint column blocks of dst, and dst outlives the parallel loop.
+    let dst = Shared(dst);
     let block = cols.div_ceil(threads).next_multiple_of(16);
     (0..cols.div_ceil(block)).into_par_iter().for_each(|c| {
         let (c0, width) = (c * block, block.min(cols - c * block));
