@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 use rayon::prelude::*;
 
 use super::rows::dispatch;
-use super::view::{Shared, View};
+use super::view::{par_runs, Shared, View};
 
 /// Values of k per tile row (64 bytes of bf16).
 const KB: usize = 32;
@@ -144,22 +144,17 @@ impl PackedB {
         (self.k, self.n)
     }
 
-    /// (k_pad, the number of 16-column panels) of the packing.
-    pub(crate) fn padded(&self) -> (usize, usize) {
-        (self.k_pad, self.data.len() * KB / (self.k_pad * T).max(1))
+    /// k rounded up to a multiple of 32 (the packing's rows are k_pad / 2 pairs).
+    pub(crate) fn k_pad(&self) -> usize {
+        self.k_pad
     }
 
-    /// Panel `p`: k_pad / 2 rows of 16 pairs, each row one 64-byte line.
-    pub(crate) fn panel(&self, p: usize) -> &[u16] {
-        let len = self.k_pad * T;
-        &values(&self.data)[p * len..(p + 1) * len]
-    }
-
-    /// The pair of panels of columns 32 c.. 32 c + 32, from value `k0` of k.
-    fn pair(&self, c: usize, k0: usize) -> (*const u16, *const u16) {
-        let (panel, data) = (self.k_pad * T, values(&self.data));
-        let p0 = data[2 * c * panel + k0 * T..].as_ptr();
-        (p0, data[(2 * c + 1) * panel + k0 * T..].as_ptr())
+    /// The two panels of columns 32 c .. 32 c + 32: each k_pad / 2 rows of 16 pairs, one 64-byte
+    /// line per row.
+    pub(crate) fn panels(&self, c: usize) -> (&[u16], &[u16]) {
+        let (len, data) = (self.k_pad * T, values(&self.data));
+        let (p0, p1) = data[2 * c * len..(2 * c + 2) * len].split_at(len);
+        (p0, p1)
     }
 }
 
@@ -223,14 +218,10 @@ pub(crate) fn product(a: View<f32>, m: usize, b: &PackedB) -> Vec<f32> {
         );
     }
     let a = BfRows::new(a, m, k);
-    let blocks = n.div_ceil(2 * T);
-    let threads = candle_core::utils::get_num_threads().clamp(1, blocks);
-    let per = blocks.div_ceil(threads);
     // The tasks write disjoint column blocks of dst, which outlives the parallel loop.
     let out = Shared(dst.as_mut_ptr());
-    (0..threads).into_par_iter().for_each(|t| {
+    par_runs(n.div_ceil(2 * T), |cols| {
         let out = &out;
-        let cols = t * per..((t + 1) * per).min(blocks);
         // SAFETY: `available()` holds; every tile reads inside a's and b's padded buffers and
         // every store lands in columns `cols` of dst's m x n values.
         unsafe { block_range(out.0, n, (&a, m), b, cols) };
@@ -253,6 +244,7 @@ unsafe fn block_range(
     cols: std::ops::Range<usize>,
 ) {
     let cfg = TileConfig::new();
+    let mut scratch = [0f32; 4 * T * T];
     asm!("ldtilecfg [{}]", in(reg) cfg.0.as_ptr(), options(nostack, readonly));
     let k_pad = a.k_pad;
     for k0 in (0..k_pad.max(KB)).step_by(KC) {
@@ -260,7 +252,8 @@ unsafe fn block_range(
         let add = k0 > 0;
         for m0 in (0..m).step_by(MC) {
             for c in cols.clone() {
-                let (b0, b1) = b.pair(c, k0);
+                let (p0, p1) = b.panels(c);
+                let (b0, b1) = (p0[k0 * T..].as_ptr(), p1[k0 * T..].as_ptr());
                 for r in (m0..(m0 + MC).min(m)).step_by(2 * T) {
                     let a0 = values(&a.data)[r * k_pad + k0..].as_ptr();
                     let rows = (m - r).min(2 * T);
@@ -270,9 +263,9 @@ unsafe fn block_range(
                         n,
                         (rows, width),
                         add,
-                        (a0, k_pad),
+                        (a0, k_pad, kb),
                         (b0, b1),
-                        kb,
+                        &mut scratch,
                     );
                 }
             }
@@ -298,7 +291,9 @@ impl TileConfig {
 }
 
 /// One block of up to 32 x 32 values of dst (row stride `ldd`): rows x width of them are real.
-/// A full block is loaded and stored in place, an edge block through a scratch block.
+/// A full block is loaded and stored in place, an edge block through `scratch`, the caller's
+/// 32 x 32 block (zeroed once per task, not per block: a result's element depends only on its own
+/// earlier value, so what an earlier edge block left outside rows x width never reaches dst).
 ///
 /// # Safety
 /// The tile configuration is loaded; a0 holds 32 rows of `kb` x 32 values at row stride k_pad,
@@ -308,12 +303,11 @@ unsafe fn block(
     ldd: usize,
     (rows, width): (usize, usize),
     add: bool,
-    (a0, k_pad): (*const u16, usize),
+    (a0, k_pad, kb): (*const u16, usize, usize),
     (b0, b1): (*const u16, *const u16),
-    kb: usize,
+    scratch: &mut [f32; 4 * T * T],
 ) {
     let full = rows == 2 * T && width == 2 * T;
-    let mut scratch = [0f32; 4 * T * T];
     let (c, ldc) = match full {
         true => (dst, ldd),
         false => {

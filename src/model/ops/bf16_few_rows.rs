@@ -7,10 +7,8 @@
 
 use std::arch::x86_64::*;
 
-use rayon::prelude::*;
-
 use super::amx::{bf16_bits, PackedB};
-use super::view::{Shared, View};
+use super::view::{par_runs, Shared, View};
 
 /// Rows of x one pass over two panels takes (16 accumulators of the 32 registers).
 const BLOCK: usize = 8;
@@ -29,7 +27,7 @@ pub(crate) fn product(x: View<f32>, m: usize, b: &PackedB) -> Vec<f32> {
         "bf16_few_rows::product on a CPU without AVX512-BF16"
     );
     let (k, n) = b.dims();
-    let (k_pad, panels) = b.padded();
+    let k_pad = b.k_pad();
     if k > 0 && m > 0 {
         let last = x.off + (m - 1) * x.rs + (k - 1) * x.cs;
         assert!(
@@ -49,45 +47,40 @@ pub(crate) fn product(x: View<f32>, m: usize, b: &PackedB) -> Vec<f32> {
         }
     }
     let mut out = vec![0f32; m * n];
-    let pairs_of_panels = panels.div_ceil(2);
-    let threads = candle_core::utils::get_num_threads().clamp(1, pairs_of_panels.max(1));
-    let per = pairs_of_panels.div_ceil(threads).max(1);
     // The tasks write disjoint columns of out (their panels'), which outlives the parallel loop.
     let dst = Shared(out.as_mut_ptr());
-    (0..pairs_of_panels.div_ceil(per))
-        .into_par_iter()
-        .for_each(|t| {
-            let dst = &dst;
-            for c in t * per..((t + 1) * per).min(pairs_of_panels) {
-                let cols = 32.min(n.saturating_sub(c * 32));
-                for r0 in (0..m).step_by(BLOCK) {
-                    let rows = BLOCK.min(m - r0);
-                    let mut acc = [[0f32; 32]; BLOCK];
-                    let (p0, p1) = (b.panel(2 * c), b.panel(2 * c + 1));
-                    // SAFETY: available() holds (asserted above).
+    par_runs(n.div_ceil(32), |run| {
+        let dst = &dst;
+        for c in run {
+            let cols = 32.min(n - c * 32);
+            for r0 in (0..m).step_by(BLOCK) {
+                let rows = BLOCK.min(m - r0);
+                let mut acc = [[0f32; 32]; BLOCK];
+                let (p0, p1) = b.panels(c);
+                // SAFETY: available() holds (asserted above).
+                unsafe {
+                    panel_rows(
+                        (p0, p1),
+                        &pairs[r0 * k_pad / 2..],
+                        k_pad / 2,
+                        rows,
+                        &mut acc,
+                    )
+                };
+                for (r, a) in acc.iter().enumerate().take(rows) {
+                    // SAFETY: row r0 + r, columns c * 32 .. + cols lie inside out's m x n values,
+                    // and only this task writes these columns.
                     unsafe {
-                        panel_rows(
-                            (p0, p1),
-                            &pairs[r0 * k_pad / 2..],
-                            k_pad / 2,
-                            rows,
-                            &mut acc,
+                        std::ptr::copy_nonoverlapping(
+                            a.as_ptr(),
+                            dst.0.add((r0 + r) * n + c * 32),
+                            cols,
                         )
                     };
-                    for (r, a) in acc.iter().enumerate().take(rows) {
-                        // SAFETY: row r0 + r, columns c * 32 .. + cols lie inside out's m x n values,
-                        // and only this task writes these columns.
-                        unsafe {
-                            std::ptr::copy_nonoverlapping(
-                                a.as_ptr(),
-                                dst.0.add((r0 + r) * n + c * 32),
-                                cols,
-                            )
-                        };
-                    }
                 }
             }
-        });
+        }
+    });
     out
 }
 

@@ -149,6 +149,16 @@ pub(super) struct Shared<T>(pub(super) *mut T);
 // SAFETY: the tasks that share the address write disjoint elements (each user's own argument).
 unsafe impl<T> Sync for Shared<T> {}
 
+/// `f` on candle's CPU thread count, each call with one contiguous run of `blocks` blocks (of a
+/// result's columns): as many runs as threads, none empty.
+pub(super) fn par_runs(blocks: usize, f: impl Fn(std::ops::Range<usize>) + Sync + Send) {
+    let threads = candle_core::utils::get_num_threads().clamp(1, blocks.max(1));
+    let per = blocks.div_ceil(threads).max(1);
+    (0..blocks.div_ceil(per))
+        .into_par_iter()
+        .for_each(|t| f(t * per..((t + 1) * per).min(blocks)));
+}
+
 /// Columns below which `gemm_by_columns` leaves the product to one gemm call with gemm's threads.
 const MIN_SPLIT_COLS: usize = 128;
 
