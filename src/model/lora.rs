@@ -251,7 +251,7 @@ impl LoraLinear {
 
     /// Packs the frozen base weight for bf16 products (`ops::Bf16Weight`): its products, in
     /// training, scoring and generation, then run in bf16 with f32 sums. An error under full
-    /// fine-tuning (the weight changes every step) or without AMX.
+    /// fine-tuning (the weight changes every step) or without AVX512-BF16.
     pub fn pack_bf16(&mut self) -> Result<()> {
         if self.full.is_some() {
             candle_core::bail!("bf16 products need frozen base weights, not full fine-tuning")

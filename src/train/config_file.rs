@@ -102,10 +102,10 @@ pub enum CpuMatmul {
     /// f32 products (default): the same numerics on every CPU.
     #[default]
     F32,
-    /// bf16 products with f32 sums on Intel AMX (Xeon 4th generation and later) for the frozen
-    /// projections and the vocabulary head (training, the old and reference log-probs,
-    /// generation; AVX512-BF16 dot products at a decoding step's few rows); the adapters and
-    /// everything else stay f32.
+    /// bf16 products with f32 sums for the frozen projections and the vocabulary head (training,
+    /// the old and reference log-probs, generation): on Intel AMX (Xeon 4th generation and
+    /// later), by AVX512-BF16 dot products on CPUs without it (AMD Zen 4 and later) and at a
+    /// decoding step's few rows; the adapters and everything else stay f32.
     Bf16,
 }
 
@@ -130,8 +130,8 @@ pub struct ModelSection {
     /// `f32` (default) or `bf16`.
     #[serde(default)]
     pub dtype: WeightDtype,
-    /// `f32` (default) or `bf16`: the frozen weights' products on the CPU in bf16 on AMX
-    /// (docs/DESIGN.md, "bf16 products on the CPU").
+    /// `f32` (default) or `bf16`: the frozen weights' products on the CPU in bf16 (AMX or
+    /// AVX512-BF16; docs/DESIGN.md, "bf16 products on the CPU").
     #[serde(default, skip_serializing_if = "CpuMatmul::is_f32")]
     pub cpu_matmul: CpuMatmul,
 }

@@ -1,8 +1,9 @@
 //! `model.cpu_matmul: bf16` (LoadOptions::bf16_products): the frozen weights' products in bf16 (on
-//! AMX above 32 rows, by AVX512-BF16 dot products at a decoding step's few). Against the f32 model:
+//! AMX above 32 rows where the CPU has it, otherwise by AVX512-BF16 dot products). Against the f32
+//! model:
 //! the training pass's log-probs and adapter gradients stay close but are not the same bits (the
 //! bf16 products ran), at many rows and at few; the scoring pass (Infer) agrees with the training
-//! pass; generation runs. Without AMX the load fails and says so.
+//! pass; generation runs. Without AVX512-BF16 the load fails and says so.
 
 use anyhow::Result;
 use candle_core::Tensor;
@@ -51,9 +52,9 @@ fn bf16_products_track_f32_at_many_rows_and_at_few() -> Result<()> {
     if !Bf16Weight::available() {
         let err = tiny(TinySpec::llama(), &bf16_opts())
             .err()
-            .expect("no AMX: the load fails");
-        assert!(format!("{err:#}").contains("AMX"), "{err:#}");
-        eprintln!("no AMX on this CPU: bf16 products not run");
+            .expect("no AVX512-BF16: the load fails");
+        assert!(format!("{err:#}").contains("AVX512-BF16"), "{err:#}");
+        eprintln!("no AVX512-BF16 on this CPU: bf16 products not run");
         return Ok(());
     }
     for spec in [TinySpec::llama(), TinySpec::qwen2()] {
@@ -102,7 +103,7 @@ fn bf16_products_track_f32_at_many_rows_and_at_few() -> Result<()> {
             sg_rel > 0.0 && sg_rel < 0.05,
             "few rows: gradients {sg_rel} apart"
         );
-        // Generation (prefill on AMX, decoding steps by the few-rows kernel) runs.
+        // Generation (the prefill at many rows, decoding steps at few) runs.
         let g = bf16_model.generate(&[long.clone(), long], &[1, 2], &greedy(6))?;
         assert!(g.iter().all(|x| x.tokens.len() == 6 || x.stopped), "{g:?}");
         assert_eq!(g[0].tokens, g[1].tokens, "rows of a batch are independent");

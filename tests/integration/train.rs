@@ -382,7 +382,7 @@ fn exported_folder_reloads_with_the_trained_logits() -> Result<()> {
         "merged export equals base + adapters"
     );
     // model.cpu_matmul is a training setting: a run trained with bf16 products loads for export,
-    // eval and serving with f32 products, on any CPU (with or without AMX), the same bits.
+    // eval and serving with f32 products, on any CPU (with or without bf16 products), the same bits.
     let cfg = t.run_dir().join("config.yaml");
     let text = std::fs::read_to_string(&cfg)?;
     let bf16 = text.replace("\n  dtype: f32\n", "\n  dtype: f32\n  cpu_matmul: bf16\n");

@@ -2,27 +2,20 @@
 //! bf16 (round to nearest even) and every sum in f32, by `tdpbf16ps` (Intel SDM vol. 2,
 //! "TDPBF16PS": each of the 16 x 16 f32 results adds 32 products of bf16 pairs per instruction).
 //!
-//! b is packed once (a frozen weight: `PackedB`), a is rounded per call (`BfRows`). The tiles:
-//! tmm0-3 hold a 32 x 32 block of dst, tmm4-5 two 16-row slices of a (32 values of k each) and
-//! tmm6-7 two 16-column panels of b in AMX's pair-interleaved layout (row kp holds, for each of
-//! the 16 columns, b[2 kp][j] and b[2 kp + 1][j]). The instructions are written in `asm!`: Rust's
+//! b is packed once (a frozen weight: `bf16_pack::PackedB`), a is rounded per call (`BfRows`). The
+//! tiles: tmm0-3 hold a 32 x 32 block of dst, tmm4-5 two 16-row slices of a (32 values of k each)
+//! and tmm6-7 two 16-column panels of b in AMX's pair-interleaved layout (row kp holds, for each
+//! of the 16 columns, b[2 kp][j] and b[2 kp + 1][j]). The instructions are written in `asm!`: Rust's
 //! AMX intrinsics and target features are unstable (rust-lang/rust#126622), and nothing the
 //! compiler emits touches the tile registers, so they keep their values from one asm block to the
 //! next on a thread.
 
 use std::arch::asm;
-use std::mem::MaybeUninit;
 use std::sync::OnceLock;
 
-use rayon::prelude::*;
-
-use super::rows::dispatch;
+use super::bf16_pack::{BfRows, PackedB, KB, T};
 use super::view::{par_runs, Shared, View};
 
-/// Values of k per tile row (64 bytes of bf16).
-const KB: usize = 32;
-/// Rows of every tile, and columns of an f32 tile.
-const T: usize = 16;
 /// The values of k one pass over a block of rows takes, so that the pass's rows of a stay in the
 /// core's L2 cache (1,024 rows x 1,024 values of bf16 are 2 MB) while the b panels stream by.
 const KC: usize = 1024;
@@ -57,149 +50,6 @@ pub(crate) fn available() -> bool {
     })
 }
 
-/// f32 to bf16, rounded to nearest even; a NaN becomes the quiet NaN 0x7fc0. Branch-free, so
-/// that the loops over it vectorize (finite values round up into infinity as they should; only a
-/// NaN's bits can wrap).
-#[inline(always)]
-pub(crate) fn bf16_bits(x: f32) -> u16 {
-    let b = x.to_bits();
-    let rounded = (b.wrapping_add(0x7fff + ((b >> 16) & 1)) >> 16) as u16;
-    match (b & 0x7fff_ffff) > 0x7f80_0000 {
-        true => 0x7fc0,
-        false => rounded,
-    }
-}
-
-fn to_bf16_body(src: &[f32], dst: &mut [MaybeUninit<u16>]) {
-    dst.iter_mut().zip(src).for_each(|(d, &v)| {
-        d.write(bf16_bits(v));
-    });
-}
-
-dispatch!(
-    /// `bf16_bits` of each value of src into dst (the shorter of the two).
-    to_bf16 = to_bf16_body(src: &[f32], dst: &mut [MaybeUninit<u16>])
-);
-
-/// 64 bytes of bf16 values on a cache line of their own: a tile row that straddles two lines
-/// loads at half the speed or less (2.2-2.7x slower in a 32 x 32 block on this project's Xeon,
-/// results/perf/step.md, "bf16 products on AMX").
-#[derive(Clone, Copy)]
-#[repr(C, align(64))]
-struct Line([u16; KB]);
-
-/// Zeroed bf16 values, at least `len`, starting on a cache line.
-fn lines(len: usize) -> Vec<Line> {
-    vec![Line([0; KB]); len.div_ceil(KB)]
-}
-
-/// The values of `lines`.
-fn values(l: &[Line]) -> &[u16] {
-    // SAFETY: Line is 32 u16 with no padding (repr(C), 64 bytes, align 64).
-    unsafe { std::slice::from_raw_parts(l.as_ptr().cast(), l.len() * KB) }
-}
-
-/// The values of `lines`, to write.
-fn values_mut(l: &mut [Line]) -> &mut [u16] {
-    // SAFETY: as `values`; the borrow is unique.
-    unsafe { std::slice::from_raw_parts_mut(l.as_mut_ptr().cast(), l.len() * KB) }
-}
-
-/// b [k, n] in bf16, packed for the tiles: panels of 16 columns (their count made even, so that
-/// blocks of 32 columns cover them), each k_pad / 2 rows of 16 pairs, zeros past k and n.
-pub(crate) struct PackedB {
-    k: usize,
-    n: usize,
-    k_pad: usize,
-    data: Vec<Line>,
-}
-
-impl PackedB {
-    /// Packs b [k, n] (any strides); parallel over the panels.
-    pub(crate) fn new(b: View<f32>, k: usize, n: usize) -> Self {
-        let k_pad = k.next_multiple_of(KB);
-        let panels = n.div_ceil(2 * T) * 2;
-        let panel = k_pad * T; // k_pad / 2 rows of 16 pairs
-        let mut data = lines(panels * panel);
-        values_mut(&mut data)[..panels * panel]
-            .par_chunks_mut(panel.max(1))
-            .enumerate()
-            .for_each(|(p, dst)| {
-                let cols = T.min(n.saturating_sub(p * T));
-                let mut put = |i: usize, j: usize| {
-                    let v = b.data[b.off + i * b.rs + (p * T + j) * b.cs];
-                    dst[(i / 2) * 2 * T + 2 * j + i % 2] = bf16_bits(v);
-                };
-                // Along b's memory order: a row-major b a row of the panel at a time.
-                match b.cs == 1 {
-                    true => (0..k).for_each(|i| (0..cols).for_each(|j| put(i, j))),
-                    false => (0..cols).for_each(|j| (0..k).for_each(|i| put(i, j))),
-                }
-            });
-        PackedB { k, n, k_pad, data }
-    }
-
-    /// (k, n) of b.
-    pub(crate) fn dims(&self) -> (usize, usize) {
-        (self.k, self.n)
-    }
-
-    /// k rounded up to a multiple of 32 (the packing's rows are k_pad / 2 pairs).
-    pub(crate) fn k_pad(&self) -> usize {
-        self.k_pad
-    }
-
-    /// The two panels of columns 32 c .. 32 c + 32: each k_pad / 2 rows of 16 pairs, one 64-byte
-    /// line per row.
-    pub(crate) fn panels(&self, c: usize) -> (&[u16], &[u16]) {
-        let (len, data) = (self.k_pad * T, values(&self.data));
-        let (p0, p1) = data[2 * c * len..(2 * c + 2) * len].split_at(len);
-        (p0, p1)
-    }
-}
-
-/// a [m, k] rounded to bf16, row-major, k padded with zeros to a multiple of 32 and m to one of
-/// 32.
-struct BfRows {
-    k_pad: usize,
-    data: Vec<Line>,
-}
-
-impl BfRows {
-    /// Every value written once: the rows rounded, their padding and the padding rows zeroed
-    /// (no zero fill first: it was a pass over the buffer per product).
-    fn new(a: View<f32>, m: usize, k: usize) -> Self {
-        let k_pad = k.next_multiple_of(KB);
-        let len = m.next_multiple_of(2 * T) * k_pad; // a multiple of KB
-        let mut data = Vec::<Line>::with_capacity(len / KB);
-        let spare = data.spare_capacity_mut();
-        // SAFETY: a Line is KB u16 with no padding, so the spare capacity holds len u16 slots.
-        let values: &mut [MaybeUninit<u16>] =
-            unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast(), len) };
-        values
-            .par_chunks_mut(k_pad.max(1))
-            .enumerate()
-            .for_each(|(i, row)| {
-                let (vals, pad) = row.split_at_mut(if i < m { k } else { 0 });
-                if i < m {
-                    let start = a.off + i * a.rs;
-                    match a.cs {
-                        1 => to_bf16(&a.data[start..start + k], vals),
-                        cs => vals.iter_mut().enumerate().for_each(|(j, d)| {
-                            d.write(bf16_bits(a.data[start + j * cs]));
-                        }),
-                    }
-                }
-                pad.iter_mut().for_each(|d| {
-                    d.write(0);
-                });
-            });
-        // SAFETY: the loop above wrote all len values.
-        unsafe { data.set_len(len / KB) };
-        BfRows { k_pad, data }
-    }
-}
-
 /// a b as a new row-major [m, n] matrix, with a [m, k] (any strides) rounded to bf16 here and b
 /// packed; on candle's CPU thread count, the 32-column blocks of the result split between the
 /// threads. The caller checks `available()`.
@@ -210,14 +60,7 @@ pub(crate) fn product(a: View<f32>, m: usize, b: &PackedB) -> Vec<f32> {
     if m == 0 || n == 0 {
         return dst;
     }
-    if k > 0 {
-        let last = a.off + (m - 1) * a.rs + (k - 1) * a.cs;
-        assert!(
-            last < a.data.len(),
-            "amx::product: a matrix outside its tensor"
-        );
-    }
-    let a = BfRows::new(a, m, k);
+    let a = BfRows::new(a, m, k, 2 * T);
     // The tasks write disjoint column blocks of dst, which outlives the parallel loop.
     let out = Shared(dst.as_mut_ptr());
     par_runs(n.div_ceil(2 * T), |cols| {
@@ -246,7 +89,7 @@ unsafe fn block_range(
     let cfg = TileConfig::new();
     let mut scratch = [0f32; 4 * T * T];
     asm!("ldtilecfg [{}]", in(reg) cfg.0.as_ptr(), options(nostack, readonly));
-    let k_pad = a.k_pad;
+    let k_pad = a.k_pad();
     for k0 in (0..k_pad.max(KB)).step_by(KC) {
         let kb = (k_pad - k0).min(KC) / KB;
         let add = k0 > 0;
@@ -255,7 +98,7 @@ unsafe fn block_range(
                 let (p0, p1) = b.panels(c);
                 let (b0, b1) = (p0[k0 * T..].as_ptr(), p1[k0 * T..].as_ptr());
                 for r in (m0..(m0 + MC).min(m)).step_by(2 * T) {
-                    let a0 = values(&a.data)[r * k_pad + k0..].as_ptr();
+                    let a0 = a.values()[r * k_pad + k0..].as_ptr();
                     let rows = (m - r).min(2 * T);
                     let width = (n - c * 2 * T).min(2 * T);
                     block(
@@ -387,16 +230,9 @@ unsafe fn block(
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+mod tests {
+    use super::super::bf16_pack::tests::check_with;
     use super::*;
-
-    /// bf16 bits back to f32.
-    fn f(b: u16) -> f64 {
-        f32::from_bits((b as u32) << 16) as f64
-    }
-
-    /// A product of a [m, k] and a packed b (`product` here, `bf16_few_rows::product`).
-    pub(in super::super) type Product = fn(View<f32>, usize, &PackedB) -> Vec<f32>;
 
     /// a b against f64 sums of the bf16-rounded values, by `amx::product`.
     fn check(m: usize, k: usize, n: usize, transposed_a: bool) {
@@ -407,39 +243,6 @@ pub(super) mod tests {
         check_with(product, (m, k, n), transposed_a);
     }
 
-    /// a b by `product` against f64 sums of the bf16-rounded values (the caller checks that the
-    /// CPU runs it).
-    pub(in super::super) fn check_with(
-        product: Product,
-        (m, k, n): (usize, usize, usize),
-        transposed_a: bool,
-    ) {
-        let val = |i: usize, s: f32| ((i * 2654435761) % 1000) as f32 / 500.0 - 1.0 + s;
-        let a: Vec<f32> = (0..m * k).map(|i| val(i, 0.001)).collect();
-        let b: Vec<f32> = (0..k * n).map(|i| val(i + 7, -0.003)).collect();
-        let av = match transposed_a {
-            false => View::rows(&a, 0, k),
-            true => View::rows(&a, 0, m).t(),
-        };
-        let packed = PackedB::new(View::rows(&b, 0, n), k, n);
-        let dst = product(av, m, &packed);
-        assert_eq!(dst.len(), m * n);
-        for i in 0..m {
-            for j in 0..n {
-                let mut s = 0.0;
-                for l in 0..k {
-                    let ai = av.data[av.off + i * av.rs + l * av.cs];
-                    s += f(bf16_bits(ai)) * f(bf16_bits(b[l * n + j]));
-                }
-                let got = dst[i * n + j] as f64;
-                assert!(
-                    (got - s).abs() <= 1e-5 * (k as f64).sqrt() * (1.0 + s.abs()),
-                    "({m}, {k}, {n}) [{i}, {j}]: {got} against {s}"
-                );
-            }
-        }
-    }
-
     #[test]
     fn products_equal_f64_sums_of_the_rounded_values() {
         check(64, 64, 64, false);
@@ -447,16 +250,5 @@ pub(super) mod tests {
         check(70, 2100, 96, false); // three passes over k, the later two added to dst
         check(600, 40, 48, true); // two passes over rows, a read transposed
         check(5, 0, 20, false); // k = 0: zeros
-    }
-
-    #[test]
-    fn bf16_rounds_to_nearest_even() {
-        assert_eq!(bf16_bits(1.0), 0x3f80);
-        assert_eq!(bf16_bits(f32::from_bits(0x3f80_8000)), 0x3f80); // tie, to even
-        assert_eq!(bf16_bits(f32::from_bits(0x3f81_8000)), 0x3f82); // tie, to even
-        assert_eq!(bf16_bits(f32::from_bits(0x3f80_8001)), 0x3f81);
-        assert_eq!(bf16_bits(-2.0), 0xc000);
-        assert_eq!(bf16_bits(f32::NAN), 0x7fc0);
-        assert_eq!(bf16_bits(f32::INFINITY), 0x7f80);
     }
 }

@@ -1,34 +1,33 @@
 //! A frozen weight for bf16 products (`model.cpu_matmul: bf16`): W [out, in] rounded to bf16 and
-//! packed twice for Intel AMX (`amx.rs`), once for x W^T (the forward) and once for g W (the
-//! input gradient), so that every product with it (training, scoring, generation) runs in bf16
-//! with f32 sums: on AMX above 32 rows, by `bf16_few_rows.rs` at and below. The adapters, norms,
-//! attention and log-probs stay f32.
+//! packed twice (`bf16_pack.rs`), once for x W^T (the forward) and once for g W (the input
+//! gradient), so that every product with it (training, scoring, generation) runs in bf16 with f32
+//! sums: on Intel AMX (`amx.rs`) above 32 rows where the CPU has it, otherwise by AVX512-BF16's
+//! dot products (`bf16_dot.rs`). The adapters, norms, attention and log-probs stay f32.
 
 use candle_core::{DType, Device, Result, Tensor};
 
 use super::view::View;
 #[cfg(target_arch = "x86_64")]
-use super::{amx, bf16_few_rows};
+use super::{amx, bf16_dot, bf16_pack::PackedB};
 
-/// Rows above which a product with a packed weight runs on AMX; at and below it (a decoding step)
-/// `bf16_few_rows.rs` streams the packed weight once.
+/// Rows above which a product with a packed weight runs on AMX where the CPU has it; at and below
+/// it (a decoding step) `bf16_dot.rs` streams the packed weight once.
 const MIN_ROWS: usize = 32;
 
 /// W [out, in] packed as the B operand of x W^T ([in, out]) and of g W ([out, in]).
 pub struct Bf16Weight {
     #[cfg(target_arch = "x86_64")]
-    x_wt: amx::PackedB,
+    x_wt: PackedB,
     #[cfg(target_arch = "x86_64")]
-    g_w: amx::PackedB,
+    g_w: PackedB,
 }
 
 impl Bf16Weight {
-    /// Whether this machine runs bf16 products: an x86-64 CPU with AMX-BF16 (Intel Xeon 4th
-    /// generation, Sapphire Rapids, and later; they have AVX512-BF16 too) whose kernel grants the
-    /// tile state.
+    /// Whether this machine runs bf16 products: an x86-64 CPU with AVX512-BF16 (Intel Xeon Cooper
+    /// Lake, Sapphire Rapids and later, which add AMX; AMD Zen 4 and later).
     pub fn available() -> bool {
         #[cfg(target_arch = "x86_64")]
-        return amx::available() && bf16_few_rows::available();
+        return bf16_dot::available();
         #[cfg(not(target_arch = "x86_64"))]
         false
     }
@@ -48,7 +47,7 @@ impl Bf16Weight {
             )
         }
         if !Self::available() {
-            candle_core::bail!("bf16 products need a CPU with AMX-BF16, and this one has none")
+            candle_core::bail!("bf16 products need a CPU with AVX512-BF16, and this one has none")
         }
         #[cfg(target_arch = "x86_64")]
         {
@@ -60,12 +59,12 @@ impl Bf16Weight {
             };
             let w = View::of(data, l, "bf16 products")?;
             Ok(Bf16Weight {
-                x_wt: amx::PackedB::new(w.t(), inp, out),
-                g_w: amx::PackedB::new(w, out, inp),
+                x_wt: PackedB::new(w.t(), inp, out),
+                g_w: PackedB::new(w, out, inp),
             })
         }
         #[cfg(not(target_arch = "x86_64"))]
-        unreachable!("no AMX off x86-64")
+        unreachable!("no bf16 products off x86-64")
     }
 
     /// x W^T ([rows, out]) for x [rows, in] (any strides).
@@ -73,7 +72,7 @@ impl Bf16Weight {
         #[cfg(target_arch = "x86_64")]
         return product(x, rows, &self.x_wt);
         #[cfg(not(target_arch = "x86_64"))]
-        unreachable!("no AMX off x86-64: {x:p} {rows}")
+        unreachable!("no bf16 products off x86-64: {x:p} {rows}")
     }
 
     /// g W ([rows, in]) for g [rows, out] (any strides).
@@ -81,7 +80,7 @@ impl Bf16Weight {
         #[cfg(target_arch = "x86_64")]
         return product(g, rows, &self.g_w);
         #[cfg(not(target_arch = "x86_64"))]
-        unreachable!("no AMX off x86-64: {g:p} {rows}")
+        unreachable!("no bf16 products off x86-64: {g:p} {rows}")
     }
 
     /// (in, out) of W.
@@ -89,7 +88,7 @@ impl Bf16Weight {
         #[cfg(target_arch = "x86_64")]
         return self.x_wt.dims();
         #[cfg(not(target_arch = "x86_64"))]
-        unreachable!("no AMX off x86-64")
+        unreachable!("no bf16 products off x86-64")
     }
 
     /// x W^T for x [rows, in] (forward) or g W for g [rows, out], f32 on the CPU, as a tensor
@@ -120,11 +119,11 @@ impl Bf16Weight {
     }
 }
 
-/// a b on AMX above `MIN_ROWS` rows, else by `bf16_few_rows`.
+/// a b on AMX above `MIN_ROWS` rows where the CPU has it, else by `bf16_dot`.
 #[cfg(target_arch = "x86_64")]
-fn product(a: View<f32>, rows: usize, b: &amx::PackedB) -> Vec<f32> {
-    match rows > MIN_ROWS {
+fn product(a: View<f32>, rows: usize, b: &PackedB) -> Vec<f32> {
+    match rows > MIN_ROWS && amx::available() {
         true => amx::product(a, rows, b),
-        false => bf16_few_rows::product(a, rows, b),
+        false => bf16_dot::product(a, rows, b),
     }
 }

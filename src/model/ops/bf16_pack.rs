@@ -1,0 +1,246 @@
+//! bf16 operands for the products of `model.cpu_matmul: bf16`: a frozen weight b [k, n] rounded
+//! to bf16 (round to nearest even) and packed once (`PackedB`), and the other operand's rows rounded
+//! per product (`BfRows`). Both kernels read them: Intel AMX's tiles (`amx.rs`) and AVX512-BF16's
+//! dot products (`bf16_dot.rs`). A packed panel is AMX's pair-interleaved layout: 16 columns, row kp
+//! holding for each column the pair (b[2 kp][j], b[2 kp + 1][j]), one 64-byte line per row.
+
+use std::mem::MaybeUninit;
+
+use rayon::prelude::*;
+
+use super::rows::dispatch;
+use super::view::View;
+
+/// Values of k per line (64 bytes of bf16): k is padded to a multiple of it.
+pub(super) const KB: usize = 32;
+/// Columns of a panel (16 f32 lanes of a 512-bit register, or of an AMX tile).
+pub(super) const T: usize = 16;
+
+/// f32 to bf16, rounded to nearest even; a NaN becomes the quiet NaN 0x7fc0. Branch-free, so
+/// that the loops over it vectorize (finite values round up into infinity as they should; only a
+/// NaN's bits can wrap).
+#[inline(always)]
+pub(crate) fn bf16_bits(x: f32) -> u16 {
+    let b = x.to_bits();
+    let rounded = (b.wrapping_add(0x7fff + ((b >> 16) & 1)) >> 16) as u16;
+    match (b & 0x7fff_ffff) > 0x7f80_0000 {
+        true => 0x7fc0,
+        false => rounded,
+    }
+}
+
+fn to_bf16_body(src: &[f32], dst: &mut [MaybeUninit<u16>]) {
+    dst.iter_mut().zip(src).for_each(|(d, &v)| {
+        d.write(bf16_bits(v));
+    });
+}
+
+dispatch!(
+    /// `bf16_bits` of each value of src into dst (the shorter of the two).
+    to_bf16 = to_bf16_body(src: &[f32], dst: &mut [MaybeUninit<u16>])
+);
+
+/// 64 bytes of bf16 values on a cache line of their own: a tile row that straddles two lines
+/// loads at half the speed or less (2.2-2.7x slower in a 32 x 32 block on this project's Xeon,
+/// results/perf/step.md, "bf16 products on AMX").
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Line([u16; KB]);
+
+/// Zeroed bf16 values, at least `len`, starting on a cache line.
+fn lines(len: usize) -> Vec<Line> {
+    vec![Line([0; KB]); len.div_ceil(KB)]
+}
+
+/// The values of `lines`.
+fn values(l: &[Line]) -> &[u16] {
+    // SAFETY: Line is 32 u16 with no padding (repr(C), 64 bytes, align 64).
+    unsafe { std::slice::from_raw_parts(l.as_ptr().cast(), l.len() * KB) }
+}
+
+/// The values of `lines`, to write.
+fn values_mut(l: &mut [Line]) -> &mut [u16] {
+    // SAFETY: as `values`; the borrow is unique.
+    unsafe { std::slice::from_raw_parts_mut(l.as_mut_ptr().cast(), l.len() * KB) }
+}
+
+/// b [k, n] in bf16, packed for the tiles: panels of 16 columns (their count made even, so that
+/// blocks of 32 columns cover them), each k_pad / 2 rows of 16 pairs, zeros past k and n.
+pub(crate) struct PackedB {
+    k: usize,
+    n: usize,
+    k_pad: usize,
+    data: Vec<Line>,
+}
+
+impl PackedB {
+    /// Packs b [k, n] (any strides); parallel over the panels.
+    pub(crate) fn new(b: View<f32>, k: usize, n: usize) -> Self {
+        let k_pad = k.next_multiple_of(KB);
+        let panels = n.div_ceil(2 * T) * 2;
+        let panel = k_pad * T; // k_pad / 2 rows of 16 pairs
+        let mut data = lines(panels * panel);
+        values_mut(&mut data)[..panels * panel]
+            .par_chunks_mut(panel.max(1))
+            .enumerate()
+            .for_each(|(p, dst)| {
+                let cols = T.min(n.saturating_sub(p * T));
+                let mut put = |i: usize, j: usize| {
+                    let v = b.data[b.off + i * b.rs + (p * T + j) * b.cs];
+                    dst[(i / 2) * 2 * T + 2 * j + i % 2] = bf16_bits(v);
+                };
+                // Along b's memory order: a row-major b a row of the panel at a time.
+                match b.cs == 1 {
+                    true => (0..k).for_each(|i| (0..cols).for_each(|j| put(i, j))),
+                    false => (0..cols).for_each(|j| (0..k).for_each(|i| put(i, j))),
+                }
+            });
+        PackedB { k, n, k_pad, data }
+    }
+
+    /// (k, n) of b.
+    pub(crate) fn dims(&self) -> (usize, usize) {
+        (self.k, self.n)
+    }
+
+    /// k rounded up to a multiple of 32 (the packing's rows are k_pad / 2 pairs).
+    pub(crate) fn k_pad(&self) -> usize {
+        self.k_pad
+    }
+
+    /// The two panels of columns 32 c .. 32 c + 32: each k_pad / 2 rows of 16 pairs, one 64-byte
+    /// line per row.
+    pub(crate) fn panels(&self, c: usize) -> (&[u16], &[u16]) {
+        let (len, data) = (self.k_pad * T, values(&self.data));
+        let (p0, p1) = data[2 * c * len..(2 * c + 2) * len].split_at(len);
+        (p0, p1)
+    }
+}
+
+/// a [m, k] rounded to bf16, row-major on cache lines, k padded with zeros to a multiple of 32
+/// (row i's pair kp, as a u32 with the even value of k in its lower half, at i k_pad / 2 + kp),
+/// and m with zero rows to a multiple of the kernel's choosing.
+pub(crate) struct BfRows {
+    k_pad: usize,
+    data: Vec<Line>,
+}
+
+impl BfRows {
+    /// a [m, k] (any strides) rounded, its rows padded to a multiple of `rows_multiple`; parallel
+    /// over rows above 16k values. Every value is written once: the rows rounded, their padding
+    /// and the padding rows zeroed (no zero fill first: it was a pass over the buffer per product).
+    pub(crate) fn new(a: View<f32>, m: usize, k: usize, rows_multiple: usize) -> Self {
+        if m > 0 && k > 0 {
+            let last = a.off + (m - 1) * a.rs + (k - 1) * a.cs;
+            assert!(
+                last < a.data.len(),
+                "bf16 products: a matrix outside its tensor"
+            );
+        }
+        let k_pad = k.next_multiple_of(KB);
+        let len = m.next_multiple_of(rows_multiple) * k_pad; // a multiple of KB
+        let mut data = Vec::<Line>::with_capacity(len / KB);
+        let spare = data.spare_capacity_mut();
+        // SAFETY: a Line is KB u16 with no padding, so the spare capacity holds len u16 slots.
+        let values: &mut [MaybeUninit<u16>] =
+            unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast(), len) };
+        let row = |(i, row): (usize, &mut [MaybeUninit<u16>])| {
+            let (vals, pad) = row.split_at_mut(if i < m { k } else { 0 });
+            if i < m {
+                let start = a.off + i * a.rs;
+                match a.cs {
+                    1 => to_bf16(&a.data[start..start + k], vals),
+                    cs => vals.iter_mut().enumerate().for_each(|(j, d)| {
+                        d.write(bf16_bits(a.data[start + j * cs]));
+                    }),
+                }
+            }
+            pad.iter_mut().for_each(|d| {
+                d.write(0);
+            });
+        };
+        // A decoding step's few rows are rounded on the calling thread.
+        let per_task = (1 << 14) / k_pad.max(1) + 1;
+        values
+            .par_chunks_mut(k_pad.max(1))
+            .with_min_len(per_task)
+            .enumerate()
+            .for_each(row);
+        // SAFETY: the loop above wrote all len values.
+        unsafe { data.set_len(len / KB) };
+        BfRows { k_pad, data }
+    }
+
+    /// k rounded up to a multiple of 32.
+    pub(crate) fn k_pad(&self) -> usize {
+        self.k_pad
+    }
+
+    /// The rounded values, row after row (k_pad each).
+    pub(crate) fn values(&self) -> &[u16] {
+        values(&self.data)
+    }
+
+    /// The rounded values as pairs, row after row (k_pad / 2 each).
+    pub(crate) fn pairs(&self) -> &[u32] {
+        // SAFETY: a Line is 64 bytes aligned to 64, so it holds KB / 2 u32 with no padding.
+        unsafe { std::slice::from_raw_parts(self.data.as_ptr().cast(), self.data.len() * KB / 2) }
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+
+    /// bf16 bits back to f32.
+    fn f(b: u16) -> f64 {
+        f32::from_bits((b as u32) << 16) as f64
+    }
+
+    /// A product of a [m, k] and a packed b (`amx::product`, `bf16_dot::product`).
+    pub(in super::super) type Product = fn(View<f32>, usize, &PackedB) -> Vec<f32>;
+
+    /// a b by `product` against f64 sums of the bf16-rounded values (the caller checks that the
+    /// CPU runs it).
+    pub(in super::super) fn check_with(
+        product: Product,
+        (m, k, n): (usize, usize, usize),
+        transposed_a: bool,
+    ) {
+        let val = |i: usize, s: f32| ((i * 2654435761) % 1000) as f32 / 500.0 - 1.0 + s;
+        let a: Vec<f32> = (0..m * k).map(|i| val(i, 0.001)).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| val(i + 7, -0.003)).collect();
+        let av = match transposed_a {
+            false => View::rows(&a, 0, k),
+            true => View::rows(&a, 0, m).t(),
+        };
+        let packed = PackedB::new(View::rows(&b, 0, n), k, n);
+        let dst = product(av, m, &packed);
+        assert_eq!(dst.len(), m * n);
+        for i in 0..m {
+            for j in 0..n {
+                let mut s = 0.0;
+                for l in 0..k {
+                    let ai = av.data[av.off + i * av.rs + l * av.cs];
+                    s += f(bf16_bits(ai)) * f(bf16_bits(b[l * n + j]));
+                }
+                let got = dst[i * n + j] as f64;
+                assert!(
+                    (got - s).abs() <= 1e-5 * (k as f64).sqrt() * (1.0 + s.abs()),
+                    "({m}, {k}, {n}) [{i}, {j}]: {got} against {s}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn bf16_rounds_to_nearest_even() {
+        assert_eq!(bf16_bits(1.0), 0x3f80);
+        assert_eq!(bf16_bits(f32::from_bits(0x3f80_8000)), 0x3f80); // tie, to even
+        assert_eq!(bf16_bits(f32::from_bits(0x3f81_8000)), 0x3f82); // tie, to even
+        assert_eq!(bf16_bits(f32::from_bits(0x3f80_8001)), 0x3f81);
+        assert_eq!(bf16_bits(-2.0), 0xc000);
+        assert_eq!(bf16_bits(f32::NAN), 0x7fc0);
+        assert_eq!(bf16_bits(f32::INFINITY), 0x7f80);
+    }
+}
