@@ -135,8 +135,8 @@ impl Llama {
 
     /// Packs every frozen projection and the vocabulary head for bf16 products
     /// (`model.cpu_matmul: bf16`, `ops::Bf16Weight`): their products then run in bf16 with f32
-    /// sums, on AMX where the CPU has it and otherwise (and at a decoding step's few rows) by
-    /// AVX512-BF16. Needs AVX512-BF16 and frozen weights.
+    /// sums, on AMX where the CPU has it and otherwise by AVX512-BF16. Needs AVX512-BF16 and
+    /// frozen weights.
     pub fn use_bf16_products(&mut self) -> Result<()> {
         for b in self.blocks.iter_mut() {
             for p in b.projections_mut() {

@@ -104,8 +104,8 @@ pub enum CpuMatmul {
     F32,
     /// bf16 products with f32 sums for the frozen projections and the vocabulary head (training,
     /// the old and reference log-probs, generation): on Intel AMX (Xeon 4th generation and
-    /// later), by AVX512-BF16 dot products on CPUs without it (AMD Zen 4 and later) and at a
-    /// decoding step's few rows; the adapters and everything else stay f32.
+    /// later), by AVX512-BF16 dot products on CPUs without it (AMD Zen 4 and later); the adapters
+    /// and everything else stay f32.
     Bf16,
 }
 

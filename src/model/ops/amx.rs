@@ -60,7 +60,7 @@ pub(crate) fn product(a: View<f32>, m: usize, b: &PackedB) -> Vec<f32> {
     if m == 0 || n == 0 {
         return dst;
     }
-    let a = BfRows::new(a, m, k, 2 * T);
+    let a = BfRows::new(a, m, k, T);
     // The tasks write disjoint column blocks of dst, which outlives the parallel loop.
     let out = Shared(dst.as_mut_ptr());
     par_runs(n.div_ceil(2 * T), |cols| {
@@ -139,8 +139,8 @@ impl TileConfig {
 /// earlier value, so what an earlier edge block left outside rows x width never reaches dst).
 ///
 /// # Safety
-/// The tile configuration is loaded; a0 holds 32 rows of `kb` x 32 values at row stride k_pad,
-/// b0 and b1 `kb` x 512 values; dst holds rows x width values at row stride ldd.
+/// The tile configuration is loaded; a0 holds 32 rows (16 where rows <= 16) of `kb` x 32 values
+/// at row stride k_pad, b0 and b1 `kb` x 512 values; dst holds rows x width values at row stride ldd.
 unsafe fn block(
     dst: *mut f32,
     ldd: usize,
@@ -187,8 +187,9 @@ unsafe fn block(
         ),
     }
     let sa = k_pad * 2;
-    if kb > 0 {
-        asm!(
+    match (kb > 0, rows > T) {
+        (false, _) => {}
+        (true, true) => asm!(
             "2:",
             "tileloadd tmm4, [{a0} + {sa}*1]",
             "tileloadd tmm5, [{a1} + {sa}*1]",
@@ -212,7 +213,31 @@ unsafe fn block(
             sa = in(reg) sa,
             sb = in(reg) 64usize,
             options(nostack, readonly),
-        );
+        ),
+        // At most 16 rows (a decoding step's): one tile of a, whose next 16 rows are not there,
+        // and the same two products per 32 values of k as above for these rows, so the same bits.
+        // (Alternating two sets of a and b tiles, so that a tile load need not wait for the
+        // products reading its tile, decoded no faster at batch 1.)
+        (true, false) => asm!(
+            "2:",
+            "tileloadd tmm4, [{a0} + {sa}*1]",
+            "tileloadd tmm6, [{b0} + {sb}*1]",
+            "tileloadd tmm7, [{b1} + {sb}*1]",
+            "tdpbf16ps tmm0, tmm4, tmm6",
+            "tdpbf16ps tmm1, tmm4, tmm7",
+            "add {a0}, 64",
+            "add {b0}, 1024",
+            "add {b1}, 1024",
+            "dec {kb}",
+            "jnz 2b",
+            a0 = inout(reg) a0 => _,
+            b0 = inout(reg) b0 => _,
+            b1 = inout(reg) b1 => _,
+            kb = inout(reg) kb => _,
+            sa = in(reg) sa,
+            sb = in(reg) 64usize,
+            options(nostack, readonly),
+        ),
     }
     asm!(
         "tilestored [{c0} + {sc}*1], tmm0",
@@ -245,10 +270,41 @@ mod tests {
 
     #[test]
     fn products_equal_f64_sums_of_the_rounded_values() {
+        check(1, 64, 32, false); // a decoding step's row: half blocks
+        check(8, 576, 48, false);
         check(64, 64, 64, false);
         check(37, 50, 40, false); // every edge: rows, k and columns past the tiles
         check(70, 2100, 96, false); // three passes over k, the later two added to dst
         check(600, 40, 48, true); // two passes over rows, a read transposed
         check(5, 0, 20, false); // k = 0: zeros
+    }
+
+    /// A row's values do not depend on the other rows of its product: full blocks, half blocks
+    /// (at most 16 rows) and passes over k and rows give each row the same operations.
+    #[test]
+    fn a_row_of_a_product_equals_the_row_alone() {
+        if !available() {
+            return;
+        }
+        let (m, k, n) = (MC + 40, KC + 70, 40);
+        let x: Vec<f32> = (0..m * k)
+            .map(|i| ((i * 37) % 101) as f32 / 50.0 - 1.0)
+            .collect();
+        let w: Vec<f32> = (0..k * n)
+            .map(|i| ((i * 53) % 97) as f32 / 48.0 - 1.0)
+            .collect();
+        let b = PackedB::new(View::rows(&w, 0, n), k, n);
+        let all = product(View::rows(&x, 0, k), m, &b);
+        for i in [0, 15, 16, 31, 200, MC, m - 1] {
+            let alone = product(View::rows(&x, i, k), 1, &b);
+            assert_eq!(alone, all[i * n..(i + 1) * n], "row {i}");
+            let few = product(View::rows(&x, i.min(m - 8), k), 8, &b);
+            let r = i - i.min(m - 8);
+            assert_eq!(
+                few[r * n..(r + 1) * n],
+                all[i * n..(i + 1) * n],
+                "row {i} of 8"
+            );
+        }
     }
 }

@@ -3,12 +3,12 @@
 //! row holds, for 16 columns, the pair (b[2 kp][j], b[2 kp + 1][j]); one 64-byte load of it against
 //! a row's pair (x[2 kp], x[2 kp + 1]) broadcast to every lane adds 32 products into 16 results.
 //!
-//! Two uses: a decoding step's 1-32 rows, where the product streams the weight once and bf16's
-//! half-size weight halves the bytes read; and every product on a CPU with AVX512-BF16 but no AMX
-//! (AMD Zen 4 and 5), where one `vdpbf16ps` does the multiply-adds of two f32 FMAs.
+//! It runs every product with a packed weight on a CPU with AVX512-BF16 but no AMX (AMD Zen 4 and
+//! 5), where one `vdpbf16ps` does the multiply-adds of two f32 FMAs, and at a decoding step's few
+//! rows the half-size weight halves the bytes streamed.
 //!
-//! Above 32 rows the product runs passes of `KC` values of k over `MC` rows; in a pass, each group of 8 rows
-//! goes through the two panels of every 32-column block of the task. A pass starts from the sums
+//! Above 32 rows the product runs passes of `KC` values of k over `MC` rows; in a pass, each group
+//! of 8 rows goes through the two panels of every 32-column block of the task. A pass starts from the sums
 //! the pass before stored (f32, loaded back exactly), so each result is the same sequence of
 //! operations in the same order whatever m, the passes and the threads: a row's values do not
 //! depend on the other rows of its product.

@@ -1,18 +1,14 @@
 //! A frozen weight for bf16 products (`model.cpu_matmul: bf16`): W [out, in] rounded to bf16 and
 //! packed twice (`bf16_pack.rs`), once for x W^T (the forward) and once for g W (the input
 //! gradient), so that every product with it (training, scoring, generation) runs in bf16 with f32
-//! sums: on Intel AMX (`amx.rs`) above 32 rows where the CPU has it, otherwise by AVX512-BF16's
-//! dot products (`bf16_dot.rs`). The adapters, norms, attention and log-probs stay f32.
+//! sums: on Intel AMX (`amx.rs`) where the CPU has it, otherwise by AVX512-BF16's dot products
+//! (`bf16_dot.rs`). The adapters, norms, attention and log-probs stay f32.
 
 use candle_core::{DType, Device, Result, Tensor};
 
 use super::view::View;
 #[cfg(target_arch = "x86_64")]
 use super::{amx, bf16_dot, bf16_pack::PackedB};
-
-/// Rows above which a product with a packed weight runs on AMX where the CPU has it; at and below
-/// it (a decoding step) `bf16_dot.rs` streams the packed weight once.
-const MIN_ROWS: usize = 32;
 
 /// W [out, in] packed as the B operand of x W^T ([in, out]) and of g W ([out, in]).
 pub struct Bf16Weight {
@@ -119,10 +115,11 @@ impl Bf16Weight {
     }
 }
 
-/// a b on AMX above `MIN_ROWS` rows where the CPU has it, else by `bf16_dot`.
+/// a b on AMX where the CPU has it, else by `bf16_dot`: one kernel for every row count, so that
+/// a row's values do not depend on the other rows of its product.
 #[cfg(target_arch = "x86_64")]
 fn product(a: View<f32>, rows: usize, b: &PackedB) -> Vec<f32> {
-    match rows > MIN_ROWS && amx::available() {
+    match amx::available() {
         true => amx::product(a, rows, b),
         false => bf16_dot::product(a, rows, b),
     }
