@@ -2,13 +2,14 @@
 //! bf16 (round to nearest even) and every sum in f32, by `tdpbf16ps` (Intel SDM vol. 2,
 //! "TDPBF16PS": each of the 16 x 16 f32 results adds 32 products of bf16 pairs per instruction).
 //!
-//! b is packed once (a frozen weight: `bf16_pack::PackedB`), a is rounded per call (`BfRows`). The
-//! tiles: tmm0-3 hold a 32 x 32 block of dst, tmm4-5 two 16-row slices of a (32 values of k each)
-//! and tmm6-7 two 16-column panels of b in AMX's pair-interleaved layout (row kp holds, for each
-//! of the 16 columns, b[2 kp][j] and b[2 kp + 1][j]). The instructions are written in `asm!`: Rust's
-//! AMX intrinsics and target features are unstable (rust-lang/rust#126622), and nothing the
-//! compiler emits touches the tile registers, so they keep their values from one asm block to the
-//! next on a thread.
+//! b is packed once (a frozen weight: `bf16_pack::PackedB`), a is rounded per call (`BfRows`).
+//! The tiles: tmm0-3 hold a 32 x 32 block of dst, tmm4-5 two 16-row slices of a (32 values of k
+//! each) and tmm6-7 two 16-column panels of b in AMX's pair-interleaved layout (row kp holds, for
+//! each of the 16 columns, b[2 kp][j] and b[2 kp + 1][j]); a block of at most 16 rows (a decoding
+//! step's) uses tmm0-1, tmm4 and tmm6-7. The instructions are written in `asm!`: Rust's AMX
+//! intrinsics and target features are unstable (rust-lang/rust#126622), and nothing the compiler
+//! emits touches the tile registers, so they keep their values from one asm block to the next on
+//! a thread.
 
 use std::arch::asm;
 use std::sync::OnceLock;
@@ -140,7 +141,8 @@ impl TileConfig {
 ///
 /// # Safety
 /// The tile configuration is loaded; a0 holds 32 rows (16 where rows <= 16) of `kb` x 32 values
-/// at row stride k_pad, b0 and b1 `kb` x 512 values; dst holds rows x width values at row stride ldd.
+/// at row stride k_pad, b0 and b1 `kb` x 512 values; dst holds rows x width values at row stride
+/// ldd.
 unsafe fn block(
     dst: *mut f32,
     ldd: usize,
@@ -169,8 +171,10 @@ unsafe fn block(
     let sc = ldc * 4;
     let (c1, c2) = (c.add(T), c.add(T * ldc));
     let c3 = c2.add(T);
-    match add {
-        true => asm!(
+    // At most 16 rows: the lower two tiles of c are not computed (see the loop below).
+    let half = rows <= T;
+    match (add, half) {
+        (true, false) => asm!(
             "tileloadd tmm0, [{c0} + {sc}*1]",
             "tileloadd tmm1, [{c1} + {sc}*1]",
             "tileloadd tmm2, [{c2} + {sc}*1]",
@@ -178,18 +182,25 @@ unsafe fn block(
             c0 = in(reg) c, c1 = in(reg) c1, c2 = in(reg) c2, c3 = in(reg) c3, sc = in(reg) sc,
             options(nostack, readonly),
         ),
-        false => asm!(
+        (true, true) => asm!(
+            "tileloadd tmm0, [{c0} + {sc}*1]",
+            "tileloadd tmm1, [{c1} + {sc}*1]",
+            c0 = in(reg) c, c1 = in(reg) c1, sc = in(reg) sc,
+            options(nostack, readonly),
+        ),
+        (false, false) => asm!(
             "tilezero tmm0",
             "tilezero tmm1",
             "tilezero tmm2",
             "tilezero tmm3",
             options(nostack, nomem),
         ),
+        (false, true) => asm!("tilezero tmm0", "tilezero tmm1", options(nostack, nomem)),
     }
     let sa = k_pad * 2;
-    match (kb > 0, rows > T) {
+    match (kb > 0, half) {
         (false, _) => {}
-        (true, true) => asm!(
+        (true, false) => asm!(
             "2:",
             "tileloadd tmm4, [{a0} + {sa}*1]",
             "tileloadd tmm5, [{a1} + {sa}*1]",
@@ -218,7 +229,7 @@ unsafe fn block(
         // and the same two products per 32 values of k as above for these rows, so the same bits.
         // (Alternating two sets of a and b tiles, so that a tile load need not wait for the
         // products reading its tile, decoded no faster at batch 1.)
-        (true, false) => asm!(
+        (true, true) => asm!(
             "2:",
             "tileloadd tmm4, [{a0} + {sa}*1]",
             "tileloadd tmm6, [{b0} + {sb}*1]",
@@ -239,14 +250,22 @@ unsafe fn block(
             options(nostack, readonly),
         ),
     }
-    asm!(
-        "tilestored [{c0} + {sc}*1], tmm0",
-        "tilestored [{c1} + {sc}*1], tmm1",
-        "tilestored [{c2} + {sc}*1], tmm2",
-        "tilestored [{c3} + {sc}*1], tmm3",
-        c0 = in(reg) c, c1 = in(reg) c1, c2 = in(reg) c2, c3 = in(reg) c3, sc = in(reg) sc,
-        options(nostack),
-    );
+    match half {
+        false => asm!(
+            "tilestored [{c0} + {sc}*1], tmm0",
+            "tilestored [{c1} + {sc}*1], tmm1",
+            "tilestored [{c2} + {sc}*1], tmm2",
+            "tilestored [{c3} + {sc}*1], tmm3",
+            c0 = in(reg) c, c1 = in(reg) c1, c2 = in(reg) c2, c3 = in(reg) c3, sc = in(reg) sc,
+            options(nostack),
+        ),
+        true => asm!(
+            "tilestored [{c0} + {sc}*1], tmm0",
+            "tilestored [{c1} + {sc}*1], tmm1",
+            c0 = in(reg) c, c1 = in(reg) c1, sc = in(reg) sc,
+            options(nostack),
+        ),
+    }
     if !full {
         for i in 0..rows {
             std::ptr::copy_nonoverlapping(scratch[i * 2 * T..].as_ptr(), dst.add(i * ldd), width);

@@ -1,8 +1,9 @@
 //! bf16 operands for the products of `model.cpu_matmul: bf16`: a frozen weight b [k, n] rounded
-//! to bf16 (round to nearest even) and packed once (`PackedB`), and the other operand's rows rounded
-//! per product (`BfRows`). Both kernels read them: Intel AMX's tiles (`amx.rs`) and AVX512-BF16's
-//! dot products (`bf16_dot.rs`). A packed panel is AMX's pair-interleaved layout: 16 columns, row kp
-//! holding for each column the pair (b[2 kp][j], b[2 kp + 1][j]), one 64-byte line per row.
+//! to bf16 (round to nearest even) and packed once (`PackedB`), and the other operand's rows
+//! rounded per product (`BfRows`). Both kernels read them: Intel AMX's tiles (`amx.rs`) and
+//! AVX512-BF16's dot products (`bf16_dot.rs`). A packed panel is AMX's pair-interleaved layout:
+//! 16 columns, row kp holding for each column the pair (b[2 kp][j], b[2 kp + 1][j]), one 64-byte
+//! line per row.
 
 use std::mem::MaybeUninit;
 
