@@ -50,15 +50,15 @@ pub(crate) fn product(x: View<f32>, m: usize, b: &PackedB) -> Vec<f32> {
     }
     let rows = BfRows::new(x, m, k, 1);
     let (pairs, kp) = (rows.pairs(), b.k_pad() / 2);
+    // Pairs per pass; k = 0 still takes one pass, which writes the zeros.
+    let kc = match m > FEW {
+        true => KC / 2,
+        false => kp.max(1),
+    };
     // The tasks write disjoint columns of out (their blocks'), which outlives the parallel loop.
     let dst = Shared(out.as_mut_ptr());
     par_runs(n.div_ceil(32), |run| {
         let dst = &dst;
-        // k = 0 still takes one pass, which writes the zeros.
-        let kc = match m > FEW {
-            true => KC / 2,
-            false => kp.max(1),
-        };
         for k0 in (0..kp.max(1)).step_by(kc) {
             let kn = (kp - k0).min(kc);
             for m0 in (0..m).step_by(MC) {
