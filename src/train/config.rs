@@ -159,9 +159,9 @@ fn check_file(f: &TrainConfigFile, path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// `model.cpu_matmul: bf16` multiplies f32 weights on the CPU. Whether the CPU has AVX512-BF16 is checked
-/// where the model loads (`load::load_policy`): a config may be written on another machine than
-/// the one that runs it.
+/// `model.cpu_matmul: bf16` multiplies f32 weights on the CPU. Whether the CPU has AVX512-BF16 is
+/// checked where the model loads (`load::load_policy`): a config may be written on another machine
+/// than the one that runs it.
 fn check_model(f: &TrainConfigFile, path: &Path) -> Result<()> {
     let m = &f.model;
     let why = match (m.cpu_matmul, m.device, m.dtype) {

@@ -171,31 +171,27 @@ unsafe fn block(
     let sc = ldc * 4;
     let (c1, c2) = (c.add(T), c.add(T * ldc));
     let c3 = c2.add(T);
-    // At most 16 rows: the lower two tiles of c are not computed (see the loop below).
+    // c's upper two tiles, then its lower two but for at most 16 rows, whose lower tiles are not
+    // computed (see the loop below). Tiles keep their values from one asm block to the next.
     let half = rows <= T;
-    match (add, half) {
-        (true, false) => asm!(
-            "tileloadd tmm0, [{c0} + {sc}*1]",
-            "tileloadd tmm1, [{c1} + {sc}*1]",
-            "tileloadd tmm2, [{c2} + {sc}*1]",
-            "tileloadd tmm3, [{c3} + {sc}*1]",
-            c0 = in(reg) c, c1 = in(reg) c1, c2 = in(reg) c2, c3 = in(reg) c3, sc = in(reg) sc,
-            options(nostack, readonly),
-        ),
-        (true, true) => asm!(
+    match add {
+        true => asm!(
             "tileloadd tmm0, [{c0} + {sc}*1]",
             "tileloadd tmm1, [{c1} + {sc}*1]",
             c0 = in(reg) c, c1 = in(reg) c1, sc = in(reg) sc,
             options(nostack, readonly),
         ),
-        (false, false) => asm!(
-            "tilezero tmm0",
-            "tilezero tmm1",
-            "tilezero tmm2",
-            "tilezero tmm3",
-            options(nostack, nomem),
+        false => asm!("tilezero tmm0", "tilezero tmm1", options(nostack, nomem)),
+    }
+    match (add, half) {
+        (_, true) => {}
+        (true, false) => asm!(
+            "tileloadd tmm2, [{c2} + {sc}*1]",
+            "tileloadd tmm3, [{c3} + {sc}*1]",
+            c2 = in(reg) c2, c3 = in(reg) c3, sc = in(reg) sc,
+            options(nostack, readonly),
         ),
-        (false, true) => asm!("tilezero tmm0", "tilezero tmm1", options(nostack, nomem)),
+        (false, false) => asm!("tilezero tmm2", "tilezero tmm3", options(nostack, nomem)),
     }
     let sa = k_pad * 2;
     match (kb > 0, half) {
@@ -250,21 +246,19 @@ unsafe fn block(
             options(nostack, readonly),
         ),
     }
-    match half {
-        false => asm!(
-            "tilestored [{c0} + {sc}*1], tmm0",
-            "tilestored [{c1} + {sc}*1], tmm1",
+    asm!(
+        "tilestored [{c0} + {sc}*1], tmm0",
+        "tilestored [{c1} + {sc}*1], tmm1",
+        c0 = in(reg) c, c1 = in(reg) c1, sc = in(reg) sc,
+        options(nostack),
+    );
+    if !half {
+        asm!(
             "tilestored [{c2} + {sc}*1], tmm2",
             "tilestored [{c3} + {sc}*1], tmm3",
-            c0 = in(reg) c, c1 = in(reg) c1, c2 = in(reg) c2, c3 = in(reg) c3, sc = in(reg) sc,
+            c2 = in(reg) c2, c3 = in(reg) c3, sc = in(reg) sc,
             options(nostack),
-        ),
-        true => asm!(
-            "tilestored [{c0} + {sc}*1], tmm0",
-            "tilestored [{c1} + {sc}*1], tmm1",
-            c0 = in(reg) c, c1 = in(reg) c1, sc = in(reg) sc,
-            options(nostack),
-        ),
+        );
     }
     if !full {
         for i in 0..rows {
@@ -275,7 +269,7 @@ unsafe fn block(
 
 #[cfg(test)]
 mod tests {
-    use super::super::bf16_pack::tests::check_with;
+    use super::super::bf16_pack::tests::{check_with, rows_independent_with};
     use super::*;
 
     /// a b against f64 sums of the bf16-rounded values, by `amx::product`.
@@ -305,25 +299,10 @@ mod tests {
         if !available() {
             return;
         }
-        let (m, k, n) = (MC + 40, KC + 70, 40);
-        let x: Vec<f32> = (0..m * k)
-            .map(|i| ((i * 37) % 101) as f32 / 50.0 - 1.0)
-            .collect();
-        let w: Vec<f32> = (0..k * n)
-            .map(|i| ((i * 53) % 97) as f32 / 48.0 - 1.0)
-            .collect();
-        let b = PackedB::new(View::rows(&w, 0, n), k, n);
-        let all = product(View::rows(&x, 0, k), m, &b);
-        for i in [0, 15, 16, 31, 200, MC, m - 1] {
-            let alone = product(View::rows(&x, i, k), 1, &b);
-            assert_eq!(alone, all[i * n..(i + 1) * n], "row {i}");
-            let few = product(View::rows(&x, i.min(m - 8), k), 8, &b);
-            let r = i - i.min(m - 8);
-            assert_eq!(
-                few[r * n..(r + 1) * n],
-                all[i * n..(i + 1) * n],
-                "row {i} of 8"
-            );
-        }
+        rows_independent_with(
+            product,
+            (MC + 40, KC + 70, 40),
+            &[0, 15, 16, 31, 200, MC, MC + 39],
+        );
     }
 }

@@ -177,7 +177,7 @@ fn rows_of<const R: usize>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::bf16_pack::tests::check_with;
+    use super::super::bf16_pack::tests::{check_with, rows_independent_with};
     use super::*;
 
     #[test]
@@ -202,18 +202,10 @@ mod tests {
         if !available() {
             return;
         }
-        let (m, k, n) = (MC + 11, KC + 70, 40);
-        let x: Vec<f32> = (0..m * k)
-            .map(|i| ((i * 37) % 101) as f32 / 50.0 - 1.0)
-            .collect();
-        let w: Vec<f32> = (0..k * n)
-            .map(|i| ((i * 53) % 97) as f32 / 48.0 - 1.0)
-            .collect();
-        let b = PackedB::new(View::rows(&w, 0, n), k, n);
-        let all = product(View::rows(&x, 0, k), m, &b);
-        for i in [0, 7, 8, 200, MC, m - 1] {
-            let alone = product(View::rows(&x, i, k), 1, &b);
-            assert_eq!(alone, all[i * n..(i + 1) * n], "row {i}");
-        }
+        rows_independent_with(
+            product,
+            (MC + 11, KC + 70, 40),
+            &[0, 7, 8, 200, MC, MC + 10],
+        );
     }
 }

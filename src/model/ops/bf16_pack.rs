@@ -234,6 +234,36 @@ pub(super) mod tests {
         }
     }
 
+    /// Each of `rows` of a [m, k] b by `product` equals the row alone and the row among 8 (the
+    /// caller checks that the CPU runs it): a row's values do not depend on the other rows of its
+    /// product.
+    pub(in super::super) fn rows_independent_with(
+        product: Product,
+        (m, k, n): (usize, usize, usize),
+        rows: &[usize],
+    ) {
+        let x: Vec<f32> = (0..m * k)
+            .map(|i| ((i * 37) % 101) as f32 / 50.0 - 1.0)
+            .collect();
+        let w: Vec<f32> = (0..k * n)
+            .map(|i| ((i * 53) % 97) as f32 / 48.0 - 1.0)
+            .collect();
+        let b = PackedB::new(View::rows(&w, 0, n), k, n);
+        let all = product(View::rows(&x, 0, k), m, &b);
+        for &i in rows {
+            let alone = product(View::rows(&x, i, k), 1, &b);
+            assert_eq!(alone, all[i * n..(i + 1) * n], "row {i}");
+            let first = i.min(m - 8);
+            let few = product(View::rows(&x, first, k), 8, &b);
+            let r = i - first;
+            assert_eq!(
+                few[r * n..(r + 1) * n],
+                all[i * n..(i + 1) * n],
+                "row {i} of 8"
+            );
+        }
+    }
+
     #[test]
     fn bf16_rounds_to_nearest_even() {
         assert_eq!(bf16_bits(1.0), 0x3f80);
