@@ -3,7 +3,8 @@
 #   tests       unpack the binaries, show the GPU, run the CUDA tests (tests/integration/cuda.rs)
 #   quickstart  unpack the models, train configs/quickstart.yaml on the GPU in bf16
 #   bench       benches/model.rs and benches/compare_torch/bench_torch.py side by side, f32 and bf16,
-#               plus the machine's copy bandwidth and bf16 matmul ceiling (PyTorch)
+#               plus the machine's copy bandwidth and bf16 matmul ceiling (PyTorch); DTYPES="bf16"
+#               or "f32" runs one dtype, CEILINGS=0 skips the ceilings
 # Logs go to $OUT. Run from the repository root.
 set -uo pipefail
 S=/root/stage
@@ -19,6 +20,15 @@ NV_LIBS=$(python3 -c 'import nvidia, glob, os; print(":".join(sorted({os.path.di
 export LD_LIBRARY_PATH=${NV_LIBS}:/usr/local/cuda/lib64:/usr/local/nvidia/lib64:${LD_LIBRARY_PATH:-}
 GGUF=$G/models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf
 
+unpack() { # a piece of the stream the calls staged (scripts/gpu/pack.sh), once
+  [ -e "$G/.unpacked-$1" ] && return 0
+  read -r _ off len < <(grep "^$1 " "$S/stream.txt")
+  case "$1" in *.xz) flags=-xJ ;; *) flags=-x ;; esac
+  # head stops reading early, so only tar's status counts (not pipefail's SIGPIPE of cat and tail)
+  (set +o pipefail; cat "$S"/stream.part-* | tail -c +$((off + 1)) | head -c "$len" |
+    tar $flags -C "$G") && touch "$G/.unpacked-$1"
+}
+
 sampler() { # GPU memory every 50 ms while the phase runs
   nvidia-smi --query-gpu=timestamp,memory.used --format=csv,noheader,nounits -lms 50 >"$OUT/gpumem-$1.csv" &
   SAMPLER=$!
@@ -26,12 +36,12 @@ sampler() { # GPU memory every 50 ms while the phase runs
 
 case "${1:?phase}" in
 tests)
-  tar -xJf "$S/bins.tar.xz" -C "$G"
+  unpack bins.tar.xz || exit 1
   nvidia-smi | tee "$OUT/nvidia-smi.txt"
   "$G"/bin/integration cuda:: --test-threads=1 2>&1 | tee "$OUT/cuda-tests.log"
   ;;
 quickstart)
-  cat "$S"/models.tar.part-* | tar -x -C "$G"
+  unpack bins.tar.xz && unpack policy.tar && unpack appraiser.tar.xz || exit 1
   ls -la "$G"/models/*
   sampler quickstart
   start=$(date +%s)
@@ -46,9 +56,10 @@ quickstart)
   timeout 150 "$G"/bin/integration --skip cuda:: 2>&1 | tail -n 30 | tee "$OUT/other-tests.log"
   ;;
 bench)
+  unpack bins.tar.xz && unpack policy.tar || exit 1
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
   export PYTHONPATH=/tmp/site
-  python3 - <<'PY' 2>&1 | tee "$OUT/ceilings.log"
+  [ "${CEILINGS:-1}" = 1 ] && python3 - <<'PY' 2>&1 | tee "$OUT/ceilings.log"
 import torch, time
 x = torch.empty(2**30, dtype=torch.uint8, device="cuda"); y = torch.empty_like(x)
 for _ in range(3): y.copy_(x)
@@ -64,7 +75,7 @@ torch.cuda.synchronize(); dt = (time.perf_counter() - t) / 10
 print(f"bf16 matmul 8192^3: {2 * 8192**3 / dt / 1e12:.0f} TFLOP/s")
 print(f"torch {torch.__version__}")
 PY
-  for dtype in bf16 f32; do
+  for dtype in ${DTYPES:-bf16 f32}; do
     sampler "$dtype"
     BENCH_DEVICE=cuda BENCH_DTYPE=$dtype BENCH_BATCHES=1,16,64 "$G"/bin/model-bench --bench 2>&1 |
       grep -v '^\s*$' | grep -E '^\||^case|tok|error|Error|panic' | tee "$OUT/bench-ours-$dtype.log"

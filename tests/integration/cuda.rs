@@ -290,18 +290,26 @@ fn tiny_model_logprobs_and_lora_gradients_match_the_cpu() -> Result<()> {
             Ok((lp, g))
         };
         let (lp_cpu, g_cpu) = run(&Device::Cpu, DType::F32)?;
+        // bf16 weights round every activation. The CPU running the same model in bf16 (the lean
+        // ops CUDA runs) is itself up to 1.3e-1 away from f32 in some LoRA gradients of these
+        // models (2026-11-26), so in bf16 the GPU may be as far from f32 as twice the CPU's own
+        // bf16 distance, and never less than 1e-1; in f32 it must agree to 1e-3.
+        let (lp_cpu16, g_cpu16) = run(&Device::Cpu, DType::BF16)?;
         for dtype in [DType::F32, DType::BF16] {
-            // bf16 weights round every activation: log-probs and gradients of a 2-layer model
-            // stay within a few percent (a looser bound than for one op).
-            let bound = if dtype == DType::F32 { 1e-3 } else { 1e-1 };
             let (lp_gpu, g_gpu) = run(&dev, dtype)?;
-            let d = rel_diff(&lp_cpu, &lp_gpu)?;
-            assert!(d < bound, "{spec:?} {dtype:?}: log-probs differ by {d:.2e}");
-            for ((name, a), (_, b)) in g_cpu.iter().zip(&g_gpu) {
-                let d = rel_diff(a, b)?;
+            let bound = |f32_cpu: &Tensor, bf16_cpu: &Tensor| -> Result<f64> {
+                Ok(match dtype {
+                    DType::F32 => 1e-3,
+                    _ => (2.0 * rel_diff(f32_cpu, bf16_cpu)?).max(1e-1),
+                })
+            };
+            let (d, b) = (rel_diff(&lp_cpu, &lp_gpu)?, bound(&lp_cpu, &lp_cpu16)?);
+            assert!(d < b, "{spec:?} {dtype:?}: log-probs differ by {d:.2e} (bound {b:.2e})");
+            for (((name, a), (_, g)), (_, c16)) in g_cpu.iter().zip(&g_gpu).zip(&g_cpu16) {
+                let (d, b) = (rel_diff(a, g)?, bound(a, c16)?);
                 assert!(
-                    d < bound,
-                    "{spec:?} {dtype:?}: gradient of {name} differs by {d:.2e}"
+                    d < b,
+                    "{spec:?} {dtype:?}: gradient of {name} differs by {d:.2e} (bound {b:.2e})"
                 );
             }
         }
