@@ -1,6 +1,7 @@
-//! Throughput of SmolLM2-135M: batched decoding (batch 1, 16, 32) and one LoRA training step
-//! (forward + backward + AdamW over rank-16 adapters, 1 x 512 and 4 x 512 tokens), with the peak
-//! resident memory of each case (VmHWM, reset between cases).
+//! Throughput of SmolLM2-135M: batched decoding (batch 1, 16, 32; and batch 16 through rank-16
+//! LoRA adapters, as rollouts decode) and one LoRA training step (forward + backward + AdamW over
+//! rank-16 adapters, 1 x 512 and 4 x 512 tokens), with the peak resident memory of each case
+//! (VmHWM, reset between cases).
 //!
 //! Run: `cargo bench --bench model` (needs the models from scripts/fetch-models.sh;
 //! fails, listing the places tried, when they are missing). On a GPU build
@@ -24,7 +25,8 @@ use candle_core::{DType, Device};
 use candle_nn::Optimizer;
 use criterion::{Criterion, SamplingMode, Throughput};
 use empathy_gym::model::{
-    load_model, AdapterMode, ChatMessage, LoadOptions, Pass, Role, SamplingParams, DEFAULT_POLICY,
+    load_model, AdapterMode, ChatMessage, ChatModel, LoadOptions, Pass, Role, SamplingParams,
+    DEFAULT_POLICY,
 };
 
 /// New tokens per sequence in the decode cases.
@@ -127,6 +129,39 @@ fn run_case(
     }
 }
 
+/// Sampled decoding of `batch` copies of one chat prompt, DECODE_TOKENS new tokens each.
+fn decode_case(
+    c: &mut Criterion,
+    dev: &Device,
+    m: &mut ChatModel,
+    batch: usize,
+    how: &str,
+) -> anyhow::Result<Row> {
+    m.stop_tokens.clear(); // every sequence decodes exactly DECODE_TOKENS tokens
+    let prompt = m.encode_chat(
+        &[ChatMessage::new(
+            Role::User,
+            "I lost my job today and I feel awful. What should I do?",
+        )],
+        true,
+    )?;
+    let params = SamplingParams {
+        temperature: 1.0,
+        top_p: 0.9,
+        max_new_tokens: DECODE_TOKENS,
+        greedy: false,
+    };
+    let prompts = vec![prompt.clone(); batch];
+    let seeds: Vec<u64> = (0..batch as u64).collect();
+    let name = format!(
+        "decode batch {batch}{how} ({}-token prompt, {DECODE_TOKENS} new)",
+        prompt.len()
+    );
+    Ok(run_case(c, dev, &name, batch * DECODE_TOKENS, || {
+        m.generate(&prompts, &seeds, &params).expect("generate");
+    }))
+}
+
 fn device_name(dev: &Device) -> &'static str {
     if dev.is_cuda() {
         "cuda"
@@ -150,34 +185,15 @@ fn run() -> anyhow::Result<()> {
     let mut rows = Vec::new();
     {
         let mut m = load_model(&path, &dev, &base)?;
-        m.stop_tokens.clear(); // every sequence decodes exactly DECODE_TOKENS tokens
-        let prompt = m.encode_chat(
-            &[ChatMessage::new(
-                Role::User,
-                "I lost my job today and I feel awful. What should I do?",
-            )],
-            true,
-        )?;
-        let params = SamplingParams {
-            temperature: 1.0,
-            top_p: 0.9,
-            max_new_tokens: DECODE_TOKENS,
-            greedy: false,
-        };
         for &batch in &batches {
-            let prompts = vec![prompt.clone(); batch];
-            let seeds: Vec<u64> = (0..batch as u64).collect();
-            let name = format!(
-                "decode batch {batch} ({}-token prompt, {DECODE_TOKENS} new)",
-                prompt.len()
-            );
-            rows.push(run_case(&mut c, &dev, &name, batch * DECODE_TOKENS, || {
-                m.generate(&prompts, &seeds, &params).expect("generate");
-            }));
+            rows.push(decode_case(&mut c, &dev, &mut m, batch, "")?);
         }
     }
     {
-        let (m, ids, mut opt) = common::lora_training(&path, &dev, &base)?;
+        let (mut m, ids, mut opt) = common::lora_training(&path, &dev, &base)?;
+        // As the trainer's rollouts decode: through the adapters (merged into the weights on a
+        // GPU, `Llama::merge_adapters`).
+        rows.push(decode_case(&mut c, &dev, &mut m, 16, " through LoRA r16")?);
         for rows_per_step in [1usize, 4] {
             let batch = vec![ids.clone(); rows_per_step];
             let name = format!(

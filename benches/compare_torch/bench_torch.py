@@ -86,6 +86,34 @@ def load(path, device, dtype):
     return tok, model.to(device=device, dtype=dtype)
 
 
+def decode_case(model, tok, b, how, device, precision):
+    """Sampled decoding of b copies of PROMPT, DECODE_TOKENS new tokens each."""
+    model.eval()
+    text = tok.apply_chat_template(
+        [{"role": "user", "content": PROMPT}], tokenize=False, add_generation_prompt=True
+    )
+    ids = tok(text, return_tensors="pt", add_special_tokens=False).input_ids.to(device)
+    batch = ids.repeat(b, 1)
+    attn = torch.ones_like(batch)
+
+    def decode():
+        with torch.no_grad(), precision():
+            model.generate(
+                input_ids=batch,
+                attention_mask=attn,
+                do_sample=True,
+                temperature=1.0,
+                top_p=0.9,
+                top_k=0,
+                max_new_tokens=DECODE_TOKENS,
+                min_new_tokens=DECODE_TOKENS,
+                pad_token_id=tok.eos_token_id,
+            )
+
+    name = f"decode batch {b}{how} ({ids.shape[1]}-token prompt, {DECODE_TOKENS} new)"
+    return run_case(name, b * DECODE_TOKENS, device, decode)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gguf", required=True)
@@ -107,31 +135,8 @@ def main():
     rows = []
     if "decode" in args.cases:
         tok, model = load(args.gguf, args.device, dtype)
-        model.eval()
-        text = tok.apply_chat_template(
-            [{"role": "user", "content": PROMPT}], tokenize=False, add_generation_prompt=True
-        )
-        ids = tok(text, return_tensors="pt", add_special_tokens=False).input_ids.to(args.device)
         for b in [int(x) for x in args.batches.split(",")]:
-            batch = ids.repeat(b, 1)
-            attn = torch.ones_like(batch)
-
-            def decode():
-                with torch.no_grad(), precision():
-                    model.generate(
-                        batch,
-                        attention_mask=attn,
-                        do_sample=True,
-                        temperature=1.0,
-                        top_p=0.9,
-                        top_k=0,
-                        max_new_tokens=DECODE_TOKENS,
-                        min_new_tokens=DECODE_TOKENS,
-                        pad_token_id=tok.eos_token_id,
-                    )
-
-            name = f"decode batch {b} ({ids.shape[1]}-token prompt, {DECODE_TOKENS} new)"
-            rows.append(run_case(name, b * DECODE_TOKENS, args.device, decode))
+            rows.append(decode_case(model, tok, b, "", args.device, precision))
         del model
     if "train" in args.cases:
         tok, model = load(args.gguf, args.device, dtype)
@@ -142,6 +147,8 @@ def main():
             target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
         )
         model = get_peft_model(model, cfg)  # adapters in f32 (peft's autocast_adapter_dtype)
+        # As rollouts decode: through the adapters (peft's unmerged LoRA layers).
+        rows.append(decode_case(model, tok, 16, " through LoRA r16", args.device, precision))
         model.train()
         opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-5)
         ids = tok("I hear how much this hurts. " * 200, add_special_tokens=False).input_ids[:TRAIN_LEN]

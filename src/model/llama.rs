@@ -30,6 +30,22 @@ pub struct Llama {
     head_bf16: Option<Arc<Bf16Weight>>,
 }
 
+/// The adapters merged into copies of the weights for inference (`Llama::merge_adapters`).
+pub struct MergedAdapters<'a> {
+    model: &'a Llama,
+}
+
+impl Drop for MergedAdapters<'_> {
+    fn drop(&mut self) {
+        for b in &self.model.blocks {
+            for (_, p) in b.projections() {
+                // Dropping a copy only fails on a poisoned lock, which a panic already reported.
+                let _ = p.set_merged(false);
+            }
+        }
+    }
+}
+
 fn linear(p: Proj) -> Result<LoraLinear> {
     Ok(LoraLinear::new(p.weight, p.bias)?)
 }
@@ -146,6 +162,20 @@ impl Llama {
         let head = self.lm_head.as_ref().unwrap_or(&self.embed);
         self.head_bf16 = Some(Arc::new(Bf16Weight::pack(head)?));
         Ok(())
+    }
+
+    /// While the guard lives, `Pass::Infer` forwards with `AdapterMode::On` multiply by
+    /// W + scale B A, one product per projection, instead of the base and the adapter (two more
+    /// products, a scale, two casts and an add: each a kernel launch on a GPU). A and B must not
+    /// change meanwhile; the guard drops the merged copies.
+    pub fn merge_adapters(&self) -> Result<MergedAdapters<'_>> {
+        let guard = MergedAdapters { model: self };
+        for b in &self.blocks {
+            for (_, p) in b.projections() {
+                p.set_merged(true)?;
+            }
+        }
+        Ok(guard)
     }
 
     /// Trainable tensors with full names, e.g. "layers.3.attn.q_proj.lora_a".

@@ -166,6 +166,9 @@ pub struct LoraLinear {
     full: Option<Var>,
     /// The frozen weight packed for bf16 products (`model.cpu_matmul: bf16`), if asked for.
     bf16: Option<Arc<Bf16Weight>>,
+    /// W + scale B A while a generation on a GPU runs (`Llama::merge_adapters`): what
+    /// `Pass::Infer` with `AdapterMode::On` multiplies by instead of the base and the adapter.
+    merged: Mutex<Option<Tensor>>,
 }
 
 /// x [..., in] as a 2-D [m, in] tensor plus the output dims [..., out].
@@ -199,6 +202,7 @@ impl LoraLinear {
             critic: None,
             full: None,
             bf16: None,
+            merged: Mutex::new(None),
         })
     }
 
@@ -317,6 +321,17 @@ impl LoraLinear {
                 return lora_linear_train(&x2, w, bias, a, b, ad.scale)?.reshape(out_dims);
             }
         }
+        let merged = match (pass, mode) {
+            (Pass::Infer, AdapterMode::On) => self.merged_copy()?,
+            _ => None,
+        };
+        if let Some(w) = merged {
+            let y = linear_infer(&x2.detach(), &w, None)?;
+            return match &self.bias {
+                Some(b) => y.broadcast_add(&b.to_dtype(y.dtype())?)?.reshape(out_dims),
+                None => y.reshape(out_dims),
+            };
+        }
         let mut y = match (pass, &self.full) {
             (Pass::Infer, _) => {
                 linear_infer(&x2.detach(), &self.weight().detach(), self.bf16.as_ref())?
@@ -367,10 +382,27 @@ impl LoraLinear {
         match &self.adapter {
             None => w.contiguous(),
             Some(ad) => {
-                let delta = (ad.b.as_tensor().matmul(ad.a.as_tensor())? * ad.scale)?;
+                let (a, b) = (ad.a.as_tensor().detach(), ad.b.as_tensor().detach());
+                let delta = (b.matmul(&a)? * ad.scale)?;
                 w.to_dtype(DType::F32)?.add(&delta)?.to_dtype(w.dtype())
             }
         }
+    }
+
+    /// Keeps `merged_weight()` for `Pass::Infer` with `AdapterMode::On` (`merge: true`, a layer
+    /// with an adapter) or drops it (`merge: false`). The copy goes stale when A or B change:
+    /// `Llama::merge_adapters` drops it when the generation that asked for it ends.
+    pub fn set_merged(&self, merge: bool) -> Result<()> {
+        let w = match (merge, &self.adapter) {
+            (true, Some(_)) => Some(self.merged_weight()?),
+            _ => None,
+        };
+        *self.merged.lock().map_err(|_| poisoned())? = w;
+        Ok(())
+    }
+
+    fn merged_copy(&self) -> Result<Option<Tensor>> {
+        Ok(self.merged.lock().map_err(|_| poisoned())?.clone())
     }
 }
 
@@ -410,4 +442,8 @@ fn dropout_mask(ad: &Adapter, (m, n): (usize, usize), dev: &candle_core::Device)
         })
         .collect();
     Tensor::from_vec(mask, (m, n), dev)
+}
+
+fn poisoned() -> candle_core::Error {
+    candle_core::Error::Msg("lora: the merged weight's lock was poisoned".into())
 }

@@ -1,8 +1,8 @@
 //! CUDA against CPU (issue 13, built only with `--features cuda`, needs a GPU): every training op
 //! with a hand-written backward (the CPU kernels against the lean ops CUDA runs), the LoRA layer
 //! and the whole tiny model's log-probabilities and LoRA gradients agree with the CPU result, in
-//! f32 and with bf16 base weights; greedy generation picks the same tokens; a GGUF loads straight
-//! onto the GPU.
+//! f32 and with bf16 base weights; greedy generation through LoRA adapters (merged on the GPU)
+//! picks the same tokens; a GGUF loads straight onto the GPU.
 //!
 //! Tolerances: f32 on the GPU differs from the CPU only in summation order (TF32 is off in
 //! candle by default), so 1e-4 relative to the largest magnitude. bf16 keeps 8 bits of mantissa
@@ -304,7 +304,10 @@ fn tiny_model_logprobs_and_lora_gradients_match_the_cpu() -> Result<()> {
                 })
             };
             let (d, b) = (rel_diff(&lp_cpu, &lp_gpu)?, bound(&lp_cpu, &lp_cpu16)?);
-            assert!(d < b, "{spec:?} {dtype:?}: log-probs differ by {d:.2e} (bound {b:.2e})");
+            assert!(
+                d < b,
+                "{spec:?} {dtype:?}: log-probs differ by {d:.2e} (bound {b:.2e})"
+            );
             for (((name, a), (_, g)), (_, c16)) in g_cpu.iter().zip(&g_gpu).zip(&g_cpu16) {
                 let (d, b) = (rel_diff(a, g)?, bound(a, c16)?);
                 assert!(
@@ -318,7 +321,8 @@ fn tiny_model_logprobs_and_lora_gradients_match_the_cpu() -> Result<()> {
 }
 
 #[test]
-fn greedy_generation_on_the_gpu_picks_the_cpu_tokens_and_gguf_loads_there() -> Result<()> {
+fn greedy_generation_with_adapters_on_the_gpu_picks_the_cpu_tokens_and_gguf_loads_there(
+) -> Result<()> {
     let dev = gpu()?;
     let dir = tempfile::tempdir()?;
     let spec = TinySpec::llama();
@@ -332,7 +336,17 @@ fn greedy_generation_on_the_gpu_picks_the_cpu_tokens_and_gguf_loads_there() -> R
     };
     for path in [dir.path().to_path_buf(), gguf] {
         let generate = |device: &Device| -> Result<Vec<Vec<u32>>> {
-            let m = load_model(&path, device, &LoadOptions::default())?;
+            // With adapters: on the GPU, generation decodes with them merged into the weights.
+            let opts = LoadOptions {
+                lora: Some(LoraConfig {
+                    rank: 4,
+                    ..LoraConfig::default()
+                }),
+                seed: 3,
+                ..LoadOptions::default()
+            };
+            let m = load_model(&path, device, &opts)?;
+            randomize_lora_b(&m, 8)?;
             let msgs = |t: &str| vec![ChatMessage::new(Role::User, t)];
             let prompts = vec![
                 m.encode_chat(&msgs("hello"), true)?,

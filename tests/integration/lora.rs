@@ -1,6 +1,7 @@
 //! Gradient checks for the training ops (finite differences in f64) and behaviour of LoRA layers:
 //! a fresh adapter equals the base, `Off` equals the base, the merged weight reproduces the
-//! adapted output, frozen weights receive no gradient, dropout is reproducible from its seed.
+//! adapted output (and a merged copy serves inference until dropped), frozen weights receive no
+//! gradient, dropout is reproducible from its seed.
 
 use anyhow::Result;
 use candle_core::{DType, Device, Tensor, Var};
@@ -189,6 +190,33 @@ fn infer_and_train_agree_and_merged_weight_reproduces_adapted_output() -> Result
     let merged = LoraLinear::new(layer.merged_weight()?, layer.bias().cloned())?;
     let via_merged = merged.forward(&x, AdapterMode::Off, Pass::Infer)?;
     assert!(max_abs_diff(&infer, &via_merged)? < 1e-5);
+    Ok(())
+}
+
+#[test]
+fn a_merged_layer_infers_with_its_merged_copy_until_it_is_dropped() -> Result<()> {
+    let x = seeded(&[2, 3, 5], 16, DType::F32)?;
+    let layer = adapted_layer(true)?;
+    let adapted = layer.forward(&x, AdapterMode::On, Pass::Infer)?;
+    let base = layer.forward(&x, AdapterMode::Off, Pass::Infer)?;
+    layer.set_merged(true)?;
+    // B changed after merging: inference with the adapter on still reads the merged copy (the
+    // old adapter), while Off and the training pass see the base and the new B (= 0).
+    layer.trainable()[1]
+        .1
+        .set(&Tensor::zeros((6, 2), DType::F32, &Device::Cpu)?)?;
+    let merged = layer.forward(&x, AdapterMode::On, Pass::Infer)?;
+    assert!(max_abs_diff(&merged, &adapted)? < 1e-5);
+    assert!(max_abs_diff(&merged, &base)? > 1e-3);
+    assert_eq!(
+        layer
+            .forward(&x, AdapterMode::Off, Pass::Infer)?
+            .to_vec3::<f32>()?,
+        base.to_vec3::<f32>()?
+    );
+    assert!(max_abs_diff(&layer.forward(&x, AdapterMode::On, Pass::Train)?, &base)? < 1e-6);
+    layer.set_merged(false)?;
+    assert!(max_abs_diff(&layer.forward(&x, AdapterMode::On, Pass::Infer)?, &base)? < 1e-6);
     Ok(())
 }
 

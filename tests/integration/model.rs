@@ -514,6 +514,33 @@ fn adapters_off_give_base_logits_exactly_and_save_load_round_trips() -> Result<(
 }
 
 #[test]
+fn generation_with_merged_adapters_scores_as_the_adapters_do_until_the_guard_drops() -> Result<()> {
+    // What generate() does on a GPU (Llama::merge_adapters), run on the CPU.
+    let (dir, _) = tiny(TinySpec::qwen2(), &LoadOptions::default())?;
+    let m = load_model(dir.path(), &Device::Cpu, &lora_opts(4))?;
+    randomize_lora_b(&m, 6)?;
+    let batch = vec![m.encode_chat(&user("hello there"), true)?];
+    let adapted = m.token_logprobs(&batch, AdapterMode::On, Pass::Infer)?;
+    let base = m.token_logprobs(&batch, AdapterMode::Off, Pass::Infer)?;
+    {
+        let _merged = m.model.merge_adapters()?;
+        randomize_lora_b(&m, 7)?; // stale from here: the merged copies keep the old B
+        let merged = m.token_logprobs(&batch, AdapterMode::On, Pass::Infer)?;
+        assert!(max_abs_diff(&merged, &adapted)? < 1e-5);
+        let off = m.token_logprobs(&batch, AdapterMode::Off, Pass::Infer)?;
+        assert_eq!(max_abs_diff(&off, &base)?, 0.0);
+    }
+    let after = m.token_logprobs(&batch, AdapterMode::On, Pass::Infer)?;
+    let train = m.token_logprobs(&batch, AdapterMode::On, Pass::Train)?;
+    assert!(
+        max_abs_diff(&after, &adapted)? > 1e-3,
+        "the guard dropped the merged copies"
+    );
+    assert!(max_abs_diff(&after, &train)? < 1e-4);
+    Ok(())
+}
+
+#[test]
 fn export_merged_reloads_with_equal_logits() -> Result<()> {
     for spec in [TinySpec::llama(), TinySpec::qwen2()] {
         let (dir, m) = tiny(spec, &lora_opts(4))?;
