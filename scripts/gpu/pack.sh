@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Here: pack the CUDA build (target-cuda, see scripts/gpu/README.md) and the models into one byte
 # stream cut into .gpu-K/ folders, one per device call, each at most PART_MIB so that it and the
-# working tree that travels with every call fit the call's 64 MiB (default: 62 MiB less that tree). The stream is, in order: the binaries (tar.xz, one
-# big dictionary so the three binaries' shared code is stored once), the policy GGUF (tar), the
-# MiniLM appraiser (tar.xz); .gpu-1/stream.txt gives each piece's offset and length, so the device
-# unpacks the binaries and the GGUF (tests, bench) before the last folders, which only the
-# quickstart needs, have arrived (scripts/gpu/run.sh).
+# working tree that travels with every call fit the call's 64 MiB (default: 62 MiB less that
+# tree). The stream is, in order: the binaries (tar.xz, one big dictionary so the three binaries'
+# shared code is stored once), the policy GGUF (tar), the MiniLM appraiser (tar.xz);
+# .gpu-1/stream.txt gives each piece's offset and length, so the device unpacks the binaries and
+# the GGUF (tests, bench) before the last folders, which only the quickstart needs, have arrived
+# (scripts/gpu/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 T=${CARGO_TARGET_DIR:-target-cuda}/release

@@ -3,8 +3,8 @@
 #   tests       unpack the binaries, show the GPU, run the CUDA tests (tests/integration/cuda.rs)
 #   quickstart  unpack the models, train configs/quickstart.yaml on the GPU in bf16
 #   bench       benches/model.rs and benches/compare_torch/bench_torch.py side by side, f32 and bf16,
-#               plus the machine's copy bandwidth and bf16 matmul ceiling (PyTorch); DTYPES="bf16"
-#               or "f32" runs one dtype, CEILINGS=0 skips the ceilings
+#               plus the machine's copy bandwidth and bf16 matmul ceiling (PyTorch);
+#               DTYPES="bf16" or "f32" runs one dtype, CEILINGS=0 skips the ceilings
 # Logs go to $OUT. Run from the repository root.
 set -uo pipefail
 S=/root/stage
