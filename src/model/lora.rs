@@ -256,11 +256,17 @@ impl LoraLinear {
     /// Packs the frozen base weight for bf16 products (`ops::Bf16Weight`): its products, in
     /// training, scoring and generation, then run in bf16 with f32 sums. An error under full
     /// fine-tuning (the weight changes every step) or without AVX512-BF16.
+    ///
+    /// No product reads the f32 weight after this, so it is dropped (SmolLM2-135M: 424 MB): a
+    /// stand-in of its shape takes its place, NaN wherever something reads it by mistake, and
+    /// `merged_weight` refuses (export loads the model with f32 products).
     pub fn pack_bf16(&mut self) -> Result<()> {
         if self.full.is_some() {
             candle_core::bail!("bf16 products need frozen base weights, not full fine-tuning")
         }
         self.bf16 = Some(Arc::new(Bf16Weight::pack(&self.weight)?));
+        self.weight =
+            Tensor::new(f32::NAN, self.weight.device())?.broadcast_as(self.weight.shape())?;
         Ok(())
     }
 
@@ -376,8 +382,15 @@ impl LoraLinear {
         }
     }
 
-    /// W + (alpha/rank) B A, for export (row-major [out, in]).
+    /// W + (alpha/rank) B A, for export (row-major [out, in]). An error once the weight is packed
+    /// for bf16 products (`pack_bf16` drops the f32 weight).
     pub fn merged_weight(&self) -> Result<Tensor> {
+        if self.bf16.is_some() {
+            candle_core::bail!(
+                "the merged weight needs the f32 base weight, which bf16 products \
+                 (model.cpu_matmul: bf16) drop: load the model with f32 products to export it"
+            )
+        }
         let w = self.weight().detach();
         match &self.adapter {
             None => w.contiguous(),

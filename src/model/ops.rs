@@ -429,7 +429,7 @@ pub fn frozen_matmul(x: &Tensor, w: &Tensor, bf16: Option<&Arc<Bf16Weight>>) -> 
     out_dims[last] = out_dim;
     let m = x.elem_count() / in_dim;
     let x2 = x.contiguous()?.reshape((m, in_dim))?;
-    x2.apply_op2(&frozen_weight(w)?, FrozenMatmul(bf16.cloned()))?
+    x2.apply_op2(&frozen_weight(w, bf16)?, FrozenMatmul(bf16.cloned()))?
         .reshape(out_dims)
 }
 
@@ -437,8 +437,9 @@ pub fn frozen_matmul(x: &Tensor, w: &Tensor, bf16: Option<&Arc<Bf16Weight>>) -> 
 /// it happens to be a Var). A column-major w (how LoraLinear stores weights on the CPU) is used in
 /// place: the matmul reads either layout, and a row-major copy would be kept per layer until
 /// backward.
-fn frozen_weight(w: &Tensor) -> Result<Tensor> {
-    Ok(if w.is_contiguous() || w.t()?.is_contiguous() {
+fn frozen_weight(w: &Tensor, bf16: Option<&Arc<Bf16Weight>>) -> Result<Tensor> {
+    // Packed: the products read the pack, and w is the stand-in `LoraLinear::pack_bf16` leaves.
+    Ok(if bf16.is_some() || w.is_contiguous() || w.t()?.is_contiguous() {
         w.detach()
     } else {
         w.contiguous()?.detach()
@@ -460,7 +461,7 @@ pub fn lora_linear_train(
     b: &Tensor,
     scale: f64,
 ) -> Result<Tensor> {
-    let weight = frozen_weight(w)?;
+    let weight = frozen_weight(w, bf16)?;
     let bias = match bias {
         Some(b) => Some(b.to_dtype(x.dtype())?.contiguous()?.detach()),
         None => None,

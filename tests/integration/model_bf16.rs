@@ -1,9 +1,9 @@
 //! `model.cpu_matmul: bf16` (LoadOptions::bf16_products): the frozen weights' products in bf16 (on
-//! AMX above 32 rows where the CPU has it, otherwise by AVX512-BF16 dot products). Against the f32
-//! model:
+//! AMX where the CPU has it, otherwise by AVX512-BF16 dot products). Against the f32 model:
 //! the training pass's log-probs and adapter gradients stay close but are not the same bits (the
 //! bf16 products ran), at many rows and at few; the scoring pass (Infer) agrees with the training
-//! pass; generation runs. Without AVX512-BF16 the load fails and says so.
+//! pass; the f32 projection weights are gone; generation runs. Without AVX512-BF16 the load fails
+//! and says so.
 
 use anyhow::Result;
 use candle_core::Tensor;
@@ -87,8 +87,8 @@ fn bf16_products_track_f32_at_many_rows_and_at_few() -> Result<()> {
             scored_diff < lp_diff / 4.0,
             "scoring and training {scored_diff} apart"
         );
-        // 32 rows and fewer (a decoding step's size) run AVX512-BF16 dot products over the same
-        // packed weights: close to f32 too, not its bits.
+        // 32 rows and fewer (a decoding step's size) run the same kernel over the same packed
+        // weights: close to f32 too, not its bits.
         let short = f32_model.encode("I hear you.")?;
         assert!(short.len() <= 32, "{} tokens", short.len());
         let (s32, sg32) = train_pass(&f32_model, &short)?;
@@ -103,6 +103,20 @@ fn bf16_products_track_f32_at_many_rows_and_at_few() -> Result<()> {
             sg_rel > 0.0 && sg_rel < 0.05,
             "few rows: gradients {sg_rel} apart"
         );
+        // Packing dropped the f32 projection weights (every value above came from the packs):
+        // the merged weight, which export needs, is refused and the message says what to do.
+        for (name, p) in bf16_model.model.blocks()[0].projections() {
+            assert_eq!(
+                p.weight().stride(),
+                [0, 0],
+                "{name}: a stand-in, no storage"
+            );
+            let err = p.merged_weight().expect_err(name).to_string();
+            assert!(
+                err.contains("load the model with f32 products"),
+                "{name}: {err}"
+            );
+        }
         // Generation (the prefill at many rows, decoding steps at few) runs.
         let g = bf16_model.generate(&[long.clone(), long], &[1, 2], &greedy(6))?;
         assert!(g.iter().all(|x| x.tokens.len() == 6 || x.stopped), "{g:?}");
