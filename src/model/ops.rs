@@ -439,7 +439,8 @@ pub fn frozen_matmul(x: &Tensor, w: &Tensor, bf16: Option<&Arc<Bf16Weight>>) -> 
 /// backward.
 fn frozen_weight(w: &Tensor, bf16: Option<&Arc<Bf16Weight>>) -> Result<Tensor> {
     // Packed: the products read the pack, and w is the stand-in `LoraLinear::pack_bf16` leaves.
-    Ok(if bf16.is_some() || w.is_contiguous() || w.t()?.is_contiguous() {
+    let in_place = bf16.is_some() || w.is_contiguous() || w.t()?.is_contiguous();
+    Ok(if in_place {
         w.detach()
     } else {
         w.contiguous()?.detach()
