@@ -331,24 +331,19 @@ impl LoraLinear {
             (Pass::Infer, AdapterMode::On) => self.merged_copy()?,
             _ => None,
         };
-        if let Some(w) = merged {
-            let y = linear_infer(&x2.detach(), &w, None)?;
-            return match &self.bias {
-                Some(b) => y.broadcast_add(&b.to_dtype(y.dtype())?)?.reshape(out_dims),
-                None => y.reshape(out_dims),
-            };
-        }
-        let mut y = match (pass, &self.full) {
-            (Pass::Infer, _) => {
+        let mut y = match (pass, &self.full, &merged) {
+            (Pass::Infer, _, Some(w)) => linear_infer(&x2.detach(), w, None)?,
+            (Pass::Infer, _, None) => {
                 linear_infer(&x2.detach(), &self.weight().detach(), self.bf16.as_ref())?
             }
-            (Pass::Train, Some(w)) => x2.matmul(&w.as_tensor().t()?)?,
-            (Pass::Train, None) => frozen_matmul(&x2, &self.weight, self.bf16.as_ref())?,
+            (Pass::Train, Some(w), _) => x2.matmul(&w.as_tensor().t()?)?,
+            (Pass::Train, None, _) => frozen_matmul(&x2, &self.weight, self.bf16.as_ref())?,
         };
         if let Some(b) = &self.bias {
             y = y.broadcast_add(&b.to_dtype(y.dtype())?)?;
         }
-        if let Some(ad) = adapter {
+        // A merged copy holds the adapter already.
+        if let (Some(ad), None) = (adapter, &merged) {
             let delta = match pass {
                 Pass::Infer => adapter_infer(ad, &x2)?,
                 Pass::Train => adapter_train(ad, &x2)?,
