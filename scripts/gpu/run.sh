@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Device side (scripts/gpu/README.md): `run.sh PHASE` with PHASE one of
 #   tests       unpack the binaries, show the GPU, run the CUDA tests (tests/integration/cuda.rs)
-#   quickstart  unpack the models, train configs/quickstart.yaml on the GPU in bf16
+#   quickstart  unpack the models, the embedder's CUDA test, train configs/quickstart.yaml on the
+#               GPU in bf16, then the rest of the suite
 #   bench       benches/model.rs and benches/compare_torch/bench_torch.py side by side, f32 and bf16,
 #               plus the machine's copy bandwidth and bf16 matmul ceiling (PyTorch);
 #               DTYPES="bf16" or "f32" runs one dtype, CEILINGS=0 skips the ceilings
@@ -38,11 +39,14 @@ case "${1:?phase}" in
 tests)
   unpack bins.tar.xz || exit 1
   nvidia-smi | tee "$OUT/nvidia-smi.txt"
-  "$G"/bin/integration cuda:: --test-threads=1 2>&1 | tee "$OUT/cuda-tests.log"
+  # The embedder's test needs all-MiniLM-L6-v2, staged last: the quickstart phase runs it.
+  "$G"/bin/integration cuda:: --skip cuda::embedder_on_the_gpu --test-threads=1 2>&1 |
+    tee "$OUT/cuda-tests.log"
   ;;
 quickstart)
   unpack bins.tar.xz && unpack policy.tar && unpack appraiser.tar.xz || exit 1
   ls -la "$G"/models/*
+  "$G"/bin/integration cuda::embedder_on_the_gpu 2>&1 | tee "$OUT/cuda-embedder-test.log"
   sampler quickstart
   start=$(date +%s)
   "$G"/bin/empathy-gym train --config configs/quickstart.yaml --set run=quickstart-gpu \

@@ -5,6 +5,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use anyhow::Context;
+use candle_core::Device;
 use clap::Args;
 use empathy_gym::model::SamplingParams;
 use empathy_gym::profile::{Catalog, Difficulty, KnobOverrides, Profile, ProfileId, Split};
@@ -13,9 +14,14 @@ use empathy_gym::sim::llm::{
 };
 use empathy_gym::sim::{Appraiser, Embedder, Simulator, SimulatorKind};
 
-/// Loads the built-in appraiser with the default embedder.
+/// Loads the built-in appraiser with the default embedder on the CPU.
 pub fn load_simulator(catalog: &Path) -> anyhow::Result<Appraiser> {
-    let embedder = Arc::new(Embedder::load_default()?);
+    load_simulator_on(catalog, &Device::Cpu)
+}
+
+/// Loads the built-in appraiser with the default embedder on `device`.
+pub fn load_simulator_on(catalog: &Path, device: &Device) -> anyhow::Result<Appraiser> {
+    let embedder = Arc::new(Embedder::load_default_on(device)?);
     Ok(Appraiser::load(catalog, embedder)?)
 }
 
@@ -31,23 +37,30 @@ pub struct SimulatorArgs {
     pub simulator_config: Option<PathBuf>,
 }
 
-/// Loads the simulator the flags name.
+/// Loads the simulator the flags name (an appraiser embeds on the CPU).
 pub fn load_chosen_simulator(
     catalog: &Path,
     args: &SimulatorArgs,
 ) -> anyhow::Result<Arc<dyn Simulator>> {
-    build_simulator(catalog, args.simulator, args.simulator_config.as_deref())
+    build_simulator(
+        catalog,
+        args.simulator,
+        args.simulator_config.as_deref(),
+        &Device::Cpu,
+    )
 }
 
 /// Loads the simulator of `kind`; `llm_config` is the LLM user's settings file (ignored by the
-/// appraiser). The flags and a training config's `simulator:` section both come here.
+/// appraiser), `device` where the appraiser embeds (ignored by the LLM user). The flags and a
+/// training config's `simulator:` section both come here.
 pub fn build_simulator(
     catalog: &Path,
     kind: SimulatorKind,
     llm_config: Option<&Path>,
+    device: &Device,
 ) -> anyhow::Result<Arc<dyn Simulator>> {
     match kind {
-        SimulatorKind::Appraiser => Ok(Arc::new(load_simulator(catalog)?)),
+        SimulatorKind::Appraiser => Ok(Arc::new(load_simulator_on(catalog, device)?)),
         SimulatorKind::Llm => Ok(Arc::new(load_llm_simulator(catalog, llm_config)?)),
     }
 }

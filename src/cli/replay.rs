@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use candle_core::Device;
 use clap::{Args, Subcommand};
 use empathy_gym::episode::{read_episodes, EpisodeLog, EpisodeRecord, EpisodeWriter};
 use empathy_gym::profile::{Catalog, Difficulty};
@@ -11,7 +12,7 @@ use empathy_gym::replay::{
 };
 use empathy_gym::reward::{Aggregate, RewardMode};
 
-use super::common::{load_chosen_simulator, SimulatorArgs};
+use super::common::{build_simulator, load_chosen_simulator, SimulatorArgs};
 use super::summary::print_summary;
 
 #[derive(Debug, Subcommand)]
@@ -184,7 +185,13 @@ fn verify_all(
         );
     }
     let catalog = Catalog::load(catalog_root)?;
-    let sim = load_chosen_simulator(catalog_root, sim_args)?;
+    let device = appraised_on(file, records)?;
+    let sim = build_simulator(
+        catalog_root,
+        sim_args.simulator,
+        sim_args.simulator_config.as_deref(),
+        &device,
+    )?;
     if kind == "llm" {
         eprintln!("note: an LLM simulator is verified only with temperature 0 and a deterministic backend (the same model and server build, answers that do not depend on batching); otherwise differences are expected and are not errors of the log");
     }
@@ -217,6 +224,41 @@ fn verify_all(
         );
     }
     Ok(())
+}
+
+/// The device the log's appraisals ran on (`simulator.device`; absent: the CPU), which a bit-for-bit
+/// re-run needs: the same for every line, and usable here.
+fn appraised_on(file: &Path, records: &[(usize, EpisodeRecord)]) -> anyhow::Result<Device> {
+    let name = |r: &EpisodeRecord| r.simulator.device.clone();
+    let Some((first, r0)) = records.first() else {
+        return Ok(Device::Cpu);
+    };
+    let shown = |d: Option<String>| d.unwrap_or_else(|| "cpu".into());
+    if let Some((line, r)) = records.iter().find(|(_, r)| name(r) != name(r0)) {
+        anyhow::bail!(
+            "{}: line {first} was appraised on {} but line {line} on {}; verify them apart",
+            file.display(),
+            shown(name(r0)),
+            shown(name(r))
+        );
+    }
+    match name(r0).as_deref() {
+        None => Ok(Device::Cpu),
+        Some("cuda") => Device::new_cuda(0).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: line {first} was appraised on cuda (the run's simulator.device), and no CUDA \
+                 device is usable here ({e}); verify it on a GPU with a build with --features \
+                 cuda (on the CPU its embeddings differ in the last bits), or re-judge it here \
+                 with `replay rescore`",
+                file.display()
+            )
+        }),
+        Some(other) => anyhow::bail!(
+            "{}: line {first} was appraised on `{other}`, which this build cannot run; verify it \
+             where it ran, or re-judge it here with `replay rescore`",
+            file.display()
+        ),
+    }
 }
 
 fn rescore_all(

@@ -12,8 +12,8 @@ use empathy_gym::train::run_files::{
     CONFIG_FILE, DIFFICULTY_SVG, EMOTION_SVG, EPISODES_FILE, METRICS_FILE, REWARD_SVG,
 };
 use empathy_gym::train::{
-    device, difficulty_plan, load_policy, profiles, EnvReward, Override, TrainConfig, Trainer,
-    TrainerParts,
+    device, difficulty_plan, load_policy, profiles, simulator_device, EnvReward, Override,
+    TrainConfig, Trainer, TrainerParts,
 };
 
 use super::common::build_simulator;
@@ -80,10 +80,15 @@ pub fn train(
     let catalog = Catalog::load(catalog_root)?;
     let profiles = profiles(&catalog, &cfg)?;
     let simulator = &cfg.file.simulator;
-    let sim = build_simulator(catalog_root, simulator.kind, simulator.config.as_deref())?;
+    let dev = device(&cfg)?;
+    let sim = build_simulator(
+        catalog_root,
+        simulator.kind,
+        simulator.config.as_deref(),
+        &simulator_device(&cfg, &dev)?,
+    )?;
     let sim_kind = simulator.kind;
     sim.prepare(&profiles)?;
-    let dev = device(&cfg)?;
     let model = load_policy(&cfg, &dev)?;
     let g = &cfg.file.grpo;
     eprintln!(

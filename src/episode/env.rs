@@ -283,6 +283,7 @@ impl DialogueEnv {
                 backend: info.backend,
                 model: info.model,
                 prompt_version: info.prompt_version,
+                device: info.device,
             },
             reward_mode: self.reward_mode,
             reward_aggregate: self.aggregate,

@@ -96,6 +96,10 @@ pub struct SimulatorRef {
     /// The version of its prompt templates (data/llm-simulator.yaml).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_version: Option<String>,
+    /// Where the appraiser's sentence embeddings ran (`cuda`; absent: the CPU). `replay verify`
+    /// re-runs a dialogue bit for bit only there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
 }
 
 fn default_kind() -> String {

@@ -185,6 +185,7 @@ mod tests {
                 backend: None,
                 model: None,
                 prompt_version: None,
+                device: None,
             },
             reward_mode: Default::default(),
             reward_aggregate: Default::default(),

@@ -117,6 +117,11 @@ impl Appraiser {
         })
     }
 
+    /// Where the sentence embeddings run.
+    pub fn embedder_device(&self) -> &candle_core::Device {
+        self.embedder.device()
+    }
+
     /// Embeds, in one batch, every sentence the users of `profiles` can say and their scenarios'
     /// prototypes, so that dialogues only embed the policy's replies.
     pub fn prepare(&self, profiles: &[Profile]) -> Result<()> {

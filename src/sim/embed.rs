@@ -4,7 +4,10 @@
 //! Reproducibility: a text's embedding must not depend on what else is in the batch, or `replay
 //! verify` could not re-run a dialogue bit for bit. Every text is padded (and masked) to
 //! the next multiple of 16 tokens and batched with texts of that padded length, so its shapes are
-//! the same in any batch; every embedding is cached by its text.
+//! the same in any batch; every embedding is cached by its text. On the CPU a row's products do
+//! not depend on how many rows are in the batch; on a GPU cuBLAS picks its kernel by the shapes,
+//! so there texts also go in chunks of a fixed count ([`GPU_CHUNK`], the last chunk filled with
+//! copies of its last text), and every product has the same shapes whatever the batch.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -25,6 +28,10 @@ const MAX_TOKENS: usize = 128;
 /// forward pass while each text's shapes stay fixed.
 const PAD_TO: usize = 16;
 
+/// Texts per forward pass on a GPU: every chunk is filled to this count, so the products' shapes
+/// (and with them cuBLAS's choice of kernel) depend only on the padded length.
+pub const GPU_CHUNK: usize = 16;
+
 /// A unit-length sentence embedding.
 pub type Embedding = Vec<f32>;
 
@@ -33,6 +40,8 @@ pub struct Embedder {
     model: BertModel,
     tokenizer: Tokenizer,
     device: Device,
+    /// Texts per forward pass, each pass filled to it (`Some` on a GPU: [`GPU_CHUNK`]).
+    chunk: Option<usize>,
     cache: Mutex<HashMap<String, std::sync::Arc<Embedding>>>,
 }
 
@@ -97,6 +106,7 @@ impl Embedder {
             model,
             tokenizer,
             device: device.clone(),
+            chunk: (!device.is_cpu()).then_some(GPU_CHUNK),
             cache: Mutex::new(HashMap::new()),
         })
     }
@@ -104,10 +114,28 @@ impl Embedder {
     /// Loads the default embedder on the CPU from the first models folder that holds it.
     /// A models folder without it gives an error listing every place tried.
     pub fn load_default() -> Result<Self> {
+        Self::load_default_on(&Device::Cpu)
+    }
+
+    /// [`Embedder::load_default`] on `device`.
+    pub fn load_default_on(device: &Device) -> Result<Self> {
         let search = ModelSearch::from_env();
         let weights = search.find(&Path::new(DEFAULT_EMBEDDER).join("model.safetensors"))?;
         let dir = weights.parent().unwrap_or(Path::new("."));
-        Self::load(dir, &Device::Cpu)
+        Self::load(dir, device)
+    }
+
+    /// Runs every forward pass on exactly `n` texts (a GPU's setting, [`GPU_CHUNK`]; `None`: all
+    /// texts of one padded length in one pass, the CPU's). The embeddings are the same either way
+    /// on the CPU, which is what lets a CPU test check the chunking.
+    pub fn with_chunk(mut self, n: Option<usize>) -> Self {
+        self.chunk = n.filter(|&n| n > 0);
+        self
+    }
+
+    /// The device the model runs on.
+    pub fn device(&self) -> &Device {
+        &self.device
     }
 
     /// True when `word` (lowercased) is a whole word of the WordPiece vocabulary.
@@ -160,38 +188,87 @@ impl Embedder {
         }
         let mut out = vec![Vec::new(); texts.len()];
         for (len, idx) in by_len {
-            let mut ids = Vec::with_capacity(idx.len() * len);
-            let mut mask = Vec::with_capacity(idx.len() * len);
-            for &i in &idx {
-                let real = encodings[i].get_ids();
-                ids.extend_from_slice(real);
-                ids.extend(std::iter::repeat_n(0u32, len - real.len()));
-                mask.extend(std::iter::repeat_n(1u32, real.len()));
-                mask.extend(std::iter::repeat_n(0u32, len - real.len()));
-            }
-            let ids = Tensor::from_vec(ids, (idx.len(), len), &self.device)?;
-            let mask = Tensor::from_vec(mask, (idx.len(), len), &self.device)?;
-            let types = ids.zeros_like()?;
-            let hidden = self.model.forward(&ids, &types, Some(&mask))?; // [n, len, 384]
-                                                                         // Mean over real tokens only (sentence-transformers' mean pooling).
-            let m = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
-            let summed = hidden.broadcast_mul(&m)?.sum(1)?;
-            let pooled = summed.broadcast_div(&m.sum(1)?)?;
-            let norm = pooled
-                .sqr()?
-                .sum_keepdim(1)?
-                .sqrt()?
-                .clamp(1e-12, f64::MAX)?;
-            let unit = pooled.broadcast_div(&norm)?.to_vec2::<f32>()?;
-            for (row, &i) in unit.into_iter().zip(&idx) {
-                out[i] = row;
+            for (real, filled) in passes(&idx, self.chunk) {
+                let ids: Vec<&[u32]> = filled.iter().map(|&i| encodings[i].get_ids()).collect();
+                // The fill's rows come last; zip stops at the real texts.
+                for (row, &i) in self.forward(&ids, len)?.into_iter().zip(real) {
+                    out[i] = row;
+                }
             }
         }
         Ok(out)
+    }
+
+    /// Unit embeddings of the token sequences `ids`, each padded (and masked) to `len` tokens.
+    fn forward(&self, ids: &[&[u32]], len: usize) -> Result<Vec<Embedding>> {
+        let n = ids.len();
+        let mut flat = Vec::with_capacity(n * len);
+        let mut mask = Vec::with_capacity(n * len);
+        for real in ids {
+            flat.extend_from_slice(real);
+            flat.extend(std::iter::repeat_n(0u32, len - real.len()));
+            mask.extend(std::iter::repeat_n(1u32, real.len()));
+            mask.extend(std::iter::repeat_n(0u32, len - real.len()));
+        }
+        let ids = Tensor::from_vec(flat, (n, len), &self.device)?;
+        let mask = Tensor::from_vec(mask, (n, len), &self.device)?;
+        let types = ids.zeros_like()?;
+        let hidden = self.model.forward(&ids, &types, Some(&mask))?; // [n, len, 384]
+                                                                     // Mean over real tokens only (sentence-transformers' mean pooling).
+        let m = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
+        let summed = hidden.broadcast_mul(&m)?.sum(1)?;
+        let pooled = summed.broadcast_div(&m.sum(1)?)?;
+        let norm = pooled
+            .sqr()?
+            .sum_keepdim(1)?
+            .sqrt()?
+            .clamp(1e-12, f64::MAX)?;
+        Ok(pooled.broadcast_div(&norm)?.to_vec2::<f32>()?)
+    }
+}
+
+/// The forward passes over the texts `idx` (of one padded length): each pass's real texts and the
+/// rows it runs. `None`: one pass of all. `Some(n)`: passes of `n` real texts, the last filled to
+/// `n` rows with copies of its last text.
+fn passes(idx: &[usize], chunk: Option<usize>) -> Vec<(&[usize], Vec<usize>)> {
+    let Some(n) = chunk else {
+        return vec![(idx, idx.to_vec())];
+    };
+    idx.chunks(n)
+        .map(|real| {
+            let mut filled = real.to_vec();
+            filled.resize(n, real[real.len() - 1]);
+            (real, filled)
+        })
+        .collect()
+}
+
+/// How records name `device` (`cuda`, `metal`); `None` for the CPU.
+pub fn device_name(device: &Device) -> Option<String> {
+    match device.location() {
+        candle_core::DeviceLocation::Cpu => None,
+        candle_core::DeviceLocation::Cuda { .. } => Some("cuda".into()),
+        candle_core::DeviceLocation::Metal { .. } => Some("metal".into()),
     }
 }
 
 /// Cosine similarity of two unit vectors (their dot product).
 pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::passes;
+
+    #[test]
+    fn passes_fill_the_last_chunk_with_its_last_text() {
+        let idx = [3, 5, 7];
+        assert_eq!(passes(&idx, None), vec![(&idx[..], vec![3, 5, 7])]);
+        assert_eq!(
+            passes(&idx, Some(2)),
+            vec![(&idx[..2], vec![3, 5]), (&idx[2..], vec![7, 7])]
+        );
+        assert_eq!(passes(&idx, Some(4)), vec![(&idx[..], vec![3, 5, 7, 7])]);
+    }
 }

@@ -39,6 +39,8 @@ pub struct SimulatorInfo {
     pub model: Option<String>,
     /// The version of its prompt templates.
     pub prompt_version: Option<String>,
+    /// Where the appraiser's sentence embeddings run, when not on the CPU (`cuda`).
+    pub device: Option<String>,
 }
 
 /// A model of how the user's emotion moves. Implementations must be deterministic for replay.
@@ -59,6 +61,7 @@ impl Simulator for Appraiser {
         SimulatorInfo {
             kind: "appraiser".into(),
             version: "1".into(),
+            device: embed::device_name(self.embedder_device()),
             ..Default::default()
         }
     }

@@ -216,6 +216,11 @@ fn check_simulator(f: &TrainConfigFile, path: &Path) -> Result<()> {
                 file.display()
             ),
         )),
+        _ if s.device.is_some() && s.kind == SimulatorKind::Llm => Err(Error::input(
+            path,
+            "simulator.device",
+            "is set but simulator.kind is llm, which embeds nothing: remove simulator.device",
+        )),
         _ => Ok(()),
     }
 }

@@ -172,7 +172,13 @@ fn simulator_section_defaults_choices_and_errors() {
     assert!(c
         .to_yaml()
         .unwrap()
-        .contains("simulator:\n  kind: appraiser\n  config: null\n"));
+        .contains("simulator:\n  kind: appraiser\n  config: null\n  device: null\n"));
+    let c = load("simulator:\n  device: cpu\n", &[]).unwrap();
+    assert_eq!(
+        c.file.simulator.device,
+        Some(crate::train::config_file::DeviceKind::Cpu)
+    );
+    assert_eq!(load(&c.to_yaml().unwrap(), &[]).unwrap(), c);
     // The shipped LLM settings file (tests run in the crate root), in the file or by --set.
     let text = "simulator:\n  kind: llm\n  config: configs/simulator/llm.yaml\n";
     let c = load(text, &[]).unwrap();
@@ -209,6 +215,12 @@ fn simulator_section_defaults_choices_and_errors() {
         let err = refused(text, &[], "simulator.config");
         assert!(err.contains(why), "{err}");
     }
+    let err = refused(
+        "simulator:\n  kind: llm\n  device: cuda\n",
+        &[],
+        "simulator.device",
+    );
+    assert!(err.contains("embeds nothing"), "{err}");
 }
 
 #[test]

@@ -13,18 +13,27 @@ use crate::profile::{Catalog, Profile};
 
 /// The configured device.
 pub fn device(cfg: &TrainConfig) -> Result<Device> {
-    resolve_device(cfg.file.model.device)
+    resolve_device(cfg.file.model.device, "model.device")
 }
 
-/// A device kind as a candle device; `auto` falls back to the CPU without CUDA.
-pub fn resolve_device(kind: DeviceKind) -> Result<Device> {
+/// Where the appraiser embeds: `simulator.device`, by default the policy's device `policy`.
+pub fn simulator_device(cfg: &TrainConfig, policy: &Device) -> Result<Device> {
+    match cfg.file.simulator.device {
+        Some(kind) => resolve_device(kind, "simulator.device"),
+        None => Ok(policy.clone()),
+    }
+}
+
+/// A device kind as a candle device (`field` names the setting in errors); `auto` falls back to
+/// the CPU without CUDA.
+pub fn resolve_device(kind: DeviceKind, field: &str) -> Result<Device> {
     match kind {
         DeviceKind::Cpu => Ok(Device::Cpu),
         DeviceKind::Auto => Ok(Device::cuda_if_available(0)?),
         DeviceKind::Cuda => Device::new_cuda(0).map_err(|e| {
             Error::Other(format!(
-                "model.device is cuda but no CUDA device is usable ({e}); build with \
-                 --features cuda on a machine with a GPU, or set model.device: cpu"
+                "{field} is cuda but no CUDA device is usable ({e}); build with --features cuda \
+                 on a machine with a GPU, or set {field}: cpu"
             ))
         }),
     }
@@ -82,7 +91,19 @@ mod tests {
 
     #[test]
     fn auto_falls_back_to_the_cpu_without_cuda() {
-        assert!(resolve_device(DeviceKind::Auto).unwrap().is_cpu());
-        assert!(resolve_device(DeviceKind::Cuda).is_err());
+        assert!(resolve_device(DeviceKind::Auto, "model.device")
+            .unwrap()
+            .is_cpu());
+        assert!(resolve_device(DeviceKind::Cuda, "model.device").is_err());
+    }
+
+    #[test]
+    fn the_simulator_embeds_on_the_policys_device_unless_told() {
+        let cfg = |text: &str| TrainConfig::from_yaml(text, std::path::Path::new("t.yaml"), &[]);
+        let dev = device(&cfg("").unwrap()).unwrap();
+        assert!(simulator_device(&cfg("").unwrap(), &dev).unwrap().is_cpu());
+        let told = cfg("simulator:\n  device: cuda\n").unwrap();
+        let err = simulator_device(&told, &dev).unwrap_err().to_string();
+        assert!(err.contains("simulator.device is cuda") && err.contains("simulator.device: cpu"));
     }
 }

@@ -25,7 +25,7 @@ pub use config::TrainConfig;
 pub use config_file::TrainConfigFile;
 pub use difficulty::DifficultyPlan;
 pub use export::{export_run, load_checkpoint_policy};
-pub use load::{device, difficulty_plan, load_policy, profiles};
+pub use load::{device, difficulty_plan, load_policy, profiles, simulator_device};
 pub use overrides::{apply_overrides, Override};
 pub use policy::TrainPolicy;
 pub use reward::{EnvReward, RewardSource};

@@ -116,6 +116,56 @@ fn verify_fails_naming_episode_and_turn_when_a_user_turn_is_edited() {
 }
 
 #[test]
+fn verify_re_runs_a_log_on_the_device_it_was_appraised_on() {
+    let dir = temp_dir();
+    let policy = write_script(dir.path());
+    let log = dir.path().join("a.jsonl");
+    let out = [
+        "--split",
+        "test",
+        "--seed",
+        "5",
+        "--out",
+        log.to_str().unwrap(),
+    ];
+    let o = eg(
+        &[&["rollout", "--policy", &policy][..], &out].concat(),
+        &root(),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let content = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        !content.contains("\"device\""),
+        "CPU records name no device"
+    );
+    // As a run with `simulator.device: cuda` writes them, for some lines or all.
+    let on_gpu = |line: &str| {
+        let mut rec: serde_json::Value = serde_json::from_str(line).unwrap();
+        rec["simulator"]["device"] = serde_json::json!("cuda");
+        serde_json::to_string(&rec).unwrap()
+    };
+    let lines: Vec<&str> = content.lines().collect();
+    let mixed = [lines[0].to_string(), on_gpu(lines[1])].join("\n") + "\n";
+    std::fs::write(&log, mixed).unwrap();
+    let t = text(&eg(&["replay", "verify", log.to_str().unwrap()], &root()));
+    assert!(
+        t.contains("line 1 was appraised on cpu but line 2 on cuda"),
+        "{t}"
+    );
+    if !cfg!(feature = "cuda") {
+        let gpu: Vec<String> = lines.iter().map(|l| on_gpu(l)).collect();
+        std::fs::write(&log, gpu.join("\n") + "\n").unwrap();
+        let o = eg(&["replay", "verify", log.to_str().unwrap()], &root());
+        assert!(!o.status.success());
+        let t = text(&o);
+        assert!(
+            t.contains("line 1 was appraised on cuda") && t.contains("replay rescore"),
+            "{t}"
+        );
+    }
+}
+
+#[test]
 fn a_cut_log_is_replayed_up_to_the_cut_and_named() {
     let dir = temp_dir();
     let policy = write_script(dir.path());

@@ -137,3 +137,23 @@ fn an_embedding_does_not_depend_on_its_batch() {
     let norm: f32 = alone.iter().map(|x| x * x).sum();
     assert!((norm - 1.0).abs() < 1e-4);
 }
+
+#[test]
+fn passes_of_a_fixed_count_give_the_same_embeddings() {
+    // A GPU embeds in passes of a fixed count, the last filled with copies; on the CPU a row does
+    // not depend on its batch, so any mix-up of rows shows as a difference.
+    let dir = models().join("all-minilm-l6-v2");
+    let load = || empathy_gym::sim::Embedder::load(&dir, &candle_core::Device::Cpu).unwrap();
+    let texts = [
+        "It makes sense you feel this way, honestly.",
+        "What happened then?",
+        "You should sleep more and drink water today.",
+        "That sounds really hard.",
+        "I am here with you, and we can take this one step at a time together.",
+    ];
+    let whole = load().embed(&texts).unwrap();
+    let chunked = load().with_chunk(Some(2)).embed(&texts).unwrap();
+    for ((t, a), b) in texts.iter().zip(&whole).zip(&chunked) {
+        assert_eq!(**a, **b, "{t}");
+    }
+}

@@ -2,7 +2,9 @@
 //! with a hand-written backward (the CPU kernels against the lean ops CUDA runs), the LoRA layer
 //! and the whole tiny model's log-probabilities and LoRA gradients agree with the CPU result, in
 //! f32 and with bf16 base weights; greedy generation through LoRA adapters (merged on the GPU)
-//! picks the same tokens; a GGUF loads straight onto the GPU.
+//! picks the same tokens; a GGUF loads straight onto the GPU; the simulator's sentence embedder
+//! (the real all-MiniLM-L6-v2: `scripts/gpu/run.sh quickstart` runs that test once the models are
+//! staged) matches the CPU and gives a text the same bits in any batch.
 //!
 //! Tolerances: f32 on the GPU differs from the CPU only in summation order (TF32 is off in
 //! candle by default), so 1e-4 relative to the largest magnitude. bf16 keeps 8 bits of mantissa
@@ -361,6 +363,50 @@ fn greedy_generation_with_adapters_on_the_gpu_picks_the_cpu_tokens_and_gguf_load
             "{}",
             path.display()
         );
+    }
+    Ok(())
+}
+
+/// Named in `scripts/gpu/run.sh`: the tests phase skips it, the quickstart phase (with the models
+/// staged) runs it.
+#[test]
+fn embedder_on_the_gpu_matches_the_cpu_and_ignores_its_batch() -> Result<()> {
+    use empathy_gym::sim::Embedder;
+    let dev = gpu()?;
+    let dir = crate::common::models().join("all-minilm-l6-v2");
+    let text = "That sounds really hard. What has been the hardest part for you?";
+    let others = [
+        "It makes sense you feel this way, honestly.",
+        "What happened then?",
+        "You should sleep more and drink water today.",
+        "A much longer reply that goes on and on about many different things in a row so that it \
+         pads to another length bucket entirely, and then some more words.",
+    ];
+    let mut batch = vec![others[0], text, others[1]];
+    batch.extend(others[2..].iter().copied());
+    // 40 texts: passes of 16, 16 and 8 filled to 16 in the shortest length.
+    let many: Vec<String> = (0..40).map(|i| format!("{text} ({i})")).collect();
+    let many: Vec<&str> = many.iter().map(String::as_str).collect();
+    let cpu = Embedder::load(&dir, &Device::Cpu)?.embed(&batch)?;
+    let alone = Embedder::load(&dir, &dev)?.embed(&[text])?;
+    let gpu_batch = Embedder::load(&dir, &dev)?.embed(&batch)?;
+    let gpu_many = Embedder::load(&dir, &dev)?.embed(&many)?;
+    let gpu_many_alone = Embedder::load(&dir, &dev)?.embed(&many[37..38])?;
+    assert_eq!(
+        *alone[0], *gpu_batch[1],
+        "a text's embedding depends on its batch-mates"
+    );
+    assert_eq!(
+        *gpu_many[37], *gpu_many_alone[0],
+        "a text's embedding depends on its pass"
+    );
+    for ((t, c), g) in batch.iter().zip(&cpu).zip(&gpu_batch) {
+        let diff = c
+            .iter()
+            .zip(g.iter())
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max);
+        assert!(diff < 1e-4, "{t}: GPU embedding {diff} from the CPU's");
     }
     Ok(())
 }

@@ -151,6 +151,7 @@ impl Simulator for LlmSimulator {
             backend: Some(self.backend.kind().into()),
             model: Some(self.backend.model()),
             prompt_version: Some(self.prompts.version.clone()),
+            device: None,
         }
     }
 
