@@ -6,7 +6,7 @@
 //! the next multiple of 16 tokens and batched with texts of that padded length, so its shapes are
 //! the same in any batch; every embedding is cached by its text. On the CPU a row's products do
 //! not depend on how many rows are in the batch; on a GPU cuBLAS picks its kernel by the shapes,
-//! so there texts also go in chunks of a fixed count ([`GPU_CHUNK`], the last chunk filled with
+//! so there texts also go in passes of a fixed count ([`GPU_CHUNK`], the last pass filled with
 //! copies of its last text), and every product has the same shapes whatever the batch.
 
 use std::collections::HashMap;
@@ -28,7 +28,7 @@ const MAX_TOKENS: usize = 128;
 /// forward pass while each text's shapes stay fixed.
 const PAD_TO: usize = 16;
 
-/// Texts per forward pass on a GPU: every chunk is filled to this count, so the products' shapes
+/// Texts per forward pass on a GPU: every pass is filled to this count, so the products' shapes
 /// (and with them cuBLAS's choice of kernel) depend only on the padded length.
 pub const GPU_CHUNK: usize = 16;
 
@@ -214,7 +214,8 @@ impl Embedder {
         let mask = Tensor::from_vec(mask, (n, len), &self.device)?;
         let types = ids.zeros_like()?;
         let hidden = self.model.forward(&ids, &types, Some(&mask))?; // [n, len, 384]
-                                                                     // Mean over real tokens only (sentence-transformers' mean pooling).
+
+        // Mean over real tokens only (sentence-transformers' mean pooling).
         let m = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
         let summed = hidden.broadcast_mul(&m)?.sum(1)?;
         let pooled = summed.broadcast_div(&m.sum(1)?)?;
