@@ -2,7 +2,7 @@
 # Device side (scripts/gpu/README.md): `run.sh PHASE` with PHASE one of
 #   tests       unpack the binaries, show the GPU, run the CUDA tests (tests/integration/cuda.rs)
 #   quickstart  unpack the models, the embedder's CUDA test, train configs/quickstart.yaml on the
-#               GPU in bf16, then the rest of the suite
+#               GPU in bf16 (STEPS=N steps, default its 16), then the rest of the suite
 #   bench       benches/model.rs and benches/compare_torch/bench_torch.py side by side, f32 and bf16,
 #               plus the machine's copy bandwidth and bf16 matmul ceiling (PyTorch);
 #               DTYPES="bf16" or "f32" runs one dtype, CEILINGS=0 skips the ceilings
@@ -49,8 +49,11 @@ quickstart)
   "$G"/bin/integration cuda::embedder_on_the_gpu 2>&1 | tee "$OUT/cuda-embedder-test.log"
   sampler quickstart
   start=$(date +%s)
+  # STEPS=100: the quickstart's settings for as long as results/runs/smollm2-moderate-100-lr3e-4,
+  # whose reward rose from 0.34 to 0.52 on a CPU.
   "$G"/bin/empathy-gym train --config configs/quickstart.yaml --set run=quickstart-gpu \
-    --set results_dir=/root/results --set model.device=cuda --set model.dtype=bf16 2>&1 |
+    --set results_dir=/root/results --set model.device=cuda --set model.dtype=bf16 \
+    --set grpo.steps="${STEPS:-16}" 2>&1 |
     tail -n 60 | tee "$OUT/quickstart.log"
   echo "wall seconds: $(($(date +%s) - start))" | tee -a "$OUT/quickstart.log"
   kill $SAMPLER
