@@ -88,6 +88,9 @@ pub fn train(
         &simulator_device(&cfg, &dev)?,
     )?;
     let sim_kind = simulator.kind;
+    if let Some(d) = sim.info().device {
+        eprintln!("simulator: appraiser, sentence embeddings on {d} (simulator.device)");
+    }
     sim.prepare(&profiles)?;
     let model = load_policy(&cfg, &dev)?;
     let g = &cfg.file.grpo;
