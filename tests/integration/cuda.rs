@@ -382,9 +382,8 @@ fn embedder_on_the_gpu_matches_the_cpu_and_ignores_its_batch() -> Result<()> {
         "A much longer reply that goes on and on about many different things in a row so that it \
          pads to another length bucket entirely, and then some more words.",
     ];
-    let mut batch = vec![others[0], text, others[1]];
-    batch.extend(others[2..].iter().copied());
-    // 40 texts: passes of 16, 16 and 8 filled to 16 in the shortest length.
+    let batch = [others[0], text, others[1], others[2], others[3]];
+    // 40 texts of one padded length: passes of 16, 16, and 8 filled to 16.
     let many: Vec<String> = (0..40).map(|i| format!("{text} ({i})")).collect();
     let many: Vec<&str> = many.iter().map(String::as_str).collect();
     let cpu = Embedder::load(&dir, &Device::Cpu)?.embed(&batch)?;
