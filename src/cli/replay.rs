@@ -229,22 +229,23 @@ fn verify_all(
 /// The device the log's appraisals ran on (`simulator.device`; absent: the CPU), which a bit-for-bit
 /// re-run needs: the same for every line, and usable here.
 fn appraised_on(file: &Path, records: &[(usize, EpisodeRecord)]) -> anyhow::Result<Device> {
-    let name = |r: &EpisodeRecord| r.simulator.device.clone();
+    fn on(r: &EpisodeRecord) -> &str {
+        r.simulator.device.as_deref().unwrap_or("cpu")
+    }
     let Some((first, r0)) = records.first() else {
         return Ok(Device::Cpu);
     };
-    let shown = |d: Option<String>| d.unwrap_or_else(|| "cpu".into());
-    if let Some((line, r)) = records.iter().find(|(_, r)| name(r) != name(r0)) {
+    if let Some((line, r)) = records.iter().find(|(_, r)| on(r) != on(r0)) {
         anyhow::bail!(
             "{}: line {first} was appraised on {} but line {line} on {}; verify them apart",
             file.display(),
-            shown(name(r0)),
-            shown(name(r))
+            on(r0),
+            on(r)
         );
     }
-    match name(r0).as_deref() {
-        None => Ok(Device::Cpu),
-        Some("cuda") => Device::new_cuda(0).map_err(|e| {
+    match on(r0) {
+        "cpu" => Ok(Device::Cpu),
+        "cuda" => Device::new_cuda(0).map_err(|e| {
             anyhow::anyhow!(
                 "{}: line {first} was appraised on cuda (the run's simulator.device), and no CUDA \
                  device is usable here ({e}); verify it on a GPU with a build with --features \
@@ -253,7 +254,7 @@ fn appraised_on(file: &Path, records: &[(usize, EpisodeRecord)]) -> anyhow::Resu
                 file.display()
             )
         }),
-        Some(other) => anyhow::bail!(
+        other => anyhow::bail!(
             "{}: line {first} was appraised on `{other}`, which this build cannot run; verify it \
              where it ran, or re-judge it here with `replay rescore`",
             file.display()

@@ -118,21 +118,12 @@ fn verify_fails_naming_episode_and_turn_when_a_user_turn_is_edited() {
 #[test]
 fn verify_re_runs_a_log_on_the_device_it_was_appraised_on() {
     let dir = temp_dir();
-    let policy = write_script(dir.path());
     let log = dir.path().join("a.jsonl");
-    let out = [
-        "--split",
-        "test",
-        "--seed",
-        "5",
-        "--out",
-        log.to_str().unwrap(),
+    let replies = [
+        "That sounds so hard. What has been the worst part?",
+        "You should move on.",
     ];
-    let o = eg(
-        &[&["rollout", "--policy", &policy][..], &out].concat(),
-        &root(),
-    );
-    assert!(o.status.success(), "{}", text(&o));
+    scripted_rollout(dir.path(), &replies, "moderate", 5, &log);
     let content = std::fs::read_to_string(&log).unwrap();
     assert!(
         !content.contains("\"device\""),
