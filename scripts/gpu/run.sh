@@ -3,6 +3,7 @@
 #   tests       unpack the binaries, show the GPU, run the CUDA tests (tests/integration/cuda.rs)
 #   quickstart  unpack the models, the embedder's CUDA test, train configs/quickstart.yaml on the
 #               GPU in bf16 (STEPS=N steps, default its 16), then the rest of the suite
+#               (OTHER_TESTS=0 skips it: ~150 s of device time)
 #   bench       benches/model.rs and benches/compare_torch/bench_torch.py side by side, f32 and bf16,
 #               plus the machine's copy bandwidth and bf16 matmul ceiling (PyTorch);
 #               DTYPES="bf16" or "f32" runs one dtype, CEILINGS=0 skips the ceilings
@@ -57,8 +58,12 @@ quickstart)
     tail -n 60 | tee "$OUT/quickstart.log"
   echo "wall seconds: $(($(date +%s) - start))" | tee -a "$OUT/quickstart.log"
   kill $SAMPLER
-  tar -czf "$OUT/quickstart-gpu.tar.gz" -C /root/results --exclude=checkpoints quickstart-gpu
+  # the last checkpoint's adapters come back too, for `eval empathy --checkpoint` on a CPU
+  last=$(ls -d /root/results/quickstart-gpu/checkpoints/step-* | sort -t- -k2 -n | tail -n 1)
+  tar -czf "$OUT/quickstart-gpu.tar.gz" -C /root/results --exclude=checkpoints quickstart-gpu \
+    "${last#/root/results/}/adapters.safetensors" "${last#/root/results/}/state.json"
   # The rest of the suite on this build (CPU paths; the CLI tests run the binary at its build path).
+  [ "${OTHER_TESTS:-1}" = 1 ] || exit 0
   mkdir -p target-cuda/release && cp "$G"/bin/empathy-gym target-cuda/release/
   timeout 150 "$G"/bin/integration --skip cuda:: 2>&1 | tail -n 30 | tee "$OUT/other-tests.log"
   ;;
@@ -80,7 +85,8 @@ torch.cuda.synchronize(); t = time.perf_counter()
 for _ in range(10): a @ b
 torch.cuda.synchronize(); dt = (time.perf_counter() - t) / 10
 print(f"bf16 matmul 8192^3: {2 * 8192**3 / dt / 1e12:.0f} TFLOP/s")
-print(f"torch {torch.__version__}")
+print(f"torch {torch.__version__}, allow_tf32 {torch.backends.cuda.matmul.allow_tf32}, "
+      f"float32 matmul precision {torch.get_float32_matmul_precision()}")
 PY
   for dtype in ${DTYPES:-bf16 f32}; do
     sampler "$dtype"

@@ -3,16 +3,19 @@
 
 use std::path::{Path, PathBuf};
 
+use candle_core::Device;
+
 use super::config::TrainConfig;
-use super::config_file::CpuMatmul;
-use super::load::{device, load_policy};
+use super::config_file::{CpuMatmul, WeightDtype};
+use super::load::load_policy;
 use super::run_files::CONFIG_FILE;
 use crate::error::{Error, Result};
 use crate::grpo::{checkpoint::ADAPTERS_FILE, latest_checkpoint};
 use crate::model::ChatModel;
 
-/// Loads the policy of a run with trained adapters, with f32 products whatever the run's
-/// `model.cpu_matmul`. `dir` is a run directory (its latest checkpoint is used) or one checkpoint
+/// Loads the policy of a run with trained adapters on the CPU in f32, whatever the run's
+/// `model.device`, `model.dtype` and `model.cpu_matmul`: a run trained on a GPU in bf16 is
+/// exported, evaluated and served on any machine. `dir` is a run directory (its latest checkpoint is used) or one checkpoint
 /// directory `<run>/checkpoints/step-N`. Returns the model and the checkpoint used.
 pub fn load_checkpoint_policy(dir: &Path) -> Result<(ChatModel, PathBuf)> {
     let (run_dir, ckpt) = if dir.join(ADAPTERS_FILE).is_file() {
@@ -33,11 +36,11 @@ pub fn load_checkpoint_policy(dir: &Path) -> Result<(ChatModel, PathBuf)> {
         (dir.to_path_buf(), ckpt)
     };
     let mut cfg = TrainConfig::load(&run_dir.join(CONFIG_FILE), &[])?;
-    // A training setting: the trained policy is exported, evaluated and served with f32
-    // products, on any CPU (docs/DESIGN.md, "bf16 products on the CPU").
+    // Training settings: the trained policy is exported, evaluated and served on the CPU with
+    // f32 weights and products (docs/DESIGN.md, "bf16 products on the CPU", "Determinism").
     cfg.file.model.cpu_matmul = CpuMatmul::F32;
-    let dev = device(&cfg)?;
-    let mut model = load_policy(&cfg, &dev)?;
+    cfg.file.model.dtype = WeightDtype::F32;
+    let mut model = load_policy(&cfg, &Device::Cpu)?;
     model.load_adapters(&ckpt.join(ADAPTERS_FILE))?;
     Ok((model, ckpt))
 }

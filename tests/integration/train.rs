@@ -381,20 +381,30 @@ fn exported_folder_reloads_with_the_trained_logits() -> Result<()> {
         diff(&on, &merged)? < 1e-4,
         "merged export equals base + adapters"
     );
-    // model.cpu_matmul is a training setting: a run trained with bf16 products loads for export,
-    // eval and serving with f32 products, on any CPU (with or without bf16 products), the same bits.
-    let cfg = t.run_dir().join("config.yaml");
-    let text = std::fs::read_to_string(&cfg)?;
-    let bf16 = text.replace("\n  dtype: f32\n", "\n  dtype: f32\n  cpu_matmul: bf16\n");
-    assert_ne!(text, bf16, "{text}");
-    std::fs::write(&cfg, bf16)?;
+    // model.device, model.dtype and model.cpu_matmul are training settings: a run trained with
+    // bf16 products, or on a GPU in bf16, loads for export, eval and serving on the CPU in f32,
+    // on any machine (with or without bf16 products or a GPU), the same bits.
     assert!(
         seq[0].len() > 33,
         "a sequence past the bf16 products' 32 rows"
     );
-    let (reloaded, _) = load_checkpoint_policy(t.run_dir())?;
-    let again = reloaded.token_logprobs(&seq, AdapterMode::On, Pass::Infer)?;
-    assert_eq!(again.to_vec2::<f32>()?, on.to_vec2::<f32>()?);
+    let cfg = t.run_dir().join("config.yaml");
+    let text = std::fs::read_to_string(&cfg)?;
+    for trained_with in [
+        "\n  device: cpu\n  dtype: f32\n  cpu_matmul: bf16\n",
+        "\n  device: cuda\n  dtype: bf16\n",
+    ] {
+        let changed = text.replace("\n  device: cpu\n  dtype: f32\n", trained_with);
+        assert_ne!(text, changed, "{text}");
+        std::fs::write(&cfg, changed)?;
+        let (reloaded, _) = load_checkpoint_policy(t.run_dir())?;
+        let again = reloaded.token_logprobs(&seq, AdapterMode::On, Pass::Infer)?;
+        assert_eq!(
+            again.to_vec2::<f32>()?,
+            on.to_vec2::<f32>()?,
+            "{trained_with}"
+        );
+    }
     Ok(())
 }
 
