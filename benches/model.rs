@@ -54,12 +54,14 @@ impl Row {
 
 /// Device, load options and decode batch sizes from BENCH_DEVICE (cpu | cuda), BENCH_DTYPE
 /// (f32 | bf16), BENCH_CPU_MATMUL (f32 | bf16) and BENCH_BATCHES (comma-separated); defaults
-/// cpu, f32, f32, 1,16,32.
+/// cpu, f32, f32, 1,16,32. BENCH_CUDA_ALLOCATOR=candle opens the GPU with candle's allocator
+/// settings instead of the project's (`model::open_cuda`), to measure what they change.
 fn setup() -> anyhow::Result<(Device, LoadOptions, Vec<usize>)> {
     let var = |k: &str, d: &str| std::env::var(k).unwrap_or_else(|_| d.to_string());
     let dev = match var("BENCH_DEVICE", "cpu").as_str() {
         "cpu" => Device::Cpu,
-        "cuda" => Device::new_cuda(0)?,
+        "cuda" if var("BENCH_CUDA_ALLOCATOR", "project") == "candle" => Device::new_cuda(0)?,
+        "cuda" => empathy_gym::model::open_cuda(0)?,
         other => anyhow::bail!("BENCH_DEVICE={other}: expected cpu or cuda"),
     };
     let dtype = match var("BENCH_DTYPE", "f32").as_str() {

@@ -6,7 +6,9 @@
 #               (OTHER_TESTS=0 skips it: ~150 s of device time)
 #   bench       benches/model.rs and benches/compare_torch/bench_torch.py side by side, f32 and bf16,
 #               plus the machine's copy bandwidth and bf16 matmul ceiling (PyTorch);
-#               DTYPES="bf16" or "f32" runs one dtype, CEILINGS=0 skips the ceilings
+#               DTYPES="bf16" or "f32" runs one dtype, CEILINGS=0 skips the ceilings;
+#               ALLOCATORS="project candle" runs ours twice, the second time with candle's own
+#               CUDA allocator settings (src/model/gpu.rs)
 # Logs go to $OUT. Run from the repository root.
 set -uo pipefail
 S=/root/stage
@@ -90,8 +92,12 @@ print(f"torch {torch.__version__}, allow_tf32 {torch.backends.cuda.matmul.allow_
 PY
   for dtype in ${DTYPES:-bf16 f32}; do
     sampler "$dtype"
-    BENCH_DEVICE=cuda BENCH_DTYPE=$dtype BENCH_BATCHES=1,16,64 "$G"/bin/model-bench --bench 2>&1 |
-      grep -v '^\s*$' | grep -E '^\||^case|tok|error|Error|panic' | tee "$OUT/bench-ours-$dtype.log"
+    for alloc in ${ALLOCATORS:-project}; do
+      suffix=$([ "$alloc" = project ] || echo "-$alloc")
+      BENCH_DEVICE=cuda BENCH_DTYPE=$dtype BENCH_BATCHES=1,16,64 BENCH_CUDA_ALLOCATOR=$alloc \
+        "$G"/bin/model-bench --bench 2>&1 | grep -v '^\s*$' |
+        grep -E '^\||^case|tok|error|Error|panic' | tee "$OUT/bench-ours-$dtype$suffix.log"
+    done
     python3 benches/compare_torch/bench_torch.py --gguf "$GGUF" --device cuda --dtype $dtype \
       --batches 1,16,64 --threads 16 2>&1 | grep -v Warning | tail -n 20 | tee "$OUT/bench-torch-$dtype.log"
     kill $SAMPLER

@@ -245,7 +245,7 @@ fn appraised_on(file: &Path, records: &[(usize, EpisodeRecord)]) -> anyhow::Resu
     }
     match on(r0) {
         "cpu" => Ok(Device::Cpu),
-        "cuda" => Device::new_cuda(0).map_err(|e| {
+        "cuda" => empathy_gym::model::open_cuda(0).map_err(|e| {
             anyhow::anyhow!(
                 "{}: line {first} was appraised on cuda (the run's simulator.device), and no CUDA \
                  device is usable here ({e}); verify it on a GPU with a build with --features \

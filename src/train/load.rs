@@ -8,7 +8,7 @@ use super::config_file::{CpuMatmul, DeviceKind, WeightDtype};
 use super::difficulty::DifficultyPlan;
 use super::trainer::streams;
 use crate::error::{Error, Result};
-use crate::model::{load_model, ChatModel, LoadOptions};
+use crate::model::{load_model, open_cuda, ChatModel, LoadOptions};
 use crate::profile::{Catalog, Profile};
 
 /// The configured device.
@@ -29,8 +29,9 @@ pub fn simulator_device(cfg: &TrainConfig, policy: &Device) -> Result<Device> {
 pub fn resolve_device(kind: DeviceKind, field: &str) -> Result<Device> {
     match kind {
         DeviceKind::Cpu => Ok(Device::Cpu),
-        DeviceKind::Auto => Ok(Device::cuda_if_available(0)?),
-        DeviceKind::Cuda => Device::new_cuda(0).map_err(|e| {
+        DeviceKind::Auto if candle_core::utils::cuda_is_available() => Ok(open_cuda(0)?),
+        DeviceKind::Auto => Ok(Device::Cpu),
+        DeviceKind::Cuda => open_cuda(0).map_err(|e| {
             Error::Other(format!(
                 "{field} is cuda but no CUDA device is usable ({e}); build with --features cuda \
                  on a machine with a GPU, or set {field}: cpu"

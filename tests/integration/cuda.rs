@@ -1,4 +1,5 @@
-//! CUDA against CPU (issue 13, built only with `--features cuda`, needs a GPU): every training op
+//! CUDA against CPU (issue 13, built only with `--features cuda`, needs a GPU): the device opens
+//! with the project's allocator settings (`model::gpu`); every training op
 //! with a hand-written backward (the CPU kernels against the lean ops CUDA runs), the LoRA layer
 //! and the whole tiny model's log-probabilities and LoRA gradients agree with the CPU result, in
 //! f32 and with bf16 base weights; greedy generation through LoRA adapters (merged on the GPU)
@@ -27,7 +28,8 @@ const F32_TOL: f64 = 1e-4;
 const BF16_TOL: f64 = 3e-2;
 
 fn gpu() -> Result<Device> {
-    Device::new_cuda(0).context("built with --features cuda but no CUDA device 0 is usable")
+    empathy_gym::model::open_cuda(0)
+        .context("built with --features cuda but no CUDA device 0 is usable")
 }
 
 fn seeded(dims: &[usize], seed: u64) -> Result<Tensor> {
@@ -95,6 +97,24 @@ fn compare_op(
         "{name} {dtype:?}: output differs by {dy:.2e}, gradient by {dg:.2e} (tolerance {:.0e})",
         tol(dtype)
     );
+    Ok(())
+}
+
+#[test]
+fn the_gpu_opens_with_the_allocators_settings_and_frees_into_its_pool() -> Result<()> {
+    let dev = gpu()?;
+    assert!(
+        empathy_gym::model::gpu::allocator_settings_applied(&dev)?,
+        "event tracking off and the pool's release threshold at u64::MAX (src/model/gpu.rs)"
+    );
+    // Memory freed and synchronized stays reusable: allocate, free, synchronize, allocate again.
+    for _ in 0..3 {
+        let x = Tensor::ones((64, 1 << 16), DType::F32, &dev)?;
+        assert_eq!(x.sum_all()?.to_scalar::<f32>()?, (64u32 << 16) as f32);
+    }
+    assert!(!empathy_gym::model::gpu::allocator_settings_applied(
+        &Device::Cpu
+    )?);
     Ok(())
 }
 

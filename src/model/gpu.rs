@@ -1,0 +1,75 @@
+//! Opening a CUDA device for the project: candle's `Device::new_cuda` with two settings of the
+//! allocator that candle's defaults leave costly for a training loop (results/perf/gpu.md, "The
+//! allocator's settings"). Every CUDA device of the project (training, `replay verify`, the
+//! benchmarks, the CUDA tests) is opened here.
+//!
+//! 1. **Freed memory stays in the pool.** cudarc allocates with `cuMemAllocAsync` from the
+//!    device's default memory pool, whose release threshold is 0 by default: at every
+//!    synchronization (each read of a loss, a sampled token or a gradient norm) the pool hands
+//!    its free memory back to the driver, so the next step maps its GBs of activations again.
+//!    The threshold is set to u64::MAX (CUDA driver API, `cuMemPoolSetAttribute`,
+//!    `CU_MEMPOOL_ATTR_RELEASE_THRESHOLD`: "amount of reserved memory in bytes to hold onto
+//!    before trying to release memory back to the OS"), as PyTorch's caching allocator keeps its
+//!    blocks. Memory is still freed to the pool and reused by later allocations.
+//! 2. **No events per allocation.** cudarc gives every allocation two CUDA events for
+//!    synchronizing several streams, but records and waits on them only in multi-stream mode,
+//!    which candle (one per-thread stream per device) never enters: creating and destroying them
+//!    is pure host time per tensor. Event tracking is switched off on the device's context.
+//!
+//! Neither changes a value: the same kernels run on the same stream in the same order.
+
+use candle_core::{Device, Result};
+
+/// The CUDA device `ordinal` with the allocator's settings above; an error where this build or
+/// machine has no usable CUDA device.
+pub fn open_cuda(ordinal: usize) -> Result<Device> {
+    let device = Device::new_cuda(ordinal)?;
+    #[cfg(feature = "cuda")]
+    if let Device::Cuda(cuda) = &device {
+        use candle_core::cuda_backend::cudarc::driver::{result, sys};
+        // SAFETY: candle runs every op of this device on its one stream (not multi-stream
+        // mode), where cudarc never records or waits on these events; tensors made before this
+        // call keep theirs.
+        unsafe { cuda.disable_event_tracking() };
+        let stream = cuda.cuda_stream();
+        let mut keep = u64::MAX;
+        // SAFETY: a device handle from cudarc's context and the attribute's documented type
+        // (cuuint64_t).
+        unsafe {
+            let pool = result::device::get_default_mem_pool(stream.context().cu_device())
+                .map_err(candle_core::Error::wrap)?;
+            result::mem_pool::set_attribute(
+                pool,
+                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                (&mut keep as *mut u64).cast(),
+            )
+            .map_err(candle_core::Error::wrap)?;
+        }
+    }
+    Ok(device)
+}
+
+/// Whether `device` is a CUDA device opened by [`open_cuda`] (event tracking off, the pool's
+/// release threshold at its maximum); false for other devices. The CUDA tests check it.
+pub fn allocator_settings_applied(device: &Device) -> Result<bool> {
+    #[cfg(feature = "cuda")]
+    if let Device::Cuda(cuda) = device {
+        use candle_core::cuda_backend::cudarc::driver::{result, sys};
+        let stream = cuda.cuda_stream();
+        let mut keep = 0u64;
+        // SAFETY: as in open_cuda.
+        unsafe {
+            let pool = result::device::get_default_mem_pool(stream.context().cu_device())
+                .map_err(candle_core::Error::wrap)?;
+            result::mem_pool::get_attribute(
+                pool,
+                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                (&mut keep as *mut u64).cast(),
+            )
+            .map_err(candle_core::Error::wrap)?;
+        }
+        return Ok(!cuda.is_event_tracking() && keep == u64::MAX);
+    }
+    let _ = device;
+    Ok(false)
+}
