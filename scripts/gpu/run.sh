@@ -61,9 +61,10 @@ quickstart)
   echo "wall seconds: $(($(date +%s) - start))" | tee -a "$OUT/quickstart.log"
   kill $SAMPLER
   # the last checkpoint's adapters come back too, for `eval empathy --checkpoint` on a CPU
-  last=$(ls -d /root/results/quickstart-gpu/checkpoints/step-* | sort -t- -k2 -n | tail -n 1)
-  tar -czf "$OUT/quickstart-gpu.tar.gz" -C /root/results --exclude=checkpoints quickstart-gpu \
-    "${last#/root/results/}/adapters.safetensors" "${last#/root/results/}/state.json"
+  last=$(ls -d /root/results/quickstart-gpu/checkpoints/step-* | sort -V | tail -n 1)
+  tar -cf /root/quickstart-gpu.tar -C /root/results --exclude=checkpoints quickstart-gpu
+  tar -rf /root/quickstart-gpu.tar -C /root/results "${last#/root/results/}"/{adapters.safetensors,state.json}
+  gzip -c /root/quickstart-gpu.tar >"$OUT/quickstart-gpu.tar.gz"
   # The rest of the suite on this build (CPU paths; the CLI tests run the binary at its build path).
   [ "${OTHER_TESTS:-1}" = 1 ] || exit 0
   mkdir -p target-cuda/release && cp "$G"/bin/empathy-gym target-cuda/release/
