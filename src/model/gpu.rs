@@ -1,6 +1,6 @@
 //! Opening a CUDA device for the project: candle's `Device::new_cuda` with two settings of the
-//! allocator that candle's defaults leave costly for a training loop (results/perf/gpu.md, "The
-//! allocator's settings"). Every CUDA device of the project (training, `replay verify`, the
+//! allocator that candle's defaults leave costly for a training loop (results/perf/gpu.md,
+//! "2026-11-26, afternoon"). Every CUDA device of the project (training, `replay verify`, the
 //! benchmarks, the CUDA tests) is opened here.
 //!
 //! 1. **Freed memory stays in the pool.** cudarc allocates with `cuMemAllocAsync` from the
@@ -26,25 +26,11 @@ pub fn open_cuda(ordinal: usize) -> Result<Device> {
     let device = Device::new_cuda(ordinal)?;
     #[cfg(feature = "cuda")]
     if let Device::Cuda(cuda) = &device {
-        use candle_core::cuda_backend::cudarc::driver::{result, sys};
         // SAFETY: candle runs every op of this device on its one stream (not multi-stream
         // mode), where cudarc never records or waits on these events; tensors made before this
         // call keep theirs.
         unsafe { cuda.disable_event_tracking() };
-        let stream = cuda.cuda_stream();
-        let mut keep = u64::MAX;
-        // SAFETY: a device handle from cudarc's context and the attribute's documented type
-        // (cuuint64_t).
-        unsafe {
-            let pool = result::device::get_default_mem_pool(stream.context().cu_device())
-                .map_err(candle_core::Error::wrap)?;
-            result::mem_pool::set_attribute(
-                pool,
-                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-                (&mut keep as *mut u64).cast(),
-            )
-            .map_err(candle_core::Error::wrap)?;
-        }
+        pool::set(cuda, pool::RELEASE_THRESHOLD, u64::MAX)?;
     }
     Ok(device)
 }
@@ -54,22 +40,66 @@ pub fn open_cuda(ordinal: usize) -> Result<Device> {
 pub fn allocator_settings_applied(device: &Device) -> Result<bool> {
     #[cfg(feature = "cuda")]
     if let Device::Cuda(cuda) = device {
-        use candle_core::cuda_backend::cudarc::driver::{result, sys};
-        let stream = cuda.cuda_stream();
-        let mut keep = 0u64;
-        // SAFETY: as in open_cuda.
-        unsafe {
-            let pool = result::device::get_default_mem_pool(stream.context().cu_device())
-                .map_err(candle_core::Error::wrap)?;
-            result::mem_pool::get_attribute(
-                pool,
-                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-                (&mut keep as *mut u64).cast(),
-            )
-            .map_err(candle_core::Error::wrap)?;
-        }
+        let keep = pool::get(cuda, pool::RELEASE_THRESHOLD)?;
         return Ok(!cuda.is_event_tracking() && keep == u64::MAX);
     }
     let _ = device;
     Ok(false)
+}
+
+/// Bytes the default memory pool of `device` holds from the driver now, in use or free; None
+/// for other devices. The CUDA tests check that freed memory stays there.
+pub fn pool_reserved_bytes(device: &Device) -> Result<Option<u64>> {
+    #[cfg(feature = "cuda")]
+    if let Device::Cuda(cuda) = device {
+        return Ok(Some(pool::get(cuda, pool::RESERVED_MEM_CURRENT)?));
+    }
+    let _ = device;
+    Ok(None)
+}
+
+/// The attributes of a device's default memory pool (CUDA driver API, "Stream Ordered Memory
+/// Allocator"); both are cuuint64_t.
+#[cfg(feature = "cuda")]
+mod pool {
+    use candle_core::cuda_backend::cudarc::driver::{result, sys};
+    use candle_core::cuda_backend::CudaDevice;
+    use candle_core::{Error, Result};
+
+    pub use sys::CUmemPool_attribute::{
+        CU_MEMPOOL_ATTR_RELEASE_THRESHOLD as RELEASE_THRESHOLD,
+        CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT as RESERVED_MEM_CURRENT,
+    };
+
+    fn default_pool(cuda: &CudaDevice) -> Result<sys::CUmemoryPool> {
+        // SAFETY: a device handle from the device's own cudarc context.
+        unsafe { result::device::get_default_mem_pool(cuda.cuda_stream().context().cu_device()) }
+            .map_err(Error::wrap)
+    }
+
+    pub fn get(cuda: &CudaDevice, attr: sys::CUmemPool_attribute) -> Result<u64> {
+        let mut value = 0u64;
+        // SAFETY: a valid pool, and a u64 for the u64 attributes this module names.
+        unsafe {
+            result::mem_pool::get_attribute(
+                default_pool(cuda)?,
+                attr,
+                (&mut value as *mut u64).cast(),
+            )
+        }
+        .map_err(Error::wrap)?;
+        Ok(value)
+    }
+
+    pub fn set(cuda: &CudaDevice, attr: sys::CUmemPool_attribute, mut value: u64) -> Result<()> {
+        // SAFETY: as in `get`.
+        unsafe {
+            result::mem_pool::set_attribute(
+                default_pool(cuda)?,
+                attr,
+                (&mut value as *mut u64).cast(),
+            )
+        }
+        .map_err(Error::wrap)
+    }
 }

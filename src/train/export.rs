@@ -15,8 +15,9 @@ use crate::model::ChatModel;
 
 /// Loads the policy of a run with trained adapters on the CPU in f32, whatever the run's
 /// `model.device`, `model.dtype` and `model.cpu_matmul`: a run trained on a GPU in bf16 is
-/// exported, evaluated and served on any machine. `dir` is a run directory (its latest checkpoint is used) or one checkpoint
-/// directory `<run>/checkpoints/step-N`. Returns the model and the checkpoint used.
+/// exported, evaluated and served on any machine. `dir` is a run directory (its latest
+/// checkpoint is used) or one checkpoint directory `<run>/checkpoints/step-N`. Returns the model
+/// and the checkpoint used.
 pub fn load_checkpoint_policy(dir: &Path) -> Result<(ChatModel, PathBuf)> {
     let (run_dir, ckpt) = if dir.join(ADAPTERS_FILE).is_file() {
         let run = dir
