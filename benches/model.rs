@@ -11,7 +11,8 @@
 //! AVX512-BF16).
 //! The device is synchronized inside every timed iteration, and each case prints
 //! `case NAME start_ms end_ms` (unix time) to stderr so that an outside sampler of GPU memory
-//! (nvidia-smi) can attribute its peak to the case.
+//! (nvidia-smi) can attribute its peak to the case. On a GPU (or with `BENCH_PHASES=1`) each
+//! training case then prints where its time goes (`phases NAME: forward ...`).
 
 use std::time::{Duration, Instant};
 
@@ -22,7 +23,7 @@ mod common;
 static ALLOC: empathy_gym::alloc::CachingAlloc = empathy_gym::alloc::CachingAlloc;
 
 use candle_core::{DType, Device};
-use candle_nn::Optimizer;
+use candle_nn::{AdamW, Optimizer};
 use criterion::{Criterion, SamplingMode, Throughput};
 use empathy_gym::model::{
     load_model, AdapterMode, ChatMessage, ChatModel, LoadOptions, Pass, Role, SamplingParams,
@@ -164,6 +165,45 @@ fn decode_case(
     }))
 }
 
+/// On a GPU or with BENCH_PHASES=1, outside the timed iterations: five more training steps, the device synchronized after the
+/// forward, the backward and the optimizer, and each phase's median printed to stderr as
+/// `phases NAME: forward X ms, backward Y ms, optimizer Z ms` (where a GPU step's time goes).
+fn print_phases(
+    dev: &Device,
+    name: &str,
+    mut forward: impl FnMut() -> anyhow::Result<candle_core::Tensor>,
+    opt: &mut AdamW,
+) -> anyhow::Result<()> {
+    let mut ms: [Vec<f64>; 3] = Default::default();
+    for _ in 0..5 {
+        let t0 = Instant::now();
+        let loss = forward()?;
+        dev.synchronize()?;
+        let t1 = Instant::now();
+        let grads = loss.backward()?;
+        dev.synchronize()?;
+        let t2 = Instant::now();
+        opt.step(&grads)?;
+        dev.synchronize()?;
+        let t3 = Instant::now();
+        for (v, (a, b)) in ms.iter_mut().zip([(t0, t1), (t1, t2), (t2, t3)]) {
+            v.push((b - a).as_secs_f64() * 1e3);
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let [f, b, o] = &mut ms;
+    eprintln!(
+        "phases {name}: forward {:.1} ms, backward {:.1} ms, optimizer {:.1} ms",
+        median(f),
+        median(b),
+        median(o)
+    );
+    Ok(())
+}
+
 fn device_name(dev: &Device) -> &'static str {
     if dev.is_cuda() {
         "cuda"
@@ -215,6 +255,18 @@ fn run() -> anyhow::Result<()> {
                     opt.backward_step(&loss).expect("step");
                 },
             ));
+            let ran = rows.last().is_some_and(|r: &Row| !r.times.is_empty());
+            if ran && (dev.is_cuda() || std::env::var("BENCH_PHASES").is_ok_and(|v| v == "1")) {
+                print_phases(
+                    &dev,
+                    &name,
+                    || {
+                        let lp = m.token_logprobs(&batch, AdapterMode::On, Pass::Train)?;
+                        Ok(lp.mean_all()?.neg()?)
+                    },
+                    &mut opt,
+                )?;
+            }
         }
     }
     c.final_summary();

@@ -79,6 +79,31 @@ def run_case(name, tokens, device, fn):
     return (name, tokens, med, tokens / med, peak_rss_mib(), torch_peak)
 
 
+def print_phases(name, device, x, model, opt, precision):
+    """As benches/model.rs: five more steps, synchronized after the forward, the backward and the
+    optimizer; each phase's median to stderr as `phases NAME: forward X ms, ...`."""
+    ms = [[], [], []]
+    for _ in range(5):
+        t0 = time.perf_counter()
+        with precision():
+            logits = model(input_ids=x).logits[:, :-1].float()
+        loss = -torch.log_softmax(logits, dim=-1).gather(-1, x[:, 1:, None]).squeeze(-1).mean()
+        sync(device)
+        t1 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        sync(device)
+        t2 = time.perf_counter()
+        opt.step()
+        sync(device)
+        t3 = time.perf_counter()
+        for v, (a, b) in zip(ms, [(t0, t1), (t1, t2), (t2, t3)]):
+            v.append((b - a) * 1e3)
+    f, b, o = (statistics.median(v) for v in ms)
+    print(f"phases {name}: forward {f:.1f} ms, backward {b:.1f} ms, optimizer {o:.1f} ms",
+          file=sys.stderr, flush=True)
+
+
 def load(path, device, dtype):
     folder, name = os.path.split(os.path.abspath(path))
     tok = AutoTokenizer.from_pretrained(folder, gguf_file=name)
@@ -166,6 +191,8 @@ def main():
 
             name = f"train LoRA r16 fwd+bwd+AdamW, {rows_per_step}x{TRAIN_LEN}"
             rows.append(run_case(name, rows_per_step * TRAIN_LEN, args.device, step))
+            if args.device == "cuda" or os.environ.get("BENCH_PHASES") == "1":
+                print_phases(name, args.device, x, model, opt, precision)
     mixed = f", autocast {args.autocast}" if args.autocast else ""
     print(f"\ntorch {torch.__version__}, device {args.device}, dtype {args.dtype}{mixed}, threads {args.threads}")
     print("| case | tokens/iter | median s/iter | tokens/s | peak RSS (MiB) | torch peak allocated (MiB) |")

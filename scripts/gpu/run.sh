@@ -97,10 +97,10 @@ PY
       suffix=$([ "$alloc" = project ] || echo "-$alloc")
       BENCH_DEVICE=cuda BENCH_DTYPE=$dtype BENCH_BATCHES=1,16,64 BENCH_CUDA_ALLOCATOR=$alloc \
         "$G"/bin/model-bench --bench 2>&1 | grep -v '^\s*$' |
-        grep -E '^\||^case|tok|error|Error|panic' | tee "$OUT/bench-ours-$dtype$suffix.log"
+        grep -E '^\||^case|^phases|tok|error|Error|panic' | tee "$OUT/bench-ours-$dtype$suffix.log"
     done
     python3 benches/compare_torch/bench_torch.py --gguf "$GGUF" --device cuda --dtype $dtype \
-      --batches 1,16,64 --threads 16 2>&1 | grep -v Warning | tail -n 20 | tee "$OUT/bench-torch-$dtype.log"
+      --batches 1,16,64 --threads 16 2>&1 | grep -v Warning | tail -n 30 | tee "$OUT/bench-torch-$dtype.log"
     kill $SAMPLER
   done
   ;;
