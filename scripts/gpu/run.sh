@@ -2,7 +2,8 @@
 # Device side (scripts/gpu/README.md): `run.sh PHASE` with PHASE one of
 #   tests       unpack the binaries, show the GPU, run the CUDA tests (tests/integration/cuda.rs)
 #   quickstart  unpack the models, the embedder's CUDA test, train configs/quickstart.yaml on the
-#               GPU in bf16 (STEPS=N steps, default its 16), then the rest of the suite
+#               GPU in bf16 (STEPS=N steps, default its 16), `replay verify` its log and train 3
+#               steps twice to compare the logs (REPRO=0 skips both), then the rest of the suite
 #               (OTHER_TESTS=0 skips it: ~150 s of device time)
 #   bench       benches/model.rs and benches/compare_torch/bench_torch.py side by side, f32 and bf16,
 #               plus the machine's copy bandwidth and bf16 matmul ceiling (PyTorch);
@@ -65,6 +66,18 @@ quickstart)
   tar -cf /root/quickstart-gpu.tar -C /root/results --exclude=checkpoints quickstart-gpu
   tar -rf /root/quickstart-gpu.tar -C /root/results "${last#/root/results/}"/{adapters.safetensors,state.json}
   gzip -c /root/quickstart-gpu.tar >"$OUT/quickstart-gpu.tar.gz"
+  # Reproducible on the GPU: the log's appraisals re-run bit for bit there, and 3 steps trained
+  # twice from the same seed write the same dialogues (REPRO=0 skips it).
+  if [ "${REPRO:-1}" = 1 ]; then
+    "$G"/bin/empathy-gym replay verify /root/results/quickstart-gpu/episodes.jsonl 2>&1 |
+      tail -n 5 | tee "$OUT/replay-verify.log"
+    for k in 1 2; do
+      "$G"/bin/empathy-gym train --config configs/quickstart.yaml --set run=repro \
+        --set results_dir=/root/repro-$k --set model.device=cuda --set model.dtype=bf16 \
+        --set grpo.steps=3 >/dev/null 2>&1
+    done
+    md5sum /root/repro-*/repro/episodes.jsonl | tee "$OUT/repro.log"
+  fi
   # The rest of the suite on this build (CPU paths; the CLI tests run the binary at its build path).
   [ "${OTHER_TESTS:-1}" = 1 ] || exit 0
   mkdir -p target-cuda/release && cp "$G"/bin/empathy-gym target-cuda/release/
