@@ -83,6 +83,22 @@ fn clipping_scales_gradients_and_reports_the_pre_clip_norm() {
 }
 
 #[test]
+fn the_norm_sums_every_parameter_and_no_parameters_give_zero() {
+    let a = Var::new(&[1.0f32, 2.0], &Device::Cpu).unwrap();
+    let b = Var::new(&[3.0f32], &Device::Cpu).unwrap();
+    let vars = [("a".to_string(), a.clone()), ("b".to_string(), b.clone())];
+    let mut opt = AdamW::new(vars, cfg_plain()).unwrap();
+    let mut g = grads_for(&a, &[0.5, 1.0]);
+    g.insert(b.as_tensor(), Tensor::new(&[2.0f32], &Device::Cpu).unwrap());
+    // sqrt(0.25 + 1 + 4) = sqrt(5.25)
+    let out = opt.step(1.0, &g).unwrap();
+    assert_eq!(out.grad_norm(), Some(5.25f64.sqrt()));
+    let mut none = AdamW::new(Vec::<(String, Var)>::new(), cfg_plain()).unwrap();
+    let out = none.step(1.0, &GradStore::default()).unwrap();
+    assert_eq!(out.grad_norm(), Some(0.0));
+}
+
+#[test]
 fn warmup_scales_the_first_update() {
     // Warmup 4, lr 0.1: the first update uses 0.025. With weight decay 0 and g = [1], the first
     // Adam step is lr * 1 / (1 + 1e-8): theta 1 -> 0.975.
