@@ -30,7 +30,11 @@ pub fn open_cuda(ordinal: usize) -> Result<Device> {
         // mode), where cudarc never records or waits on these events; tensors made before this
         // call keep theirs.
         unsafe { cuda.disable_event_tracking() };
-        pool::set(cuda, pool::RELEASE_THRESHOLD, u64::MAX)?;
+        // Without memory pools (old drivers, some virtual GPUs) cudarc allocates with cuMemAlloc
+        // and there is no pool to keep memory in.
+        if pool::in_use(cuda) {
+            pool::set(cuda, pool::RELEASE_THRESHOLD, u64::MAX)?;
+        }
     }
     Ok(device)
 }
@@ -40,19 +44,22 @@ pub fn open_cuda(ordinal: usize) -> Result<Device> {
 pub fn allocator_settings_applied(device: &Device) -> Result<bool> {
     #[cfg(feature = "cuda")]
     if let Device::Cuda(cuda) = device {
-        let keep = pool::get(cuda, pool::RELEASE_THRESHOLD)?;
-        return Ok(!cuda.is_event_tracking() && keep == u64::MAX);
+        let kept = !pool::in_use(cuda) || pool::get(cuda, pool::RELEASE_THRESHOLD)? == u64::MAX;
+        return Ok(!cuda.is_event_tracking() && kept);
     }
     let _ = device;
     Ok(false)
 }
 
 /// Bytes the default memory pool of `device` holds from the driver now, in use or free; None
-/// for other devices. The CUDA tests check that freed memory stays there.
+/// for other devices and where cudarc does not allocate from the pool. The CUDA tests check
+/// that freed memory stays there.
 pub fn pool_reserved_bytes(device: &Device) -> Result<Option<u64>> {
     #[cfg(feature = "cuda")]
     if let Device::Cuda(cuda) = device {
-        return Ok(Some(pool::get(cuda, pool::RESERVED_MEM_CURRENT)?));
+        if pool::in_use(cuda) {
+            return Ok(Some(pool::get(cuda, pool::RESERVED_MEM_CURRENT)?));
+        }
     }
     let _ = device;
     Ok(None)
@@ -70,6 +77,11 @@ mod pool {
         CU_MEMPOOL_ATTR_RELEASE_THRESHOLD as RELEASE_THRESHOLD,
         CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT as RESERVED_MEM_CURRENT,
     };
+
+    /// Whether cudarc allocates from the device's pool (`cuMemAllocAsync`).
+    pub fn in_use(cuda: &CudaDevice) -> bool {
+        cuda.cuda_stream().context().has_async_alloc()
+    }
 
     fn default_pool(cuda: &CudaDevice) -> Result<sys::CUmemoryPool> {
         // SAFETY: a device handle from the device's own cudarc context.
