@@ -165,9 +165,9 @@ fn decode_case(
     }))
 }
 
-/// On a GPU or with BENCH_PHASES=1, outside the timed iterations: five more training steps, the device synchronized after the
-/// forward, the backward and the optimizer, and each phase's median printed to stderr as
-/// `phases NAME: forward X ms, backward Y ms, optimizer Z ms` (where a GPU step's time goes).
+/// On a GPU or with BENCH_PHASES=1, outside the timed iterations: five more training steps, the
+/// device synchronized after the forward, the backward and the optimizer, and each phase's
+/// median printed to stderr as `phases NAME: forward X ms, backward Y ms, optimizer Z ms`.
 fn print_phases(
     dev: &Device,
     name: &str,

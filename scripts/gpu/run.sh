@@ -64,7 +64,8 @@ quickstart)
   # the last checkpoint's adapters come back too, for `eval empathy --checkpoint` on a CPU
   last=$(ls -d /root/results/quickstart-gpu/checkpoints/step-* | sort -V | tail -n 1)
   tar -cf /root/quickstart-gpu.tar -C /root/results --exclude=checkpoints quickstart-gpu
-  tar -rf /root/quickstart-gpu.tar -C /root/results "${last#/root/results/}"/{adapters.safetensors,state.json}
+  tar -rf /root/quickstart-gpu.tar -C /root/results \
+    "${last#/root/results/}"/{adapters.safetensors,state.json}
   gzip -c /root/quickstart-gpu.tar >"$OUT/quickstart-gpu.tar.gz"
   # Reproducible on the GPU: the log's appraisals re-run bit for bit there, and 3 steps trained
   # twice from the same seed write the same dialogues (REPRO=0 skips it).
