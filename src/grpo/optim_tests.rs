@@ -19,6 +19,21 @@ fn grads_for(var: &Var, g: &[f32]) -> GradStore {
     store
 }
 
+/// Parameters a = [1, 2] and b = [3] under `cfg_plain`.
+fn two_params() -> (Var, Var, AdamW) {
+    let a = Var::new(&[1.0f32, 2.0], &Device::Cpu).unwrap();
+    let b = Var::new(&[3.0f32], &Device::Cpu).unwrap();
+    let vars = [("a".to_string(), a.clone()), ("b".to_string(), b.clone())];
+    (a, b, AdamW::new(vars, cfg_plain()).unwrap())
+}
+
+/// Gradients `ga` for `a` and `gb` for `b`.
+fn grads_for_two(a: &Var, ga: &[f32], b: &Var, gb: &[f32]) -> GradStore {
+    let mut store = grads_for(a, ga);
+    store.insert(b.as_tensor(), Tensor::new(gb, &Device::Cpu).unwrap());
+    store
+}
+
 fn vec1(v: &Var) -> Vec<f32> {
     v.as_tensor().to_vec1().unwrap()
 }
@@ -84,14 +99,11 @@ fn clipping_scales_gradients_and_reports_the_pre_clip_norm() {
 
 #[test]
 fn the_norm_sums_every_parameter_and_no_parameters_give_zero() {
-    let a = Var::new(&[1.0f32, 2.0], &Device::Cpu).unwrap();
-    let b = Var::new(&[3.0f32], &Device::Cpu).unwrap();
-    let vars = [("a".to_string(), a.clone()), ("b".to_string(), b.clone())];
-    let mut opt = AdamW::new(vars, cfg_plain()).unwrap();
-    let mut g = grads_for(&a, &[0.5, 1.0]);
-    g.insert(b.as_tensor(), Tensor::new(&[2.0f32], &Device::Cpu).unwrap());
+    let (a, b, mut opt) = two_params();
     // sqrt(0.25 + 1 + 4) = sqrt(5.25)
-    let out = opt.step(1.0, &g).unwrap();
+    let out = opt
+        .step(1.0, &grads_for_two(&a, &[0.5, 1.0], &b, &[2.0]))
+        .unwrap();
     assert_eq!(out.grad_norm(), Some(5.25f64.sqrt()));
     let mut none = AdamW::new(Vec::<(String, Var)>::new(), cfg_plain()).unwrap();
     let out = none.step(1.0, &GradStore::default()).unwrap();
@@ -117,20 +129,12 @@ fn warmup_scales_the_first_update() {
 
 #[test]
 fn non_finite_gradient_or_loss_skips_without_touching_anything() {
-    let a = Var::new(&[1.0f32, 2.0], &Device::Cpu).unwrap();
-    let b = Var::new(&[3.0f32], &Device::Cpu).unwrap();
-    let vars = [("a".to_string(), a.clone()), ("b".to_string(), b.clone())];
-    let mut opt = AdamW::new(vars, cfg_plain()).unwrap();
-    let mut good = grads_for(&a, &[0.1, 0.2]);
-    good.insert(b.as_tensor(), Tensor::new(&[0.3f32], &Device::Cpu).unwrap());
+    let (a, b, mut opt) = two_params();
+    let good = grads_for_two(&a, &[0.1, 0.2], &b, &[0.3]);
     opt.step(1.0, &good).unwrap();
     let before = (vec1(&a), vec1(&b), opt.state());
 
-    let mut bad = grads_for(&a, &[0.1, 0.2]);
-    bad.insert(
-        b.as_tensor(),
-        Tensor::new(&[f32::NAN], &Device::Cpu).unwrap(),
-    );
+    let bad = grads_for_two(&a, &[0.1, 0.2], &b, &[f32::NAN]);
     let out = opt.step(1.0, &bad).unwrap();
     assert_eq!(
         out,
