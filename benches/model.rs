@@ -171,7 +171,7 @@ fn decode_case(
 fn print_phases(
     dev: &Device,
     name: &str,
-    mut forward: impl FnMut() -> anyhow::Result<candle_core::Tensor>,
+    forward: impl Fn() -> anyhow::Result<candle_core::Tensor>,
     opt: &mut AdamW,
 ) -> anyhow::Result<()> {
     let mut ms: [Vec<f64>; 3] = Default::default();
@@ -242,30 +242,24 @@ fn run() -> anyhow::Result<()> {
                 "train LoRA r16 fwd+bwd+AdamW, {rows_per_step}x{}",
                 common::TRAIN_LEN
             );
+            // The loss of one training step: the mean token log-prob, negated.
+            let loss = || -> anyhow::Result<candle_core::Tensor> {
+                let lp = m.token_logprobs(&batch, AdapterMode::On, Pass::Train)?;
+                Ok(lp.mean_all()?.neg()?)
+            };
             rows.push(run_case(
                 &mut c,
                 &dev,
                 &name,
                 rows_per_step * common::TRAIN_LEN,
                 || {
-                    let lp = m
-                        .token_logprobs(&batch, AdapterMode::On, Pass::Train)
-                        .expect("forward");
-                    let loss = lp.mean_all().expect("mean").neg().expect("neg");
+                    let loss = loss().expect("forward");
                     opt.backward_step(&loss).expect("step");
                 },
             ));
             let ran = rows.last().is_some_and(|r: &Row| !r.times.is_empty());
             if ran && (dev.is_cuda() || std::env::var("BENCH_PHASES").is_ok_and(|v| v == "1")) {
-                print_phases(
-                    &dev,
-                    &name,
-                    || {
-                        let lp = m.token_logprobs(&batch, AdapterMode::On, Pass::Train)?;
-                        Ok(lp.mean_all()?.neg()?)
-                    },
-                    &mut opt,
-                )?;
+                print_phases(&dev, &name, loss, &mut opt)?;
             }
         }
     }
