@@ -158,11 +158,8 @@ fn generate(
     if params.max_new_tokens == 0 || prompts.is_empty() {
         return Ok(out);
     }
-    // On a GPU the adapters' extra ops are ~1260 more kernel launches per decoding step of
-    // SmolLM2-135M, the likeliest reason the quickstart's decoding steps took ~23 ms there
-    // against the plain model's ~7 ms (results/perf/gpu.md): decode with them merged there.
     let _merged = match mode {
-        AdapterMode::On if !model.device().is_cpu() => Some(model.merge_adapters()?),
+        AdapterMode::On if model.decodes_merged() => Some(model.merge_adapters()?),
         _ => None,
     };
     // A prompt sharing a prefix with its continuation prefills only the rest (at least its last

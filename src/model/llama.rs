@@ -164,10 +164,21 @@ impl Llama {
         Ok(())
     }
 
+    /// Whether generation decodes with the adapters merged into the weights (`merge_adapters`):
+    /// where their own products cost most. On a GPU they are ~1260 more kernel launches per
+    /// decoding step of SmolLM2-135M (~23 ms a step against the plain model's ~7 ms,
+    /// results/perf/gpu.md). With bf16 products on the CPU they run in f32 beside the packed
+    /// base's bf16 (-29% tokens/s at batch 16, results/perf/step.md, "Decoding through the
+    /// adapters"). In f32 on the CPU they cost 11%, and a merged copy 424 MB: not merged.
+    pub fn decodes_merged(&self) -> bool {
+        !self.device().is_cpu() || self.head_bf16.is_some()
+    }
+
     /// While the guard lives, `Pass::Infer` forwards with `AdapterMode::On` multiply by
     /// W + scale B A, one product per projection, instead of the base and the adapter (two more
-    /// products, a scale, two casts and an add: each a kernel launch on a GPU). A and B must not
-    /// change meanwhile; the guard drops the merged copies.
+    /// products, a scale, two casts and an add: each a kernel launch on a GPU, and f32 products
+    /// beside bf16 ones on the CPU). A and B must not change meanwhile; the guard drops the
+    /// merged copies.
     pub fn merge_adapters(&self) -> Result<MergedAdapters<'_>> {
         let guard = MergedAdapters { model: self };
         for b in &self.blocks {

@@ -166,9 +166,18 @@ pub struct LoraLinear {
     full: Option<Var>,
     /// The frozen weight packed for bf16 products (`model.cpu_matmul: bf16`), if asked for.
     bf16: Option<Arc<Bf16Weight>>,
-    /// W + scale B A while a generation on a GPU runs (`Llama::merge_adapters`): what
-    /// `Pass::Infer` with `AdapterMode::On` multiplies by instead of the base and the adapter.
-    merged: Mutex<Option<Tensor>>,
+    /// W + scale B A while a generation runs with the adapters merged (`Llama::merge_adapters`):
+    /// what `Pass::Infer` with `AdapterMode::On` multiplies by instead of the base and the
+    /// adapter.
+    merged: Mutex<Option<Merged>>,
+}
+
+/// A merged weight W + scale B A: a tensor, or with bf16 products its forward pack (beside the
+/// f32 stand-in, as the base keeps).
+#[derive(Clone)]
+struct Merged {
+    weight: Tensor,
+    bf16: Option<Arc<Bf16Weight>>,
 }
 
 /// x [..., in] as a 2-D [m, in] tensor plus the output dims [..., out].
@@ -332,7 +341,7 @@ impl LoraLinear {
             _ => None,
         };
         let mut y = match (pass, &self.full, &merged) {
-            (Pass::Infer, _, Some(w)) => linear_infer(&x2.detach(), w, None)?,
+            (Pass::Infer, _, Some(m)) => linear_infer(&x2.detach(), &m.weight, m.bf16.as_ref())?,
             (Pass::Infer, _, None) => {
                 linear_infer(&x2.detach(), &self.weight().detach(), self.bf16.as_ref())?
             }
@@ -389,29 +398,45 @@ impl LoraLinear {
         let w = self.weight().detach();
         match &self.adapter {
             None => w.contiguous(),
-            Some(ad) => {
-                let (a, b) = (ad.a.as_tensor().detach(), ad.b.as_tensor().detach());
-                let delta = (b.matmul(&a)? * ad.scale)?;
-                w.to_dtype(DType::F32)?.add(&delta)?.to_dtype(w.dtype())
-            }
+            Some(ad) => w
+                .to_dtype(DType::F32)?
+                .add(&adapter_delta(ad)?)?
+                .to_dtype(w.dtype()),
         }
     }
 
-    /// Keeps `merged_weight()` for `Pass::Infer` with `AdapterMode::On` (`merge: true`, a layer
-    /// with an adapter) or drops it (`merge: false`). The copy goes stale when A or B change:
-    /// `Llama::merge_adapters` drops it when the generation that asked for it ends.
+    /// Keeps W + scale B A for `Pass::Infer` with `AdapterMode::On` (`merge: true`, a layer with
+    /// an adapter) or drops it (`merge: false`): `merged_weight()`, or with bf16 products
+    /// bf16(bf16(W) + scale B A) packed (`Bf16Weight::plus_product`). The copy goes stale when A or B
+    /// change: `Llama::merge_adapters` drops it when the generation that asked for it ends.
     pub fn set_merged(&self, merge: bool) -> Result<()> {
-        let w = match (merge, &self.adapter) {
-            (true, Some(_)) => Some(self.merged_weight()?),
-            _ => None,
+        let m = match (merge, &self.adapter, &self.bf16) {
+            (false, _, _) | (true, None, _) => None,
+            (true, Some(ad), Some(p)) => {
+                let (a, b) = (ad.a.as_tensor(), ad.b.as_tensor());
+                Some(Merged {
+                    weight: self.weight.clone(),
+                    bf16: Some(Arc::new(p.plus_product(a, b, ad.scale)?)),
+                })
+            }
+            (true, Some(_), None) => Some(Merged {
+                weight: self.merged_weight()?,
+                bf16: None,
+            }),
         };
-        *self.merged.lock().map_err(|_| poisoned())? = w;
+        *self.merged.lock().map_err(|_| poisoned())? = m;
         Ok(())
     }
 
-    fn merged_copy(&self) -> Result<Option<Tensor>> {
+    fn merged_copy(&self) -> Result<Option<Merged>> {
         Ok(self.merged.lock().map_err(|_| poisoned())?.clone())
     }
+}
+
+/// scale B A [out, in] without a graph, in f32: what merging adds to W.
+fn adapter_delta(ad: &Adapter) -> Result<Tensor> {
+    let (a, b) = (ad.a.as_tensor().detach(), ad.b.as_tensor().detach());
+    b.matmul(&a)? * ad.scale
 }
 
 /// scale * (x A^T) B^T without a graph, in f32.

@@ -1,12 +1,15 @@
 //! Gradient checks for the training ops (finite differences in f64) and behaviour of LoRA layers:
 //! a fresh adapter equals the base, `Off` equals the base, the merged weight reproduces the
-//! adapted output (and a merged copy serves inference until dropped), frozen weights receive no
+//! adapted output (and a merged copy serves inference until dropped; with bf16 products it is the
+//! rounded sum, packed), frozen weights receive no
 //! gradient, dropout is reproducible from its seed.
 
 use anyhow::Result;
 use candle_core::{DType, Device, Tensor, Var};
 use empathy_gym::model::lora::{AdapterMode, LoraConfig, LoraLinear, LoraTarget, Pass};
-use empathy_gym::model::ops::{frozen_matmul, rms_norm_train, rope_train, softmax_train};
+use empathy_gym::model::ops::{
+    frozen_matmul, rms_norm_train, rope_train, softmax_train, Bf16Weight,
+};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -217,6 +220,62 @@ fn a_merged_layer_infers_with_its_merged_copy_until_it_is_dropped() -> Result<()
     assert!(max_abs_diff(&layer.forward(&x, AdapterMode::On, Pass::Train)?, &base)? < 1e-6);
     layer.set_merged(false)?;
     assert!(max_abs_diff(&layer.forward(&x, AdapterMode::On, Pass::Infer)?, &base)? < 1e-6);
+    Ok(())
+}
+
+#[test]
+fn with_bf16_products_a_merged_layer_multiplies_by_the_rounded_sum() -> Result<()> {
+    if !Bf16Weight::available() {
+        eprintln!("no AVX512-BF16 on this CPU: bf16 products not run");
+        return Ok(());
+    }
+    // Multiples of 1/64 (W) and 1/8 (A, B): W + 2 B A is exact in f32, so the reference below
+    // rounds the same sums as the pack does.
+    let dyadic = |dims: &[usize], seed: u64, unit: f64| -> Result<Tensor> {
+        Ok((seeded(dims, seed, DType::F64)? * (1.0 / unit))?
+            .round()?
+            .affine(unit, 0.0)?
+            .to_dtype(DType::F32)?)
+    };
+    let (w, bias) = (
+        dyadic(&[6, 5], 20, 1.0 / 64.0)?,
+        seeded(&[6], 21, DType::F32)?,
+    );
+    let (a, b) = (
+        dyadic(&[2, 5], 22, 1.0 / 8.0)?,
+        dyadic(&[6, 2], 23, 1.0 / 8.0)?,
+    );
+    let mut layer = LoraLinear::new(w.clone(), Some(bias.clone()))?;
+    let cfg = LoraConfig {
+        rank: 2,
+        alpha: 4.0,
+        ..LoraConfig::default()
+    };
+    layer.attach_adapter(&cfg, &mut ChaCha8Rng::seed_from_u64(24))?;
+    let t = layer.trainable();
+    t[0].1.set(&a)?;
+    t[1].1.set(&b)?;
+    layer.pack_bf16()?;
+    let x = seeded(&[2, 3, 5], 25, DType::F32)?;
+    let unmerged = layer.forward(&x, AdapterMode::On, Pass::Infer)?;
+    // The merged copy: bf16(bf16(W) + scale B A), the base's bias added after.
+    let bf16 = |t: &Tensor| t.to_dtype(DType::BF16)?.to_dtype(DType::F32);
+    let sum = bf16(&(bf16(&w)? + (b.matmul(&a)? * 2.0)?)?)?;
+    let mut reference = LoraLinear::new(sum, Some(bias))?;
+    reference.pack_bf16()?;
+    let want = reference.forward(&x, AdapterMode::Off, Pass::Infer)?;
+    layer.set_merged(true)?;
+    let merged = layer.forward(&x, AdapterMode::On, Pass::Infer)?;
+    assert_eq!(merged.to_vec3::<f32>()?, want.to_vec3::<f32>()?);
+    // Not the unmerged sum's bits (its adapter term is an f32 product), but close to them.
+    let apart = max_abs_diff(&merged, &unmerged)?;
+    assert!(apart > 0.0 && apart < 0.05, "{apart}");
+    // The training pass never reads the copy; dropping it brings the unmerged products back.
+    let train = layer.forward(&x, AdapterMode::On, Pass::Train)?;
+    assert!(max_abs_diff(&train, &merged)? > 0.0);
+    layer.set_merged(false)?;
+    let again = layer.forward(&x, AdapterMode::On, Pass::Infer)?;
+    assert_eq!(again.to_vec3::<f32>()?, unmerged.to_vec3::<f32>()?);
     Ok(())
 }
 

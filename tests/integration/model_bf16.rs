@@ -2,7 +2,7 @@
 //! AMX where the CPU has it, otherwise by AVX512-BF16 dot products). Against the f32 model:
 //! the training pass's log-probs and adapter gradients stay close but are not the same bits (the
 //! bf16 products ran), at many rows and at few; the scoring pass (Infer) agrees with the training
-//! pass; the f32 projection weights are gone; generation runs. Without AVX512-BF16 the load fails
+//! pass; the f32 projection weights are gone; generation runs, with the adapters merged. Without AVX512-BF16 the load fails
 //! and says so.
 
 use anyhow::Result;
@@ -117,6 +117,10 @@ fn bf16_products_track_f32_at_many_rows_and_at_few() -> Result<()> {
                 "{name}: {err}"
             );
         }
+        // Generation decodes with the adapters merged into the packs (`Llama::decodes_merged`),
+        // as on a GPU; the f32 CPU model decodes through them.
+        assert!(bf16_model.model.decodes_merged());
+        assert!(!f32_model.model.decodes_merged());
         // Generation (the prefill at many rows, decoding steps at few) runs.
         let g = bf16_model.generate(&[long.clone(), long], &[1, 2], &greedy(6))?;
         assert!(g.iter().all(|x| x.tokens.len() == 6 || x.stopped), "{g:?}");

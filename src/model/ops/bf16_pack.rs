@@ -10,7 +10,7 @@ use std::mem::MaybeUninit;
 use rayon::prelude::*;
 
 use super::rows::dispatch;
-use super::view::View;
+use super::view::{gemm_into, View};
 
 /// Values of k per line (64 bytes of bf16): k is padded to a multiple of it.
 pub(super) const KB: usize = 32;
@@ -41,12 +41,36 @@ dispatch!(
     to_bf16 = to_bf16_body(src: &[f32], dst: &mut [MaybeUninit<u16>])
 );
 
+fn add_rounded_body(dst: &mut [MaybeUninit<u16>], old: &[u16], uv: &[f32], scale: f32) {
+    let widen = |b: u16| f32::from_bits((b as u32) << 16);
+    // Pair row q holds rows 2 q and 2 q + 1 of the panel, interleaved column by column.
+    let pairs = dst.chunks_exact_mut(2 * T).zip(old.chunks_exact(2 * T));
+    for ((d, o), rows) in pairs.zip(uv.chunks_exact(2 * T)) {
+        let (r0, r1) = rows.split_at(T);
+        for j in 0..T {
+            d[2 * j].write(bf16_bits(widen(o[2 * j]) + scale * r0[j]));
+            d[2 * j + 1].write(bf16_bits(widen(o[2 * j + 1]) + scale * r1[j]));
+        }
+    }
+}
+
+dispatch!(
+    /// A panel of bf16(old + scale uv) into dst: old in the pack's layout, uv [k_pad, 16]
+    /// row-major.
+    add_rounded = add_rounded_body(dst: &mut [MaybeUninit<u16>], old: &[u16], uv: &[f32], scale: f32)
+);
+
 /// 64 bytes of bf16 values on a cache line of their own: a tile row that straddles two lines
 /// loads at half the speed or less (2.2-2.7x slower in a 32 x 32 block on this project's Xeon,
 /// results/perf/step.md, "bf16 products on AMX").
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
 struct Line([u16; KB]);
+
+/// Where b[i][j] of a panel's column j lies in the panel: pair i / 2 of that row, half i % 2.
+fn at(i: usize, j: usize) -> usize {
+    (i / 2) * 2 * T + 2 * j + i % 2
+}
 
 /// Zeroed bf16 values, at least `len`, starting on a cache line.
 fn lines(len: usize) -> Vec<Line> {
@@ -78,17 +102,14 @@ impl PackedB {
     /// Packs b [k, n] (any strides); parallel over the panels.
     pub(crate) fn new(b: View<f32>, k: usize, n: usize) -> Self {
         let k_pad = k.next_multiple_of(KB);
-        let panels = n.div_ceil(2 * T) * 2;
-        let panel = k_pad * T; // k_pad / 2 rows of 16 pairs
-        let mut data = lines(panels * panel);
-        values_mut(&mut data)[..panels * panel]
-            .par_chunks_mut(panel.max(1))
+        let mut data = lines(n.div_ceil(2 * T) * 2 * k_pad * T);
+        values_mut(&mut data)
+            .par_chunks_mut((k_pad * T).max(1))
             .enumerate()
             .for_each(|(p, dst)| {
                 let cols = T.min(n.saturating_sub(p * T));
                 let mut put = |i: usize, j: usize| {
-                    let v = b.data[b.off + i * b.rs + (p * T + j) * b.cs];
-                    dst[(i / 2) * 2 * T + 2 * j + i % 2] = bf16_bits(v);
+                    dst[at(i, j)] = bf16_bits(b.data[b.off + i * b.rs + (p * T + j) * b.cs]);
                 };
                 // Along b's memory order: a row-major b a row of the panel at a time.
                 match b.cs == 1 {
@@ -96,6 +117,43 @@ impl PackedB {
                     false => (0..cols).for_each(|j| (0..k).for_each(|i| put(i, j))),
                 }
             });
+        PackedB { k, n, k_pad, data }
+    }
+
+    /// The pack of bf16(b + scale u v) for this pack's b, u [k, r] and v [r, n] (any strides):
+    /// each value widened to f32, the product's value added, the sum rounded again. The merged
+    /// weight W + scale B A of generation (`LoraLinear::set_merged`) without the f32 W, which bf16
+    /// products drop. A panel's [k, 16] block of u v is made on its task and added at once, so
+    /// no [k, n] product is written.
+    pub(crate) fn plus_product(
+        &self,
+        (u, v): (View<f32>, View<f32>),
+        r: usize,
+        scale: f32,
+    ) -> Self {
+        let (k, n, k_pad) = (self.k, self.n, self.k_pad);
+        let (old, len) = (values(&self.data), self.data.len() * KB);
+        let mut data = Vec::<Line>::with_capacity(self.data.len());
+        let spare = data.spare_capacity_mut();
+        // SAFETY: a Line is KB u16 with no padding, so the spare capacity holds len u16 slots.
+        let out: &mut [MaybeUninit<u16>] =
+            unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast(), len) };
+        out.par_chunks_mut((k_pad * T).max(1))
+            .zip(old.par_chunks((k_pad * T).max(1)))
+            .enumerate()
+            .for_each(|(p, (dst, old))| {
+                // u v's block, zero in the padding's rows and columns (as b's pack is there).
+                let mut uv = vec![0f32; k_pad * T];
+                let v = View {
+                    off: v.off + p * T * v.cs,
+                    ..v
+                };
+                let cols = T.min(n.saturating_sub(p * T));
+                gemm_into(&mut uv, T, false, (u, v), (k, cols, r));
+                add_rounded(dst, old, &uv, scale);
+            });
+        // SAFETY: the loop above wrote all len values (the panels cover the pack).
+        unsafe { data.set_len(self.data.len()) };
         PackedB { k, n, k_pad, data }
     }
 
@@ -262,6 +320,52 @@ pub(super) mod tests {
                 "row {i} of 8"
             );
         }
+    }
+
+    #[test]
+    fn a_sum_packs_the_rounded_weight_plus_the_product_rounded_again() {
+        let (k, n, r) = (37, 45, 3); // past a line of k and a pair of panels of n
+        let b: Vec<f32> = (0..k * n)
+            .map(|i| ((i * 53) % 97) as f32 / 48.0 - 1.0)
+            .collect();
+        // Multiples of 1/64 below 1: every product and sum is exact, in any order.
+        let u: Vec<f32> = (0..k * r).map(|i| ((i * 7) % 13) as f32 / 64.0).collect();
+        let v: Vec<f32> = (0..r * n)
+            .map(|i| ((i * 5) % 11) as f32 / 64.0 - 0.125)
+            .collect();
+        let packed = PackedB::new(View::rows(&b, 0, n), k, n);
+        let scale = 0.5;
+        let uv = |i: usize, j: usize| (0..r).map(|l| u[i * r + l] * v[l * n + j]).sum::<f32>();
+        let wide: Vec<f32> = (0..k * n)
+            .map(|x| f(bf16_bits(b[x])) as f32 + scale * uv(x / n, x % n))
+            .collect();
+        let want = PackedB::new(View::rows(&wide, 0, n), k, n);
+        // u and v in either memory order.
+        let u_t: Vec<f32> = (0..r * k).map(|x| u[(x % k) * r + x / k]).collect();
+        let v_t: Vec<f32> = (0..n * r).map(|x| v[(x % r) * n + x / r]).collect();
+        let us = [View::rows(&u, 0, r), View::rows(&u_t, 0, k).t()];
+        let vs = [View::rows(&v, 0, n), View::rows(&v_t, 0, r).t()];
+        for (u, v) in us.into_iter().zip(vs) {
+            let sum = packed.plus_product((u, v), r, scale);
+            assert_eq!(sum.dims(), (k, n));
+            assert_eq!(values(&sum.data), values(&want.data));
+        }
+        // A zero product gives the same pack.
+        let zeros = vec![0f32; r * n];
+        let same = packed.plus_product((us[0], View::rows(&zeros, 0, n)), r, scale);
+        assert_eq!(values(&same.data), values(&packed.data));
+        // By hand: 1 plus 3/256 is 0x3f81_8000, a tie between 0x3f81 and 0x3f82: to even.
+        let one = PackedB::new(View::rows(&[1.0], 0, 1), 1, 1);
+        let sum = one.plus_product(
+            (View::rows(&[0.75], 0, 1), View::rows(&[0.125], 0, 1)),
+            1,
+            0.125,
+        );
+        assert_eq!(values(&sum.data)[0], 0x3f82);
+        assert!(
+            values(&sum.data)[1..].iter().all(|&v| v == 0),
+            "padding stays zero"
+        );
     }
 
     #[test]

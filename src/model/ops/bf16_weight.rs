@@ -10,12 +10,13 @@ use super::view::View;
 #[cfg(target_arch = "x86_64")]
 use super::{amx, bf16_dot, bf16_pack::PackedB};
 
-/// W [out, in] packed as the B operand of x W^T ([in, out]) and of g W ([out, in]).
+/// W [out, in] packed as the B operand of x W^T ([in, out]) and of g W ([out, in]); a merged
+/// weight of generation (`plus`) packs only the first.
 pub struct Bf16Weight {
     #[cfg(target_arch = "x86_64")]
     x_wt: PackedB,
     #[cfg(target_arch = "x86_64")]
-    g_w: PackedB,
+    g_w: Option<PackedB>,
 }
 
 impl Bf16Weight {
@@ -49,14 +50,41 @@ impl Bf16Weight {
         {
             let (out, inp) = w.dims2()?;
             let (s, l) = w.storage_and_layout();
-            let data = match &*s {
-                candle_core::Storage::Cpu(c) => c.as_slice::<f32>()?,
-                _ => candle_core::bail!("bf16 products pack weights on the CPU"),
-            };
-            let w = View::of(data, l, "bf16 products")?;
+            let w = View::of(cpu_f32(&s)?, l, "bf16 products")?;
             Ok(Bf16Weight {
                 x_wt: PackedB::new(w.t(), inp, out),
-                g_w: PackedB::new(w, out, inp),
+                g_w: Some(PackedB::new(w, out, inp)),
+            })
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        unreachable!("no bf16 products off x86-64")
+    }
+
+    /// W + scale B A for A [r, in] and B [out, r] (f32 on the CPU, any strides), packed for
+    /// x W^T only: bf16(bf16(W) + scale B A), what a merged weight is with bf16 products
+    /// (`LoraLinear::set_merged`).
+    pub fn plus_product(&self, a: &Tensor, b: &Tensor, scale: f64) -> Result<Self> {
+        let (inp, out) = self.dims();
+        let (r, a_in) = a.dims2()?;
+        let fits = |t: &Tensor| t.dtype() == DType::F32 && t.device().is_cpu();
+        if a_in != inp || b.dims2()? != (out, r) || !fits(a) || !fits(b) {
+            candle_core::bail!(
+                "bf16 products: B {:?} A {:?} in {:?} cannot be added to a packed weight \
+                 [{out}, {inp}]",
+                b.dims(),
+                a.dims(),
+                a.dtype()
+            )
+        }
+        #[cfg(target_arch = "x86_64")]
+        {
+            let ((sa, la), (sb, lb)) = (a.storage_and_layout(), b.storage_and_layout());
+            let a = View::of(cpu_f32(&sa)?, la, "bf16 products")?;
+            let b = View::of(cpu_f32(&sb)?, lb, "bf16 products")?;
+            // x W^T's operand is W^T [in, out]; its addend scale A^T B^T.
+            Ok(Bf16Weight {
+                x_wt: self.x_wt.plus_product((a.t(), b.t()), r, scale as f32),
+                g_w: None,
             })
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -71,10 +99,14 @@ impl Bf16Weight {
         unreachable!("no bf16 products off x86-64: {x:p} {rows}")
     }
 
-    /// g W ([rows, in]) for g [rows, out] (any strides).
-    pub(super) fn g_w(&self, g: View<f32>, rows: usize) -> Vec<f32> {
+    /// g W ([rows, in]) for g [rows, out] (any strides); an error for a merged weight, which
+    /// no backward reads.
+    pub(super) fn g_w(&self, g: View<f32>, rows: usize) -> Result<Vec<f32>> {
         #[cfg(target_arch = "x86_64")]
-        return product(g, rows, &self.g_w);
+        return match &self.g_w {
+            Some(p) => Ok(product(g, rows, p)),
+            None => candle_core::bail!("bf16 products: a merged weight has no backward pack"),
+        };
         #[cfg(not(target_arch = "x86_64"))]
         unreachable!("no bf16 products off x86-64: {g:p} {rows}")
     }
@@ -101,17 +133,21 @@ impl Bf16Weight {
             )
         }
         let (s, l) = x.storage_and_layout();
-        let data = match &*s {
-            candle_core::Storage::Cpu(c) => c.as_slice::<f32>()?,
-            _ => candle_core::bail!("bf16 products run on the CPU"),
-        };
-        let x = View::of(data, l, "bf16 products")?;
+        let x = View::of(cpu_f32(&s)?, l, "bf16 products")?;
         let y = if forward {
             self.x_wt(x, rows)
         } else {
-            self.g_w(x, rows)
+            self.g_w(x, rows)?
         };
         Tensor::from_vec(y, (rows, n), &Device::Cpu)
+    }
+}
+
+/// The values of an f32 CPU storage.
+fn cpu_f32(s: &candle_core::Storage) -> Result<&[f32]> {
+    match s {
+        candle_core::Storage::Cpu(c) => c.as_slice::<f32>(),
+        _ => candle_core::bail!("bf16 products run on the CPU"),
     }
 }
 

@@ -76,7 +76,7 @@ pub(super) fn input_grad(
         View::of(slice(&as_)?, al, OP)?,
     );
     let mut dx = match bf16 {
-        Some(p) => p.g_w(g, m),
+        Some(p) => p.g_w(g, m)?,
         None => gemm_new((g, w), (m, k, n)),
     };
     gemm_into_par(&mut dx, k, true, (dh, a), (m, k, r));
