@@ -2,6 +2,7 @@
 //! output projection, with one `forward` serving both cached inference and differentiable
 //! training (see `block` for the per-pass numerics).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use candle_core::{DType, Device, Tensor, Var};
@@ -28,15 +29,23 @@ pub struct Llama {
     rope: RopeTables,
     /// The head's weight packed for bf16 products (`use_bf16_products`).
     head_bf16: Option<Arc<Bf16Weight>>,
+    /// Whether a `merge_adapters` guard holds merged copies now.
+    merged: AtomicBool,
 }
 
-/// The adapters merged into copies of the weights for inference (`Llama::merge_adapters`).
+/// The adapters merged into copies of the weights for inference (`Llama::merge_adapters`). Only
+/// the outermost of nested guards made the copies, and only it drops them.
 pub struct MergedAdapters<'a> {
     model: &'a Llama,
+    outermost: bool,
 }
 
 impl Drop for MergedAdapters<'_> {
     fn drop(&mut self) {
+        if !self.outermost {
+            return;
+        }
+        self.model.merged.store(false, Ordering::SeqCst);
         for b in &self.model.blocks {
             for (_, p) in b.projections() {
                 // Dropping a copy only fails on a poisoned lock, which a panic already reported.
@@ -82,6 +91,7 @@ impl Llama {
             lm_head: w.lm_head,
             rope,
             head_bf16: None,
+            merged: AtomicBool::new(false),
         })
     }
 
@@ -178,9 +188,17 @@ impl Llama {
     /// W + scale B A, one product per projection, instead of the base and the adapter (two more
     /// products, a scale, two casts and an add: each a kernel launch on a GPU, and f32 products
     /// beside bf16 ones on the CPU). A and B must not change meanwhile; the guard drops the
-    /// merged copies.
+    /// merged copies. Under a guard that lives, a new one reuses its copies (the trainer holds one
+    /// over a step's rollouts, whose turns each call `generate`).
     pub fn merge_adapters(&self) -> Result<MergedAdapters<'_>> {
-        let guard = MergedAdapters { model: self };
+        let outermost = !self.merged.swap(true, Ordering::SeqCst);
+        let guard = MergedAdapters {
+            model: self,
+            outermost,
+        };
+        if !outermost {
+            return Ok(guard);
+        }
         for b in &self.blocks {
             for (_, p) in b.projections() {
                 p.set_merged(true)?;

@@ -368,6 +368,15 @@ impl<'a> Trainer<'a> {
         if round > 0 {
             seed = derive(seed, (1 << 32) | round);
         }
+        // Where generation decodes merged (`Llama::decodes_merged`), the copies are made once for
+        // the step's turns, not once per turn: the adapters do not change during a rollout.
+        let t_merge = Instant::now();
+        let llama = &self.model.model;
+        let _merged = match llama.decodes_merged() {
+            true => Some(llama.merge_adapters()?),
+            false => None,
+        };
+        let merge_s = t_merge.elapsed().as_secs_f64();
         let mut inner = ModelPolicy::new(&self.model, self.cfg.sampling.clone(), seed);
         if let Some(s) = &env.system_prompt {
             inner.system = s.clone();
@@ -390,7 +399,7 @@ impl<'a> Trainer<'a> {
         let total = t0.elapsed().as_secs_f64();
         bar.finish_and_clear();
         let timings = Timings {
-            rollout_s: policy.generation_seconds(),
+            rollout_s: merge_s + policy.generation_seconds(),
             simulate_s: (total - policy.generation_seconds()).max(0.0),
             train_s: 0.0,
             generated_tokens: policy.generated_tokens(),

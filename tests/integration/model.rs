@@ -529,6 +529,11 @@ fn generation_with_merged_adapters_scores_as_the_adapters_do_until_the_guard_dro
         assert!(max_abs_diff(&merged, &adapted)? < 1e-5);
         let off = m.token_logprobs(&batch, AdapterMode::Off, Pass::Infer)?;
         assert_eq!(max_abs_diff(&off, &base)?, 0.0);
+        // A guard inside it (a generate call under the trainer's guard over a rollout) reuses
+        // the copies and leaves them when it drops: still the old B.
+        drop(m.model.merge_adapters()?);
+        let nested = m.token_logprobs(&batch, AdapterMode::On, Pass::Infer)?;
+        assert_eq!(max_abs_diff(&nested, &merged)?, 0.0);
     }
     let after = m.token_logprobs(&batch, AdapterMode::On, Pass::Infer)?;
     let train = m.token_logprobs(&batch, AdapterMode::On, Pass::Train)?;
