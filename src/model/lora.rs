@@ -407,11 +407,10 @@ impl LoraLinear {
 
     /// Keeps W + scale B A for `Pass::Infer` with `AdapterMode::On` (`merge: true`, a layer with
     /// an adapter) or drops it (`merge: false`): `merged_weight()`, or with bf16 products
-    /// bf16(bf16(W) + scale B A) packed (`Bf16Weight::plus_product`). The copy goes stale when A or B
-    /// change: `Llama::merge_adapters` drops it when the generation that asked for it ends.
+    /// bf16(bf16(W) + scale B A) packed (`Bf16Weight::plus_product`). The copy goes stale when A
+    /// or B change: the `Llama::merge_adapters` guard that made it drops it.
     pub fn set_merged(&self, merge: bool) -> Result<()> {
         let m = match (merge, &self.adapter, &self.bf16) {
-            (false, _, _) | (true, None, _) => None,
             (true, Some(ad), Some(p)) => {
                 let (a, b) = (ad.a.as_tensor(), ad.b.as_tensor());
                 Some(Merged {
@@ -423,6 +422,7 @@ impl LoraLinear {
                 weight: self.merged_weight()?,
                 bf16: None,
             }),
+            _ => None,
         };
         *self.merged.lock().map_err(|_| poisoned())? = m;
         Ok(())
