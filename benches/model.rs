@@ -234,7 +234,7 @@ fn run() -> anyhow::Result<()> {
     {
         let (mut m, ids, mut opt) = common::lora_training(&path, &dev, &base)?;
         // As the trainer's rollouts decode: through the adapters (merged into the weights on a
-        // GPU, `Llama::merge_adapters`).
+        // GPU and with bf16 products, `Llama::decodes_merged`).
         rows.push(decode_case(&mut c, &dev, &mut m, 16, " through LoRA r16")?);
         for rows_per_step in [1usize, 4] {
             let batch = vec![ids.clone(); rows_per_step];

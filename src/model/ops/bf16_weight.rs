@@ -11,7 +11,7 @@ use super::view::View;
 use super::{amx, bf16_dot, bf16_pack::PackedB};
 
 /// W [out, in] packed as the B operand of x W^T ([in, out]) and of g W ([out, in]); a merged
-/// weight of generation (`plus`) packs only the first.
+/// weight of generation (`plus_product`) packs only the first.
 pub struct Bf16Weight {
     #[cfg(target_arch = "x86_64")]
     x_wt: PackedB,
@@ -88,7 +88,7 @@ impl Bf16Weight {
             })
         }
         #[cfg(not(target_arch = "x86_64"))]
-        unreachable!("no bf16 products off x86-64")
+        unreachable!("no bf16 products off x86-64: {scale}")
     }
 
     /// x W^T ([rows, out]) for x [rows, in] (any strides).
