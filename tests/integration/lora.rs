@@ -134,6 +134,21 @@ fn adapted_layer(nonzero_b: bool) -> Result<LoraLinear> {
     Ok(layer)
 }
 
+/// `layer` with an adapter whose factors are A `a` [rank, in] and B `b` [out, rank], scale
+/// `alpha` / rank.
+fn with_adapter(mut layer: LoraLinear, a: &Tensor, b: &Tensor, alpha: f64) -> Result<LoraLinear> {
+    let cfg = LoraConfig {
+        rank: a.dim(0)?,
+        alpha,
+        ..LoraConfig::default()
+    };
+    layer.attach_adapter(&cfg, &mut ChaCha8Rng::seed_from_u64(0))?;
+    let t = layer.trainable();
+    t[0].1.set(a)?;
+    t[1].1.set(b)?;
+    Ok(layer)
+}
+
 #[test]
 fn cpu_layer_stores_the_weight_column_major_with_the_same_values_and_outputs() -> Result<()> {
     let w = seeded(&[6, 5], 10, DType::F32)?;
@@ -245,16 +260,7 @@ fn with_bf16_products_a_merged_layer_multiplies_by_the_rounded_sum() -> Result<(
         dyadic(&[2, 5], 22, 1.0 / 8.0)?,
         dyadic(&[6, 2], 23, 1.0 / 8.0)?,
     );
-    let mut layer = LoraLinear::new(w.clone(), Some(bias.clone()))?;
-    let cfg = LoraConfig {
-        rank: 2,
-        alpha: 4.0,
-        ..LoraConfig::default()
-    };
-    layer.attach_adapter(&cfg, &mut ChaCha8Rng::seed_from_u64(24))?;
-    let t = layer.trainable();
-    t[0].1.set(&a)?;
-    t[1].1.set(&b)?;
+    let mut layer = with_adapter(LoraLinear::new(w.clone(), Some(bias.clone()))?, &a, &b, 4.0)?;
     layer.pack_bf16()?;
     let x = seeded(&[2, 3, 5], 25, DType::F32)?;
     let unmerged = layer.forward(&x, AdapterMode::On, Pass::Infer)?;
@@ -283,16 +289,12 @@ fn with_bf16_products_a_merged_layer_multiplies_by_the_rounded_sum() -> Result<(
 fn merged_weight_hand_computed() -> Result<()> {
     // W = 0 [1, 2], A = [[1, 2]] (rank 1), B = [[3]], alpha 2 -> scale 2:
     // W + 2 * B A = 2 * [[3, 6]] = [[6, 12]].
-    let mut layer = LoraLinear::new(Tensor::zeros((1, 2), DType::F32, &Device::Cpu)?, None)?;
-    let cfg = LoraConfig {
-        rank: 1,
-        alpha: 2.0,
-        ..LoraConfig::default()
-    };
-    layer.attach_adapter(&cfg, &mut ChaCha8Rng::seed_from_u64(0))?;
-    let t = layer.trainable();
-    t[0].1.set(&Tensor::new(&[[1f32, 2.]], &Device::Cpu)?)?;
-    t[1].1.set(&Tensor::new(&[[3f32]], &Device::Cpu)?)?;
+    let layer = with_adapter(
+        LoraLinear::new(Tensor::zeros((1, 2), DType::F32, &Device::Cpu)?, None)?,
+        &Tensor::new(&[[1f32, 2.]], &Device::Cpu)?,
+        &Tensor::new(&[[3f32]], &Device::Cpu)?,
+        2.0,
+    )?;
     assert_eq!(
         layer.merged_weight()?.to_vec2::<f32>()?,
         vec![vec![6., 12.]]

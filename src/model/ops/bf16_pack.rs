@@ -77,6 +77,20 @@ fn lines(len: usize) -> Vec<Line> {
     vec![Line([0; KB]); len.div_ceil(KB)]
 }
 
+/// `len` bf16 values (a multiple of KB) on cache lines, written by `fill` with no zero fill first.
+///
+/// # Safety
+/// `fill` must write every one of the `len` values it is given.
+unsafe fn written_lines(len: usize, fill: impl FnOnce(&mut [MaybeUninit<u16>])) -> Vec<Line> {
+    let mut data = Vec::<Line>::with_capacity(len / KB);
+    let spare = data.spare_capacity_mut();
+    // SAFETY: a Line is KB u16 with no padding, so the spare capacity holds len u16 slots.
+    fill(unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast(), len) });
+    // SAFETY: the caller's `fill` wrote all len values.
+    unsafe { data.set_len(len / KB) };
+    data
+}
+
 /// The values of `lines`.
 fn values(l: &[Line]) -> &[u16] {
     // SAFETY: Line is 32 u16 with no padding (repr(C), 64 bytes, align 64).
@@ -132,28 +146,25 @@ impl PackedB {
         scale: f32,
     ) -> Self {
         let (k, n, k_pad) = (self.k, self.n, self.k_pad);
-        let (old, len) = (values(&self.data), self.data.len() * KB);
-        let mut data = Vec::<Line>::with_capacity(self.data.len());
-        let spare = data.spare_capacity_mut();
-        // SAFETY: a Line is KB u16 with no padding, so the spare capacity holds len u16 slots.
-        let out: &mut [MaybeUninit<u16>] =
-            unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast(), len) };
-        out.par_chunks_mut((k_pad * T).max(1))
-            .zip(old.par_chunks((k_pad * T).max(1)))
-            .enumerate()
-            .for_each(|(p, (dst, old))| {
-                // u v's block, zero in the padding's rows and columns (as b's pack is there).
-                let mut uv = vec![0f32; k_pad * T];
-                let v = View {
-                    off: v.off + p * T * v.cs,
-                    ..v
-                };
-                let cols = T.min(n.saturating_sub(p * T));
-                gemm_into(&mut uv, T, false, (u, v), (k, cols, r));
-                add_rounded(dst, old, &uv, scale);
-            });
-        // SAFETY: the loop above wrote all len values (the panels cover the pack).
-        unsafe { data.set_len(self.data.len()) };
+        let old = values(&self.data);
+        let fill = |out: &mut [MaybeUninit<u16>]| {
+            out.par_chunks_mut((k_pad * T).max(1))
+                .zip(old.par_chunks((k_pad * T).max(1)))
+                .enumerate()
+                .for_each(|(p, (dst, old))| {
+                    // u v's block, zero in the padding's rows and columns (as b's pack is there).
+                    let mut uv = vec![0f32; k_pad * T];
+                    let v = View {
+                        off: v.off + p * T * v.cs,
+                        ..v
+                    };
+                    let cols = T.min(n.saturating_sub(p * T));
+                    gemm_into(&mut uv, T, false, (u, v), (k, cols, r));
+                    add_rounded(dst, old, &uv, scale);
+                })
+        };
+        // SAFETY: `fill` writes every value: the panels cover the pack, as they cover `old`.
+        let data = unsafe { written_lines(old.len(), fill) };
         PackedB { k, n, k_pad, data }
     }
 
@@ -198,11 +209,6 @@ impl BfRows {
         }
         let k_pad = k.next_multiple_of(KB);
         let len = m.next_multiple_of(rows_multiple) * k_pad; // a multiple of KB
-        let mut data = Vec::<Line>::with_capacity(len / KB);
-        let spare = data.spare_capacity_mut();
-        // SAFETY: a Line is KB u16 with no padding, so the spare capacity holds len u16 slots.
-        let values: &mut [MaybeUninit<u16>] =
-            unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast(), len) };
         let row = |(i, row): (usize, &mut [MaybeUninit<u16>])| {
             let (vals, pad) = row.split_at_mut(if i < m { k } else { 0 });
             if i < m {
@@ -220,13 +226,15 @@ impl BfRows {
         };
         // A decoding step's few rows are rounded on the calling thread.
         let per_task = (1 << 14) / k_pad.max(1) + 1;
-        values
-            .par_chunks_mut(k_pad.max(1))
-            .with_min_len(per_task)
-            .enumerate()
-            .for_each(row);
-        // SAFETY: the loop above wrote all len values.
-        unsafe { data.set_len(len / KB) };
+        let fill = |values: &mut [MaybeUninit<u16>]| {
+            values
+                .par_chunks_mut(k_pad.max(1))
+                .with_min_len(per_task)
+                .enumerate()
+                .for_each(row)
+        };
+        // SAFETY: `row` writes every value of its row: the rounded values and the padding.
+        let data = unsafe { written_lines(len, fill) };
         BfRows { k_pad, data }
     }
 
