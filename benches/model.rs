@@ -161,6 +161,9 @@ fn decode_case(
         prompt.len()
     );
     Ok(run_case(c, dev, &name, batch * DECODE_TOKENS, || {
+        // As a trainer's rollout decodes: with the adapters merged into copies of the weights
+        // (`Trainer::play`), the merge inside each timed call. Without adapters, no copies.
+        let _merged = m.model.merge_adapters().expect("merge");
         m.generate(&prompts, &seeds, &params).expect("generate");
     }))
 }
@@ -233,8 +236,7 @@ fn run() -> anyhow::Result<()> {
     }
     {
         let (mut m, ids, mut opt) = common::lora_training(&path, &dev, &base)?;
-        // As the trainer's rollouts decode: through the adapters (merged into the weights on a
-        // GPU and with bf16 products, `Llama::decodes_merged`).
+        // As the trainer's rollouts decode: through the adapters, merged into the weights.
         rows.push(decode_case(&mut c, &dev, &mut m, 16, " through LoRA r16")?);
         for rows_per_step in [1usize, 4] {
             let batch = vec![ids.clone(); rows_per_step];

@@ -179,7 +179,9 @@ impl Llama {
     /// decoding step of SmolLM2-135M (~23 ms a step against the plain model's ~7 ms,
     /// results/perf/gpu.md). With bf16 products on the CPU they run in f32 beside the packed
     /// base's bf16 (-29% tokens/s at batch 16, results/perf/step.md, "Decoding through the
-    /// adapters"). In f32 on the CPU they cost 11%, and a merged copy 424 MB: not merged.
+    /// adapters"). In f32 on the CPU they cost 8-11%, about what a merge (~140 ms, 424 MB)
+    /// costs over 20 decoding steps, so a call alone does not merge there; the trainer merges
+    /// over each rollout on every device (`Trainer::play`).
     pub fn decodes_merged(&self) -> bool {
         !self.device().is_cpu() || self.head_bf16.is_some()
     }

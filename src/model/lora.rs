@@ -19,7 +19,7 @@ use candle_core::{DType, Result, Tensor, Var};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::ops::{frozen_matmul, linear_infer, lora_linear_train, Bf16Weight};
+use super::ops::{frozen_matmul, linear_infer, lora_linear_train, plus_low_rank, Bf16Weight};
 
 /// Which projections get adapters. Default: all seven.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -418,14 +418,27 @@ impl LoraLinear {
                     bf16: Some(Arc::new(p.plus_product(a, b, ad.scale)?)),
                 })
             }
-            (true, Some(_), None) => Some(Merged {
-                weight: self.merged_weight()?,
+            (true, Some(ad), None) => Some(Merged {
+                weight: self.merged_in_base_order(ad)?,
                 bf16: None,
             }),
             _ => None,
         };
         *self.merged.lock().map_err(|_| poisoned())? = m;
         Ok(())
+    }
+
+    /// W + scale B A stored as W is: column-major in f32 on the CPU (`new`), so that decoding
+    /// reads the merged weight as it reads the base's (`ops::plus_low_rank`: one copy of W and
+    /// gemm adding the product into it); elsewhere `merged_weight()`.
+    fn merged_in_base_order(&self, ad: &Adapter) -> Result<Tensor> {
+        let w = self.weight().detach();
+        if !w.device().is_cpu() || w.dtype() != DType::F32 || !w.t()?.is_contiguous() {
+            return self.merged_weight();
+        }
+        let (a, b) = (ad.a.as_tensor().detach(), ad.b.as_tensor().detach());
+        // (W + scale B A)^T = W^T + scale A^T B^T, [in, out] contiguous.
+        plus_low_rank(&w.t()?, &a.t()?, &b.t()?, ad.scale)?.t()
     }
 
     fn merged_copy(&self) -> Result<Option<Merged>> {
@@ -479,4 +492,39 @@ fn dropout_mask(ad: &Adapter, (m, n): (usize, usize), dev: &candle_core::Device)
 
 fn poisoned() -> candle_core::Error {
     candle_core::Error::Msg("lora: the merged weight's lock was poisoned".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use candle_core::{DType, Device, Tensor};
+    use rand::SeedableRng;
+
+    use super::*;
+
+    #[test]
+    fn on_the_cpu_a_merged_copy_is_stored_as_the_base_is_and_holds_the_sum() -> Result<()> {
+        // W [3, 2] = [[1, 2], [3, 4], [5, 6]], A [1, 2] = [[1, -1]], B [3, 1] = [[1], [0], [2]],
+        // alpha 2 at rank 1 (scale 2): W + 2 B A = [[3, 0], [3, 4], [9, 2]].
+        let w = Tensor::new(&[[1f32, 2.], [3., 4.], [5., 6.]], &Device::Cpu)?;
+        let mut layer = LoraLinear::new(w, None)?;
+        let cfg = LoraConfig {
+            rank: 1,
+            alpha: 2.0,
+            ..LoraConfig::default()
+        };
+        layer.attach_adapter(&cfg, &mut ChaCha8Rng::seed_from_u64(0))?;
+        let t = layer.trainable();
+        t[0].1.set(&Tensor::new(&[[1f32, -1.]], &Device::Cpu)?)?;
+        t[1].1
+            .set(&Tensor::new(&[[1f32], [0.], [2.]], &Device::Cpu)?)?;
+        layer.set_merged(true)?;
+        let merged = layer.merged_copy()?.expect("a merged copy").weight;
+        // Column-major, as `new` stores the base, so decoding reads W^T's rows in place.
+        assert!(merged.t()?.is_contiguous() && layer.weight().t()?.is_contiguous());
+        assert_eq!(merged.dtype(), DType::F32);
+        assert_eq!(merged.to_vec2::<f32>()?, [[3., 0.], [3., 4.], [9., 2.]]);
+        layer.set_merged(false)?;
+        assert!(layer.merged_copy()?.is_none());
+        Ok(())
+    }
 }

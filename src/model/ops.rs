@@ -411,6 +411,40 @@ fn skinny_matmul(x: &Tensor, w: &Tensor) -> Result<Option<Tensor>> {
     Ok(None)
 }
 
+/// w + scale (u v) as a new contiguous tensor, for w [m, n] contiguous, u [m, r] and v [r, n]
+/// (any strides), all f32 on the CPU: w copied once and the product added into the copy by gemm
+/// (dst's columns split between the threads), so no [m, n] product or scaled product is written.
+/// scale multiplies u first: for a power of two, as LoRA's alpha / r usually is, the same
+/// values as scale (u v). A merged weight's transpose (`LoraLinear::set_merged`).
+pub fn plus_low_rank(w: &Tensor, u: &Tensor, v: &Tensor, scale: f64) -> Result<Tensor> {
+    let (m, n) = w.dims2()?;
+    let r = u.dim(1)?;
+    if u.dims2()? != (m, r) || v.dims2()? != (r, n) || !w.is_contiguous() {
+        candle_core::bail!(
+            "plus_low_rank: w {:?} (contiguous), u {:?} and v {:?} do not fit together",
+            w.dims(),
+            u.dims(),
+            v.dims()
+        )
+    }
+    let mut dst = w.flatten_all()?.to_vec1::<f32>()?;
+    let u = (u * scale)?;
+    let (us, ul) = u.storage_and_layout();
+    let (vs, vl) = v.storage_and_layout();
+    let (u_data, v_data) = match (&*us, &*vs) {
+        (candle_core::Storage::Cpu(a), candle_core::Storage::Cpu(b)) => {
+            (a.as_slice::<f32>()?, b.as_slice::<f32>()?)
+        }
+        _ => candle_core::bail!("plus_low_rank runs on the CPU"),
+    };
+    let (u_v, v_v) = (
+        view::View::of(u_data, ul, "plus_low_rank")?,
+        view::View::of(v_data, vl, "plus_low_rank")?,
+    );
+    view::gemm_into_par(&mut dst, n, true, (u_v, v_v), (m, n, r));
+    Tensor::from_vec(dst, (m, n), w.device())
+}
+
 /// x @ w^T where w is frozen: backward returns the gradient for x only and never computes or
 /// stores a gradient for w. x: [..., in], w: [out, in] -> [..., out]. With `bf16` (w packed),
 /// both products are bf16 products ([`Bf16Weight`]).

@@ -368,14 +368,13 @@ impl<'a> Trainer<'a> {
         if round > 0 {
             seed = derive(seed, (1 << 32) | round);
         }
-        // Where generation decodes merged (`Llama::decodes_merged`), the copies are made once for
-        // the step's turns, not once per turn: the adapters do not change during a rollout.
+        // The rollout decodes with the adapters merged into copies of the weights, made once for
+        // the step's turns: the adapters do not change during a rollout, whose decoding steps
+        // repay the merge on every device, f32 on the CPU included (there `generate` alone does
+        // not merge, `Llama::decodes_merged`; results/perf/step.md, "f32 rollouts decode with
+        // the adapters merged").
         let t_merge = Instant::now();
-        let llama = &self.model.model;
-        let _merged = match llama.decodes_merged() {
-            true => Some(llama.merge_adapters()?),
-            false => None,
-        };
+        let _merged = self.model.model.merge_adapters()?;
         let merge_s = t_merge.elapsed().as_secs_f64();
         let mut inner = ModelPolicy::new(&self.model, self.cfg.sampling.clone(), seed);
         if let Some(s) = &env.system_prompt {

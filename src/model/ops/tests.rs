@@ -685,3 +685,34 @@ fn the_head_matmul_equals_x_times_w_transposed_bit_for_bit() -> Result<()> {
     }
     Ok(())
 }
+
+#[test]
+fn plus_low_rank_hand_computed_with_transposed_factors() -> Result<()> {
+    // w = [[1, 2, 3], [4, 5, 6]], u = [[1], [2]] (rank 1), v = [[1, 0, -1]], scale 2:
+    // w + 2 u v = [[3, 2, 1], [8, 5, 2]]. u and v are given as transposed views, as a merged
+    // weight's transpose takes A^T and B^T.
+    let w = Tensor::new(&[[1f32, 2., 3.], [4., 5., 6.]], &Device::Cpu)?;
+    let u = Tensor::new(&[[1f32, 2.]], &Device::Cpu)?.t()?;
+    let v = Tensor::new(&[[1f32], [0.], [-1.]], &Device::Cpu)?.t()?;
+    let y = plus_low_rank(&w, &u, &v, 2.0)?;
+    assert_eq!(y.to_vec2::<f32>()?, [[3., 2., 1.], [8., 5., 2.]]);
+    assert_eq!(
+        w.to_vec2::<f32>()?,
+        [[1., 2., 3.], [4., 5., 6.]],
+        "w is copied, not changed"
+    );
+    // Larger and random: the composition's values, up to summation order.
+    let (w, u, v) = (
+        seeded(&[64, 96], 1)?,
+        seeded(&[16, 64], 2)?,
+        seeded(&[96, 16], 3)?,
+    );
+    let want = (&w + (u.t()?.matmul(&v.t()?)? * 0.5)?)?;
+    assert!(max_abs_diff(&plus_low_rank(&w, &u.t()?, &v.t()?, 0.5)?, &want)? < 1e-5);
+    // Shapes that do not fit, and a w that is not contiguous, are refused.
+    for w in [w.t()?, w.t()?.contiguous()?.t()?] {
+        let err = plus_low_rank(&w, &u.t()?, &v.t()?, 1.0).unwrap_err();
+        assert!(err.to_string().contains("plus_low_rank"), "{err}");
+    }
+    Ok(())
+}
