@@ -429,19 +429,12 @@ pub fn plus_low_rank(w: &Tensor, u: &Tensor, v: &Tensor, scale: f64) -> Result<T
     }
     let mut dst = w.flatten_all()?.to_vec1::<f32>()?;
     let u = (u * scale)?;
-    let (us, ul) = u.storage_and_layout();
-    let (vs, vl) = v.storage_and_layout();
-    let (u_data, v_data) = match (&*us, &*vs) {
-        (candle_core::Storage::Cpu(a), candle_core::Storage::Cpu(b)) => {
-            (a.as_slice::<f32>()?, b.as_slice::<f32>()?)
-        }
-        _ => candle_core::bail!("plus_low_rank runs on the CPU"),
-    };
-    let (u_v, v_v) = (
-        view::View::of(u_data, ul, "plus_low_rank")?,
-        view::View::of(v_data, vl, "plus_low_rank")?,
+    let ((us, ul), (vs, vl)) = (u.storage_and_layout(), v.storage_and_layout());
+    let (u, v) = (
+        view::View::of_cpu(&us, ul, "plus_low_rank")?,
+        view::View::of_cpu(&vs, vl, "plus_low_rank")?,
     );
-    view::gemm_into_par(&mut dst, n, true, (u_v, v_v), (m, n, r));
+    view::gemm_into_par(&mut dst, n, true, (u, v), (m, n, r));
     Tensor::from_vec(dst, (m, n), w.device())
 }
 

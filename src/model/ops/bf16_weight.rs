@@ -50,7 +50,7 @@ impl Bf16Weight {
         {
             let (out, inp) = w.dims2()?;
             let (s, l) = w.storage_and_layout();
-            let w = View::of(cpu_f32(&s)?, l, "bf16 products")?;
+            let w = View::of_cpu(&s, l, "bf16 products")?;
             Ok(Bf16Weight {
                 x_wt: PackedB::new(w.t(), inp, out),
                 g_w: Some(PackedB::new(w, out, inp)),
@@ -79,8 +79,8 @@ impl Bf16Weight {
         #[cfg(target_arch = "x86_64")]
         {
             let ((sa, la), (sb, lb)) = (a.storage_and_layout(), b.storage_and_layout());
-            let a = View::of(cpu_f32(&sa)?, la, "bf16 products")?;
-            let b = View::of(cpu_f32(&sb)?, lb, "bf16 products")?;
+            let a = View::of_cpu(&sa, la, "bf16 products")?;
+            let b = View::of_cpu(&sb, lb, "bf16 products")?;
             // x W^T's operand is W^T [in, out]; its addend scale A^T B^T.
             Ok(Bf16Weight {
                 x_wt: self.x_wt.plus_product((a.t(), b.t()), r, scale as f32),
@@ -133,21 +133,13 @@ impl Bf16Weight {
             )
         }
         let (s, l) = x.storage_and_layout();
-        let x = View::of(cpu_f32(&s)?, l, "bf16 products")?;
+        let x = View::of_cpu(&s, l, "bf16 products")?;
         let y = if forward {
             self.x_wt(x, rows)
         } else {
             self.g_w(x, rows)?
         };
         Tensor::from_vec(y, (rows, n), &Device::Cpu)
-    }
-}
-
-/// The values of an f32 CPU storage.
-fn cpu_f32(s: &candle_core::Storage) -> Result<&[f32]> {
-    match s {
-        candle_core::Storage::Cpu(c) => c.as_slice::<f32>(),
-        _ => candle_core::bail!("bf16 products run on the CPU"),
     }
 }
 

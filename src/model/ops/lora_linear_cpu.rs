@@ -8,7 +8,7 @@
 //! with one fused multiply-add by 1, which rounds as the separate add does, so the results equal
 //! the composition's bit for bit (`lora_linear_tests.rs`).
 
-use candle_core::{CpuStorage, Device, Layout, Result, Storage, Tensor};
+use candle_core::{CpuStorage, Device, Layout, Result, Tensor};
 
 use super::bf16_weight::Bf16Weight;
 use super::view::{gemm_into_par, gemm_new, View};
@@ -67,26 +67,12 @@ pub(super) fn input_grad(
     let (ws, wl) = w.storage_and_layout();
     let (hs, hl) = dh.storage_and_layout();
     let (as_, al) = a.storage_and_layout();
-    let (g, w) = (
-        View::of(slice(&gs)?, gl, OP)?,
-        View::of(slice(&ws)?, wl, OP)?,
-    );
-    let (dh, a) = (
-        View::of(slice(&hs)?, hl, OP)?,
-        View::of(slice(&as_)?, al, OP)?,
-    );
+    let (g, w) = (View::of_cpu(&gs, gl, OP)?, View::of_cpu(&ws, wl, OP)?);
+    let (dh, a) = (View::of_cpu(&hs, hl, OP)?, View::of_cpu(&as_, al, OP)?);
     let mut dx = match bf16 {
         Some(p) => p.g_w(g, m)?,
         None => gemm_new((g, w), (m, k, n)),
     };
     gemm_into_par(&mut dx, k, true, (dh, a), (m, k, r));
     Tensor::from_vec(dx, (m, k), &Device::Cpu)
-}
-
-/// A CPU f32 storage's values.
-fn slice(s: &Storage) -> Result<&[f32]> {
-    match s {
-        Storage::Cpu(s) => s.as_slice::<f32>(),
-        _ => candle_core::bail!("{OP}: input_grad runs on the CPU"),
-    }
 }

@@ -1,7 +1,7 @@
 //! A matrix inside a slice, the rows of a heads view as such matrices, gemm on them, and the keys
 //! a mask row lets through: how the attention ops multiply blocks of q, k and v in place.
 
-use candle_core::{CpuStorage, Layout, Result, WithDType};
+use candle_core::{CpuStorage, Layout, Result, Storage, WithDType};
 use gemm::Parallelism;
 use rayon::prelude::*;
 
@@ -53,6 +53,17 @@ pub(super) fn qkv<'a, T: WithDType>(
 ) -> Result<[Rows<'a, T>; 3]> {
     let [q, k, v] = inputs.map(|(s, l)| Rows::of(s.as_slice::<T>()?, l, op));
     Ok([q?, k?, v?])
+}
+
+impl<'a> View<'a, f32> {
+    /// The matrix of an f32 CPU storage's 2-D layout, in place (any strides); `op` names the
+    /// caller in errors.
+    pub(super) fn of_cpu(s: &'a Storage, l: &Layout, op: &str) -> Result<Self> {
+        match s {
+            Storage::Cpu(c) => View::of(c.as_slice::<f32>()?, l, op),
+            _ => candle_core::bail!("{op}: runs on the CPU, got a tensor on another device"),
+        }
+    }
 }
 
 impl<'a, T> View<'a, T> {
