@@ -156,12 +156,15 @@ pub(super) fn band_columns(x: &[f32], wt: &[f32], m: usize, n: usize, k: usize, 
     }
 }
 
-/// How many shared indices ahead `column_tile` prefetches W^T's rows. Its tile reads 64-192 bytes
-/// of each row, one row (2.3-6 KB) apart: a stride Intel's hardware prefetchers do not follow
-/// (the L1 stride prefetcher stops at 2 KB, the L2 streamer at the 4 KB page). On a 2-core Xeon
-/// decoding at batch 8-16 went 1.2x faster with it; on Zen 4, which follows the stride, it
-/// measured within noise of none (results/perf/step.md "Decoding's column tiles prefetch").
-const PF: usize = 8;
+/// How many shared indices ahead `column_tile` prefetches W^T's rows, into the L2 cache
+/// (prefetcht2). Its tile reads 64-192 bytes of each row, one row (2.3-6 KB) apart: a stride
+/// Intel's hardware prefetchers do not follow (the L1 stride prefetcher stops at 2 KB, the L2
+/// streamer at the 4 KB page). On a 2-core Xeon 8 rows ahead into L1 made decoding at batch 8-16
+/// 1.2x faster than none, and 32 ahead into L2 another 1.15-1.24x: the L2 tracks more misses in
+/// flight than L1's fill buffers (results/perf/step.md, "Decoding's column tiles prefetch" and
+/// "... further ahead, into L2"). On Zen 4, which follows the stride, 8 ahead measured within
+/// noise of none.
+const PF: usize = 32;
 
 /// out[a * ow + c] = sum over t of x[a * k + t] wt[t * n + c], for the XB rows of x and the
 /// 16 * WV columns of wt: one fused multiply-add per t, in order.
@@ -185,7 +188,7 @@ fn column_tile<const XB: usize, const WV: usize>(
         for t in 0..k {
             let ahead = wt.as_ptr().wrapping_add((t + PF) * n);
             for v in 0..WV {
-                _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(v * LANES) as *const i8);
+                _mm_prefetch::<_MM_HINT_T2>(ahead.wrapping_add(v * LANES) as *const i8);
             }
             let w: [__m512; WV] =
                 std::array::from_fn(|v| _mm512_loadu_ps(wt.as_ptr().add(t * n + v * LANES)));
