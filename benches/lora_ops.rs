@@ -5,13 +5,16 @@
 //! layer's attention scores, `rms_norm_train` vs `rms_norm_slow`, `rope_train` vs `rope_i_slow`,
 //! `target_logprobs` vs the composition of candle ops it replaced, on the logits of one
 //! 512-token sequence ([512, 49152]), and `attention_train` vs matmul + mask + softmax_train +
-//! matmul on one layer's attention at 4 x 512 tokens (3 KV heads, 3 query heads each).
+//! matmul on one layer's attention at 4 x 512 tokens (3 KV heads, 3 query heads each). At
+//! inference, `linear_infer` vs candle's matmul for a prefill's 32-128 rows through the 30 layers'
+//! column-major gate projections (out of cache, as in a forward): where the few-rows op of
+//! `ops/skinny.rs` stops paying (`skinny::max_rows`).
 
 use candle_core::{DType, Device, Tensor, Var};
 use criterion::{criterion_group, criterion_main, Criterion};
 use empathy_gym::model::ops::{
-    attention_probs_composed, attention_train, frozen_matmul, merge_heads, rms_norm_train,
-    rope_train, softmax_train, target_logprobs, target_logprobs_composed,
+    attention_probs_composed, attention_train, frozen_matmul, linear_infer, merge_heads,
+    rms_norm_train, rope_train, softmax_train, target_logprobs, target_logprobs_composed,
 };
 
 fn inputs() -> anyhow::Result<(Var, Tensor)> {
@@ -175,8 +178,37 @@ fn bench_attention(c: &mut Criterion) {
     group.finish();
 }
 
+fn bench_linear_infer(c: &mut Criterion) {
+    let dev = Device::Cpu;
+    // 30 gate projections [1536, 576], stored column-major as `LoraLinear` stores them on the CPU.
+    let ws: Vec<Tensor> = (0..30)
+        .map(|_| Tensor::rand(-1f32, 1f32, (576, 1536), &dev)?.t())
+        .collect::<candle_core::Result<_>>()
+        .expect("weights");
+    let mut group = c.benchmark_group("inference x [m, 576] @ 30 column-major [1536, 576]^T");
+    for m in [32, 64, 96, 128] {
+        let x = Tensor::rand(-1f32, 1f32, (m, 576), &dev).expect("x");
+        group.bench_function(format!("linear_infer, {m} rows"), |b| {
+            b.iter(|| {
+                ws.iter()
+                    .map(|w| linear_infer(&x, w, None).expect("linear_infer").dims()[1])
+                    .sum::<usize>()
+            })
+        });
+        group.bench_function(format!("candle matmul, {m} rows"), |b| {
+            b.iter(|| {
+                ws.iter()
+                    .map(|w| x.matmul(&w.t().expect("t")).expect("matmul").dims()[1])
+                    .sum::<usize>()
+            })
+        });
+    }
+    group.finish();
+}
+
 criterion_group!(
     benches,
+    bench_linear_infer,
     bench_attention,
     bench_matmul,
     bench_softmax,

@@ -356,7 +356,7 @@ const HEAD_TRANSPOSED_ROWS: std::ops::Range<usize> = 2..16;
 
 /// x @ w^T for the vocabulary head at inference (x: [m, hidden], w: [vocab, hidden]): bf16
 /// products when `bf16` packs w ([`bf16_product`]), else the few-rows op of
-/// `ops/skinny.rs` where it applies (up to 32 rows in f32 on a CPU with AVX-512), else
+/// `ops/skinny.rs` where it applies (up to 32 rows of x in f32 on a CPU with AVX-512), else
 /// [`head_matmul_gemm`].
 pub fn head_matmul(x: &Tensor, w: &Tensor, bf16: Option<&Arc<Bf16Weight>>) -> Result<Tensor> {
     if let Some(y) = bf16_product(x, bf16)? {
@@ -382,8 +382,8 @@ fn head_matmul_gemm(x: &Tensor, w: &Tensor) -> Result<Tensor> {
 }
 
 /// x @ w^T at inference (x: [m, in], w: [out, in]): bf16 products when `bf16` packs w
-/// ([`bf16_product`]); else for the few rows of a decode step, on a CPU with AVX-512 in f32, one op
-/// that streams w once (`ops/skinny.rs`); elsewhere candle's matmul.
+/// ([`bf16_product`]); else for the few rows of a decode step or a turn's prefill, on a CPU with
+/// AVX-512 in f32, one op that streams w once (`ops/skinny.rs`); elsewhere candle's matmul.
 pub fn linear_infer(x: &Tensor, w: &Tensor, bf16: Option<&Arc<Bf16Weight>>) -> Result<Tensor> {
     if let Some(y) = bf16_product(x, bf16)? {
         return Ok(y);
@@ -399,8 +399,9 @@ fn bf16_product(x: &Tensor, bf16: Option<&Arc<Bf16Weight>>) -> Result<Option<Ten
     bf16.map(|p| p.product(&x.contiguous()?, true)).transpose()
 }
 
-/// x @ w^T by `ops/skinny.rs` where it applies (`skinny::applies`: up to 32 rows in f32 on a
-/// CPU with AVX-512). Values equal candle's matmul up to summation order.
+/// x @ w^T by `ops/skinny.rs` where it applies (`skinny::applies`: up to 96 rows of x for a
+/// column-major w, 32 for a row-major one, in f32 on a CPU with AVX-512). Values equal candle's
+/// matmul up to summation order.
 fn skinny_matmul(x: &Tensor, w: &Tensor) -> Result<Option<Tensor>> {
     #[cfg(target_arch = "x86_64")]
     if skinny::applies(x, w)? {

@@ -1,7 +1,7 @@
 //! x @ w^T for the few rows of a decode step against a frozen weight, as one CPU op that streams
-//! the weight once: decoding's projections and vocabulary head.
+//! the weight once: decoding's projections and vocabulary head, and a turn's prefill (`max_rows`).
 //!
-//! A decode step multiplies b rows (the batch: 1 to 32) by every weight of the model, 537 MB in
+//! A decode step multiplies b rows (the batch) by every weight of the model, 537 MB in
 //! f32 for SmolLM2-135M. candle's matmul hands these products to gemm, which tiles the rows six
 //! at a time (8 rows run as a 6-row and a 2-row tile, each reading the weights): at 8 rows its
 //! kernels took 70% of a ~50 ms decode step, where reading the weights takes 17 ms
@@ -27,9 +27,16 @@ use rayon::prelude::*;
 /// The op's name in errors.
 const OP: &str = "skinny_matmul";
 
-/// Rows of x this op is chosen for: a decode batch (the quickstart's 8, the benchmark's 1-32).
-/// Above it gemm's packed kernels win (prefills, training); at 32 the two were even.
-pub(super) const MAX_ROWS: usize = 32;
+/// Rows of x this op is chosen for, by w's layout. Column-major (the projections): up to 96, a
+/// decode batch or a dialogue's prefill of a turn; on a 2-core Xeon the op ran 1.2-2.0x gemm's
+/// speed at 32-96 rows and even at 128 (results/perf/step.md, "Prefills of up to 96 rows as
+/// one op"). Row-major (the vocabulary head, LoRA's factors): up to 32, a decode batch.
+pub(super) fn max_rows(layout: Weight) -> usize {
+    match layout {
+        Weight::Columns => 96,
+        Weight::Rows => 32,
+    }
+}
 
 /// x [m, k] @ w^T for w [n, k] row- or column-major, in f32 on a CPU with AVX-512 (`applies`);
 /// output [m, n].
@@ -40,15 +47,19 @@ pub(super) fn available() -> bool {
     std::arch::is_x86_feature_detected!("avx512f")
 }
 
-/// Whether the op computes x @ w^T: x of 1 to `MAX_ROWS` rows, x and w in f32 on the CPU, w row-
+/// Whether the op computes x @ w^T: x of 1 to `max_rows` rows, x and w in f32 on the CPU, w row-
 /// or column-major, and a CPU with AVX-512.
 pub(super) fn applies(x: &Tensor, w: &Tensor) -> Result<bool> {
     let rows = x.dims2().map(|(m, _)| m).unwrap_or(0);
+    let layout = match (w.is_contiguous(), w.t()?.is_contiguous()) {
+        (true, _) => Weight::Rows,
+        (false, true) => Weight::Columns,
+        (false, false) => return Ok(false),
+    };
     Ok(x.device().is_cpu()
         && x.dtype() == DType::F32
         && w.dtype() == DType::F32
-        && (w.is_contiguous() || w.t()?.is_contiguous())
-        && (1..=MAX_ROWS).contains(&rows)
+        && (1..=max_rows(layout)).contains(&rows)
         && available())
 }
 

@@ -63,6 +63,7 @@ fn equals_candles_matmul_up_to_summation_order() -> Result<()> {
         (8, 96, 150),
         (13, 33, 21),
         (32, 64, 70),
+        (96, 70, 100),
     ] {
         let x = seeded(&[m, k], 51)?;
         for w in both_layouts(&seeded(&[n, k], 52)?)? {
@@ -95,12 +96,16 @@ fn column_major_sums_in_order() -> Result<()> {
 
 #[test]
 fn a_row_gets_the_same_bits_alone_or_in_a_batch() -> Result<()> {
-    // A dialogue decodes the same tokens whatever else is in its batch (up to 32 rows): each
-    // output is one fixed sequence of operations, whatever the tile or block it falls in.
-    let w = seeded(&[150, 70], 62)?;
-    for rows in [2, 3, 8, 13, 32] {
-        let x = seeded(&[rows, 70], 63)?;
-        for w in both_layouts(&w)? {
+    // A dialogue decodes the same tokens whatever else is in its batch (up to 32 rows; a prefill
+    // of up to 96 through the column-major projections): each output is one fixed sequence of
+    // operations, whatever the tile or block it falls in.
+    let [rows_major, columns_major] = both_layouts(&seeded(&[150, 70], 62)?)?;
+    for (w, most) in [(rows_major, 32), (columns_major, 96)] {
+        for rows in [2, 3, 8, 13, 32, 33, 96] {
+            if rows > most {
+                continue;
+            }
+            let x = seeded(&[rows, 70], 63)?;
             let batch = linear_infer(&x, &w, None)?;
             for i in [0, rows / 2, rows - 1] {
                 let alone = linear_infer(&x.narrow(0, i, 1)?, &w, None)?;
@@ -126,10 +131,14 @@ fn same_result_on_one_thread() -> Result<()> {
 
 #[test]
 fn more_rows_or_other_dtypes_take_candles_matmul() -> Result<()> {
-    let w = seeded(&[40, 24], 58)?;
-    for x in [
-        seeded(&[33, 24], 57)?,
-        seeded(&[4, 24], 59)?.to_dtype(DType::F64)?,
+    // Past 32 rows for a row-major w, past 96 for a column-major one (k = 1536: gemm's sums
+    // differ from the op's there), or in another dtype.
+    let rows_major = seeded(&[40, 24], 58)?;
+    let columns_major = both_layouts(&seeded(&[40, 1536], 58)?)?[1].clone();
+    for (x, w) in [
+        (seeded(&[33, 24], 57)?, &rows_major),
+        (seeded(&[97, 1536], 57)?, &columns_major),
+        (seeded(&[4, 24], 59)?.to_dtype(DType::F64)?, &rows_major),
     ] {
         let w = w.to_dtype(x.dtype())?;
         let want = x.matmul(&w.t()?)?.flatten_all()?.to_dtype(DType::F64)?;
@@ -137,6 +146,26 @@ fn more_rows_or_other_dtypes_take_candles_matmul() -> Result<()> {
             .flatten_all()?
             .to_dtype(DType::F64)?;
         assert_eq!(got.to_vec1::<f64>()?, want.to_vec1::<f64>()?);
+    }
+    Ok(())
+}
+
+#[test]
+fn a_prefill_of_up_to_96_rows_through_a_projection_is_the_op() -> Result<()> {
+    let Some(op) = kernel() else { return Ok(()) };
+    let w = both_layouts(&seeded(&[150, 1536], 64)?)?[1].clone();
+    for rows in [33, 96] {
+        let x = seeded(&[rows, 1536], 65)?;
+        let want = x
+            .apply_op2_no_bwd(&w, &op)?
+            .flatten_all()?
+            .to_vec1::<f32>()?;
+        let got = linear_infer(&x, &w, None)?
+            .flatten_all()?
+            .to_vec1::<f32>()?;
+        assert_eq!(got, want, "{rows} rows");
+        let gemm = x.matmul(&w.t()?)?.flatten_all()?.to_vec1::<f32>()?;
+        assert_ne!(gemm, want, "{rows} rows: gemm sums as the op does here");
     }
     Ok(())
 }
