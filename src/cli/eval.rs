@@ -140,6 +140,9 @@ pub fn empathy(catalog_root: &Path, args: &EmpathyArgs) -> anyhow::Result<()> {
     let (mut scores, mut rows) = (Vec::new(), Vec::new());
     for (i, (name, model, ckpt)) in models.iter().enumerate() {
         eprintln!("evaluating {name} on {} profiles", ids.len());
+        // Decodes as the trainer's rollouts do, through the adapters merged once for the whole
+        // evaluation (`Llama::merge_adapters`; a model without adapters merges nothing).
+        let _merged = model.model.merge_adapters()?;
         let mut policy = ModelPolicy::new(model, params.clone(), args.seed);
         policy.checkpoint = ckpt.clone();
         let records = run_empathy(sim.as_ref(), &catalog, &mut policy, &ids, args.seed, true)?;
@@ -211,6 +214,7 @@ pub fn factual(args: &FactualArgs) -> anyhow::Result<()> {
             rescore(&grid, &items, load_answers(&spec.path)?, &spec.path)?
         } else {
             let model = load_named(&spec.path, &args.model)?;
+            let _merged = model.model.merge_adapters()?;
             let mut answerer = ModelAnswerer::new(&model, params.clone(), args.seed);
             run_factual_records(&grid, &items, &mut answerer, args.batch_items, true)?
         };

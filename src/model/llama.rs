@@ -181,7 +181,7 @@ impl Llama {
     /// base's bf16 (-29% tokens/s at batch 16, results/perf/step.md, "Decoding through the
     /// adapters"). In f32 on the CPU they cost 8-11%, about what a merge (~140 ms, 424 MB)
     /// costs over 20 decoding steps, so a call alone does not merge there; the trainer merges
-    /// over each rollout on every device (`Trainer::play`).
+    /// over each rollout on every device (`Trainer::play`), and eval over each model's run.
     pub fn decodes_merged(&self) -> bool {
         !self.device().is_cpu() || self.head_bf16.is_some()
     }
