@@ -101,10 +101,7 @@ fn a_row_gets_the_same_bits_alone_or_in_a_batch() -> Result<()> {
     // operations, whatever the tile or block it falls in.
     let [rows_major, columns_major] = both_layouts(&seeded(&[150, 70], 62)?)?;
     for (w, most) in [(rows_major, 32), (columns_major, 96)] {
-        for rows in [2, 3, 8, 13, 32, 33, 96] {
-            if rows > most {
-                continue;
-            }
+        for rows in [2, 3, 8, 13, 32, 33, 96].into_iter().filter(|&r| r <= most) {
             let x = seeded(&[rows, 70], 63)?;
             let batch = linear_infer(&x, &w, None)?;
             for i in [0, rows / 2, rows - 1] {
