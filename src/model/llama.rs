@@ -181,7 +181,8 @@ impl Llama {
     /// base's bf16 (-29% tokens/s at batch 16, results/perf/step.md, "Decoding through the
     /// adapters"). In f32 on the CPU they cost 8-11%, about what a merge (~140 ms, 424 MB)
     /// costs over 20 decoding steps, so a call alone does not merge there; the trainer merges
-    /// over each rollout on every device (`Trainer::play`), and eval over each model's run.
+    /// over each rollout on every device (`Trainer::play`), eval over each model's run, and
+    /// `serve-model` for the server's life (`keep_adapters_merged`).
     pub fn decodes_merged(&self) -> bool {
         !self.device().is_cpu() || self.head_bf16.is_some()
     }
@@ -207,6 +208,14 @@ impl Llama {
             }
         }
         Ok(guard)
+    }
+
+    /// Merges the adapters for the rest of the model's life, for a model whose adapters will not
+    /// change (a server's): every later inference forward multiplies by the merged copies, and
+    /// guards made afterwards reuse them and leave them when they drop.
+    pub fn keep_adapters_merged(&self) -> Result<()> {
+        std::mem::forget(self.merge_adapters()?);
+        Ok(())
     }
 
     /// Trainable tensors with full names, e.g. "layers.3.attn.q_proj.lora_a".

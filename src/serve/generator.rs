@@ -24,6 +24,10 @@ pub trait BatchModel {
     ) -> Result<Vec<Generation>>;
     /// Longest prompt plus reply the model takes.
     fn context_length(&self) -> usize;
+    /// Called once before serving. Default: nothing.
+    fn prepare_to_serve(&self) -> Result<()> {
+        Ok(())
+    }
 }
 
 impl BatchModel for ChatModel {
@@ -42,6 +46,13 @@ impl BatchModel for ChatModel {
 
     fn context_length(&self) -> usize {
         self.config.max_position_embeddings
+    }
+
+    /// A served model's adapters never change, so they are merged into its weights once: each
+    /// call then decodes one product per projection, as the trainer's rollouts do (in f32 on
+    /// the CPU `generate` alone would decode unmerged; `Llama::decodes_merged`).
+    fn prepare_to_serve(&self) -> Result<()> {
+        self.model.keep_adapters_merged()
     }
 }
 

@@ -68,6 +68,7 @@ pub fn serve_model<M: BatchModel + Send + 'static>(
     cfg: ModelServerConfig,
     on_ready: impl FnOnce(SocketAddr),
 ) -> Result<ModelServerSummary> {
+    model.prepare_to_serve()?;
     let (tx, rx) = mpsc::unbounded_channel();
     let stats = Arc::new(BatchStats::default());
     let worker = {

@@ -546,6 +546,24 @@ fn generation_with_merged_adapters_scores_as_the_adapters_do_until_the_guard_dro
 }
 
 #[test]
+fn a_served_models_adapters_stay_merged_through_every_call() -> Result<()> {
+    // serve-model merges a checkpoint's adapters once (`BatchModel::prepare_to_serve`); each
+    // generate call's own guard then reuses the copies and leaves them.
+    use empathy_gym::serve::generator::BatchModel;
+    let (dir, _) = tiny(TinySpec::qwen2(), &LoadOptions::default())?;
+    let m = load_model(dir.path(), &Device::Cpu, &lora_opts(4))?;
+    randomize_lora_b(&m, 6)?;
+    let batch = vec![m.encode_chat(&user("hello there"), true)?];
+    let adapted = m.token_logprobs(&batch, AdapterMode::On, Pass::Infer)?;
+    m.prepare_to_serve()?;
+    randomize_lora_b(&m, 7)?; // stale from here: the merged copies keep the old B
+    drop(m.model.merge_adapters()?);
+    let served = m.token_logprobs(&batch, AdapterMode::On, Pass::Infer)?;
+    assert!(max_abs_diff(&served, &adapted)? < 1e-5);
+    Ok(())
+}
+
+#[test]
 fn export_merged_reloads_with_equal_logits() -> Result<()> {
     for spec in [TinySpec::llama(), TinySpec::qwen2()] {
         let (dir, m) = tiny(spec, &lora_opts(4))?;
