@@ -51,10 +51,8 @@ pub(super) fn available() -> bool {
 /// or column-major, and a CPU with AVX-512.
 pub(super) fn applies(x: &Tensor, w: &Tensor) -> Result<bool> {
     let rows = x.dims2().map(|(m, _)| m).unwrap_or(0);
-    let layout = match (w.is_contiguous(), w.t()?.is_contiguous()) {
-        (true, _) => Weight::Rows,
-        (false, true) => Weight::Columns,
-        (false, false) => return Ok(false),
+    let Some(layout) = Weight::of(w.layout())? else {
+        return Ok(false);
     };
     Ok(x.device().is_cpu()
         && x.dtype() == DType::F32
@@ -84,9 +82,12 @@ impl CustomOp2 for SkinnyMatmul {
             candle_core::bail!("{OP}: this CPU lacks AVX-512 (callers check `available`)")
         }
         let x = contiguous_slice::<f32>(s1, l1)?;
-        let (w, layout) = match l2.is_contiguous() {
-            true => (contiguous_slice::<f32>(s2, l2)?, Weight::Rows),
-            false => (contiguous_slice(s2, &l2.transpose(0, 1)?)?, Weight::Columns),
+        let Some(layout) = Weight::of(l2)? else {
+            candle_core::bail!("{OP}: w is neither row- nor column-major")
+        };
+        let w = match layout {
+            Weight::Rows => contiguous_slice::<f32>(s2, l2)?,
+            Weight::Columns => contiguous_slice(s2, &l2.transpose(0, 1)?)?,
         };
         Ok((
             CpuStorage::F32(bands(x, w, layout, m, n, k)),
@@ -102,6 +103,17 @@ pub(super) enum Weight {
     Rows,
     /// Column-major: the slice is w^T [k, n], row-major.
     Columns,
+}
+
+impl Weight {
+    /// How a 2-D layout of w [n, k] lies in its storage; `None`: neither way contiguous.
+    fn of(l: &Layout) -> Result<Option<Self>> {
+        Ok(match l.is_contiguous() {
+            true => Some(Weight::Rows),
+            false if l.transpose(0, 1)?.is_contiguous() => Some(Weight::Columns),
+            false => None,
+        })
+    }
 }
 
 /// x [m, k] @ w^T in bands of w's n outputs, about 4 per thread, each a rayon task that writes
