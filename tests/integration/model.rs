@@ -513,14 +513,20 @@ fn adapters_off_give_base_logits_exactly_and_save_load_round_trips() -> Result<(
     Ok(())
 }
 
-#[test]
-fn generation_with_merged_adapters_scores_as_the_adapters_do_until_the_guard_drops() -> Result<()> {
-    // What generate() does on a GPU (Llama::merge_adapters), run on the CPU.
+/// A tiny Qwen2 with random rank-4 adapters, one prompt, and its inference log-probs through them.
+fn tiny_with_adapters() -> Result<(tempfile::TempDir, ChatModel, Vec<Vec<u32>>, Tensor)> {
     let (dir, _) = tiny(TinySpec::qwen2(), &LoadOptions::default())?;
     let m = load_model(dir.path(), &Device::Cpu, &lora_opts(4))?;
     randomize_lora_b(&m, 6)?;
     let batch = vec![m.encode_chat(&user("hello there"), true)?];
     let adapted = m.token_logprobs(&batch, AdapterMode::On, Pass::Infer)?;
+    Ok((dir, m, batch, adapted))
+}
+
+#[test]
+fn generation_with_merged_adapters_scores_as_the_adapters_do_until_the_guard_drops() -> Result<()> {
+    // What generate() does on a GPU (Llama::merge_adapters), run on the CPU.
+    let (_dir, m, batch, adapted) = tiny_with_adapters()?;
     let base = m.token_logprobs(&batch, AdapterMode::Off, Pass::Infer)?;
     {
         let _merged = m.model.merge_adapters()?;
@@ -550,11 +556,7 @@ fn a_served_models_adapters_stay_merged_through_every_call() -> Result<()> {
     // serve-model merges a checkpoint's adapters once (`BatchModel::prepare_to_serve`); each
     // generate call's own guard then reuses the copies and leaves them.
     use empathy_gym::serve::generator::BatchModel;
-    let (dir, _) = tiny(TinySpec::qwen2(), &LoadOptions::default())?;
-    let m = load_model(dir.path(), &Device::Cpu, &lora_opts(4))?;
-    randomize_lora_b(&m, 6)?;
-    let batch = vec![m.encode_chat(&user("hello there"), true)?];
-    let adapted = m.token_logprobs(&batch, AdapterMode::On, Pass::Infer)?;
+    let (_dir, m, batch, adapted) = tiny_with_adapters()?;
     m.prepare_to_serve()?;
     randomize_lora_b(&m, 7)?; // stale from here: the merged copies keep the old B
     drop(m.model.merge_adapters()?);
