@@ -46,9 +46,8 @@ pub fn load_policy(cfg: &TrainConfig, device: &Device) -> Result<ChatModel> {
     let bf16_products = cfg.file.model.cpu_matmul == CpuMatmul::Bf16 && device.is_cpu();
     if bf16_products && !crate::model::ops::Bf16Weight::available() {
         return Err(Error::Other(
-            "model.cpu_matmul is bf16, but this CPU has no AVX512-BF16 (AMD Zen 4 or later, Intel \
-             Xeon Cooper Lake or Sapphire Rapids or later); set model.cpu_matmul: f32 (the \
-             default)"
+            "model.cpu_matmul is bf16, but this CPU has no AVX-512 (AMD Zen 4 or later, Intel \
+             Xeon Skylake-SP or later); set model.cpu_matmul: f32 (the default)"
                 .into(),
         ));
     }

@@ -241,7 +241,7 @@ fn a_merged_layer_infers_with_its_merged_copy_until_it_is_dropped() -> Result<()
 #[test]
 fn with_bf16_products_a_merged_layer_multiplies_by_the_rounded_sum() -> Result<()> {
     if !Bf16Weight::available() {
-        eprintln!("no AVX512-BF16 on this CPU: bf16 products not run");
+        eprintln!("no AVX-512 on this CPU: bf16 products not run");
         return Ok(());
     }
     // Multiples of 1/64 (W) and 1/8 (A, B): W + 2 B A is exact in f32, so the reference below

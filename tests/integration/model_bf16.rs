@@ -1,9 +1,9 @@
 //! `model.cpu_matmul: bf16` (LoadOptions::bf16_products): the frozen weights' products in bf16 (on
-//! AMX where the CPU has it, otherwise by AVX512-BF16 dot products). Against the f32 model:
+//! AMX where the CPU has it, otherwise by AVX-512). Against the f32 model:
 //! the training pass's log-probs and adapter gradients stay close but are not the same bits (the
 //! bf16 products ran), at many rows and at few; the scoring pass (Infer) agrees with the training
-//! pass; the f32 projection weights are gone; generation runs, with the adapters merged. Without AVX512-BF16 the load fails
-//! and says so.
+//! pass; the f32 projection weights are gone; generation runs, with the adapters merged. Without
+//! AVX-512 the load fails and says so.
 
 use anyhow::Result;
 use candle_core::Tensor;
@@ -52,9 +52,9 @@ fn bf16_products_track_f32_at_many_rows_and_at_few() -> Result<()> {
     if !Bf16Weight::available() {
         let err = tiny(TinySpec::llama(), &bf16_opts())
             .err()
-            .expect("no AVX512-BF16: the load fails");
-        assert!(format!("{err:#}").contains("AVX512-BF16"), "{err:#}");
-        eprintln!("no AVX512-BF16 on this CPU: bf16 products not run");
+            .expect("no AVX-512: the load fails");
+        assert!(format!("{err:#}").contains("AVX-512"), "{err:#}");
+        eprintln!("no AVX-512 on this CPU: bf16 products not run");
         return Ok(());
     }
     for spec in [TinySpec::llama(), TinySpec::qwen2()] {

@@ -1,11 +1,20 @@
-//! bf16 products by AVX512-BF16's `vdpbf16ps` (Intel SDM vol. 2, "VDPBF16PS": each f32 lane adds
-//! the products of one bf16 pair) with a weight packed once (`bf16_pack::PackedB`). A packed panel
-//! row holds, for 16 columns, the pair (b[2 kp][j], b[2 kp + 1][j]); one 64-byte load of it against
-//! a row's pair (x[2 kp], x[2 kp + 1]) broadcast to every lane adds 32 products into 16 results.
+//! bf16 products with a weight packed once (`bf16_pack::PackedB`) by one of two inner loops that
+//! compute the same sums. A packed panel row holds, for 16 columns, the pair (b[2 kp][j],
+//! b[2 kp + 1][j]); a row of x meets it as its pair (x[2 kp], x[2 kp + 1]):
+//! - `Dot`: AVX512-BF16's `vdpbf16ps` (Intel SDM vol. 2, "VDPBF16PS": each f32 lane adds the
+//!   product of the odd values, then that of the even ones) of one 64-byte load of the panel row
+//!   against the row's pair broadcast to every lane: 32 products into 16 sums;
+//! - `Fma`: the panel row widened to f32 in registers (a shift for the even values, a mask for
+//!   the odd ones) and two f32 FMAs per row, odd then even, against the row's rounded values
+//!   broadcast from memory. A product of two bf16 values is exact in f32, so an FMA adds it as
+//!   `vdpbf16ps` does and the two loops give the same bits (tested), except that `vdpbf16ps`
+//!   reads denormals as zero and flushes denormal sums.
 //!
-//! It runs every product with a packed weight on a CPU with AVX512-BF16 but no AMX (AMD Zen 4 and
-//! 5), where one `vdpbf16ps` does the multiply-adds of two f32 FMAs, and at a decoding step's few
-//! rows the half-size weight halves the bytes streamed.
+//! A CPU runs one of them for every product: `Dot` on AMD (Zen 4 and 5, where one `vdpbf16ps`
+//! does the multiply-adds of two f32 FMAs), `Fma` on Intel without AMX, where `vdpbf16ps` runs at
+//! about 0.6 of two FMA ports (results/perf/step.md, "bf16 products without AMX"), and on CPUs
+//! with AVX-512 but not AVX512-BF16. At a decoding step's few rows either streams the half-size
+//! weight, half the bytes of f32's.
 //!
 //! Above 32 rows the product runs passes of `KC` values of k over `MC` rows; in a pass, each group
 //! of 8 rows goes through the two panels of every 32-column block of the task. A pass starts from
@@ -15,7 +24,7 @@
 
 use std::arch::x86_64::*;
 
-use super::bf16_pack::{BfRows, PackedB};
+use super::bf16_pack::{BfRows, PackedB, RoundedRows};
 use super::view::{par_runs, Shared, View};
 
 /// Rows of x one pass over two panels takes (16 accumulators of the 32 registers).
@@ -30,26 +39,134 @@ const MC: usize = 256;
 /// (decoding at batch 1 ran ~5% slower with them).
 const FEW: usize = 32;
 
-/// Whether this CPU runs `product` (AVX512-BF16: Intel Cooper Lake and Sapphire Rapids on, AMD
-/// Zen 4 on).
+/// Whether this CPU runs `product`: AVX-512 (Intel Skylake-SP and later, AMD Zen 4 and later).
 pub(crate) fn available() -> bool {
-    is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bf16")
+    is_x86_feature_detected!("avx512f")
+}
+
+/// Whether this CPU's products run `Dot` (see the module's doc): where it has AVX512-BF16 and
+/// is not Intel's; else `Fma`. Asked once: CPUID in a virtual machine exits to the hypervisor,
+/// which per product cost decoding at batch 1 a fifth of its speed.
+fn dot_here() -> bool {
+    static DOT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *DOT.get_or_init(|| is_x86_feature_detected!("avx512bf16") && !intel())
+}
+
+/// Whether CPUID's vendor string is "GenuineIntel".
+fn intel() -> bool {
+    let id = __cpuid(0);
+    (id.ebx, id.edx, id.ecx) == (0x756e_6547, 0x4965_6e69, 0x6c65_746e)
 }
 
 /// x b as a new row-major [m, n] matrix for x [m, k] (any strides), rounded to bf16 here; b's
 /// 32-column blocks split between candle's CPU threads. The caller checks `available()`.
 pub(crate) fn product(x: View<f32>, m: usize, b: &PackedB) -> Vec<f32> {
-    assert!(
-        available(),
-        "bf16_dot::product on a CPU without AVX512-BF16"
+    assert!(available(), "bf16_dot::product on a CPU without AVX-512");
+    match dot_here() {
+        true => product_by::<Dot>(x, m, b),
+        false => product_by::<Fma>(x, m, b),
+    }
+}
+
+/// One of the two inner loops and the rounded rows it reads.
+trait Inner {
+    /// One pair of x's rounded values, as the loop reads it.
+    type Pair: Sync;
+    /// x's rows rounded, k padded to k_pad.
+    type Rows;
+    fn round(x: View<f32>, m: usize, k: usize) -> Self::Rows;
+    fn pairs(rows: &Self::Rows) -> &[Self::Pair];
+    /// acc[r] (+)= the 32 columns of two panels' first `kn` pair rows against `rows` rows of
+    /// pairs (row r's at x[r * stride ..]); from acc's values if `add`, else from zero.
+    ///
+    /// # Safety
+    /// The CPU runs the loop's instructions (`product_by`'s callers check).
+    unsafe fn panel_rows(
+        panels: (&[u16], &[u16]),
+        x: (&[Self::Pair], usize),
+        kn: usize,
+        rows: usize,
+        add: bool,
+        acc: &mut [[f32; 32]; BLOCK],
     );
+}
+
+/// `vdpbf16ps` against x's bf16 pairs.
+struct Dot;
+/// f32 FMAs against the panel widened in registers and x's rounded f32 values.
+struct Fma;
+
+/// `$rows_of::<R>(...)` for the run-time row count `$rows` (1-8): one instance per count, so that
+/// the accumulators stay in registers.
+macro_rules! by_rows {
+    ($rows_of:ident, $rows:expr, $($arg:expr),*) => {
+        match $rows {
+            1 => $rows_of::<1>($($arg),*),
+            2 => $rows_of::<2>($($arg),*),
+            3 => $rows_of::<3>($($arg),*),
+            4 => $rows_of::<4>($($arg),*),
+            5 => $rows_of::<5>($($arg),*),
+            6 => $rows_of::<6>($($arg),*),
+            7 => $rows_of::<7>($($arg),*),
+            8 => $rows_of::<8>($($arg),*),
+            r => unreachable!("{r} rows in a group of {BLOCK}"),
+        }
+    };
+}
+
+impl Inner for Dot {
+    type Pair = u32;
+    type Rows = BfRows;
+    fn round(x: View<f32>, m: usize, k: usize) -> BfRows {
+        BfRows::new(x, m, k, 1)
+    }
+    fn pairs(rows: &BfRows) -> &[u32] {
+        rows.pairs()
+    }
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    unsafe fn panel_rows(
+        panels: (&[u16], &[u16]),
+        x: (&[u32], usize),
+        kn: usize,
+        rows: usize,
+        add: bool,
+        acc: &mut [[f32; 32]; BLOCK],
+    ) {
+        by_rows!(dot_rows, rows, panels, x, kn, add, acc)
+    }
+}
+
+impl Inner for Fma {
+    type Pair = [f32; 2];
+    type Rows = RoundedRows;
+    fn round(x: View<f32>, m: usize, k: usize) -> RoundedRows {
+        RoundedRows::new(x, m, k)
+    }
+    fn pairs(rows: &RoundedRows) -> &[[f32; 2]] {
+        rows.pairs()
+    }
+    #[target_feature(enable = "avx512f")]
+    unsafe fn panel_rows(
+        panels: (&[u16], &[u16]),
+        x: (&[[f32; 2]], usize),
+        kn: usize,
+        rows: usize,
+        add: bool,
+        acc: &mut [[f32; 32]; BLOCK],
+    ) {
+        by_rows!(fma_rows, rows, panels, x, kn, add, acc)
+    }
+}
+
+/// `product` by the inner loop I. The caller checks that the CPU runs I's instructions.
+fn product_by<I: Inner>(x: View<f32>, m: usize, b: &PackedB) -> Vec<f32> {
     let (k, n) = b.dims();
     let mut out = Vec::with_capacity(m * n);
     if m == 0 || n == 0 {
         return out;
     }
-    let rows = BfRows::new(x, m, k, 1);
-    let (pairs, kp) = (rows.pairs(), b.k_pad() / 2);
+    let rows = I::round(x, m, k);
+    let (pairs, kp) = (I::pairs(&rows), b.k_pad() / 2);
     // Pairs per pass; k = 0 still takes one pass, which writes the zeros.
     let kc = match m > FEW {
         true => KC / 2,
@@ -81,8 +198,8 @@ pub(crate) fn product(x: View<f32>, m: usize, b: &PackedB) -> Vec<f32> {
                             }
                         }
                         let x = &pairs[r0 * kp + k0..];
-                        // SAFETY: available() holds (asserted above).
-                        unsafe { panel_rows(panels, (x, kp), kn, rows, k0 > 0, &mut acc) };
+                        // SAFETY: the caller checked that the CPU runs I's loop.
+                        unsafe { I::panel_rows(panels, (x, kp), kn, rows, k0 > 0, &mut acc) };
                         for (r, a) in acc.iter().enumerate().take(rows) {
                             unsafe { std::ptr::copy_nonoverlapping(a.as_ptr(), at(r), cols) };
                         }
@@ -103,35 +220,10 @@ fn bh(v: __m512i) -> __m512bh {
     unsafe { std::mem::transmute::<__m512i, __m512bh>(v) }
 }
 
-/// acc[r] (+)= the 32 columns of two panels' first `kn` pair rows against `rows` rows of pairs
-/// (row r's at x[r * stride ..]); from acc's values if `add`, else from zero. One instance per
-/// row count, so that the accumulators stay in registers.
-#[target_feature(enable = "avx512f,avx512bf16")]
-fn panel_rows(
-    panels: (&[u16], &[u16]),
-    x: (&[u32], usize),
-    kn: usize,
-    rows: usize,
-    add: bool,
-    acc: &mut [[f32; 32]; BLOCK],
-) {
-    match rows {
-        1 => rows_of::<1>(panels, x, kn, add, acc),
-        2 => rows_of::<2>(panels, x, kn, add, acc),
-        3 => rows_of::<3>(panels, x, kn, add, acc),
-        4 => rows_of::<4>(panels, x, kn, add, acc),
-        5 => rows_of::<5>(panels, x, kn, add, acc),
-        6 => rows_of::<6>(panels, x, kn, add, acc),
-        7 => rows_of::<7>(panels, x, kn, add, acc),
-        8 => rows_of::<8>(panels, x, kn, add, acc),
-        _ => unreachable!("{rows} rows in a group of {BLOCK}"),
-    }
-}
-
-/// `panel_rows` for R rows.
+/// `Dot::panel_rows` for R rows.
 #[target_feature(enable = "avx512f,avx512bf16")]
 #[inline]
-fn rows_of<const R: usize>(
+fn dot_rows<const R: usize>(
     (p0, p1): (&[u16], &[u16]),
     (x, stride): (&[u32], usize),
     kn: usize,
@@ -175,23 +267,93 @@ fn rows_of<const R: usize>(
     }
 }
 
+/// `Fma::panel_rows` for R rows: the sums of `dot_rows`, each pair row of a panel widened to f32
+/// once (even values shifted up, odd ones masked) for all R rows.
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn fma_rows<const R: usize>(
+    (p0, p1): (&[u16], &[u16]),
+    (x, stride): (&[[f32; 2]], usize),
+    kn: usize,
+    add: bool,
+    acc: &mut [[f32; 32]; BLOCK],
+) {
+    assert!(p0.len() >= kn * 32 && p1.len() >= kn * 32);
+    assert!(R <= BLOCK && (kn == 0 || x.len() >= (R - 1) * stride + kn));
+    let (mut lo, mut hi) = ([_mm512_setzero_ps(); R], [_mm512_setzero_ps(); R]);
+    if add {
+        for r in 0..R {
+            // SAFETY: acc[r] holds 32 f32.
+            unsafe {
+                lo[r] = _mm512_loadu_ps(acc[r].as_ptr());
+                hi[r] = _mm512_loadu_ps(acc[r][16..].as_ptr());
+            }
+        }
+    }
+    let high = _mm512_set1_epi32(0xffff_0000_u32 as i32);
+    // A pair row's 16 (even, odd) bf16 pairs as two vectors of f32: evens, odds.
+    let widen = |v: __m512i| {
+        (
+            _mm512_castsi512_ps(_mm512_slli_epi32::<16>(v)),
+            _mm512_castsi512_ps(_mm512_and_si512(v, high)),
+        )
+    };
+    let (w0, w1, x) = (p0.as_ptr(), p1.as_ptr(), x.as_ptr());
+    for i in 0..kn {
+        // SAFETY: pair row i of each panel is 32 values inside it, and pair i of row r lies at
+        // r * stride + i inside x (both asserted above).
+        unsafe {
+            let (e0, o0) = widen(_mm512_loadu_si512(w0.add(i * 32).cast()));
+            let (e1, o1) = widen(_mm512_loadu_si512(w1.add(i * 32).cast()));
+            for r in 0..R {
+                let [xe, xo] = *x.add(r * stride + i);
+                let (xe, xo) = (_mm512_set1_ps(xe), _mm512_set1_ps(xo));
+                // Odd, then even: `vdpbf16ps`'s order.
+                lo[r] = _mm512_fmadd_ps(e0, xe, _mm512_fmadd_ps(o0, xo, lo[r]));
+                hi[r] = _mm512_fmadd_ps(e1, xe, _mm512_fmadd_ps(o1, xo, hi[r]));
+            }
+        }
+    }
+    for r in 0..R {
+        // SAFETY: acc[r] holds 32 f32.
+        unsafe {
+            _mm512_storeu_ps(acc[r].as_mut_ptr(), lo[r]);
+            _mm512_storeu_ps(acc[r][16..].as_mut_ptr(), hi[r]);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::super::bf16_pack::tests::{check_with, rows_independent_with};
+    use super::super::bf16_pack::tests::{check_with, rows_independent_with, Product};
     use super::*;
+
+    /// The inner loops this CPU runs, by name.
+    fn loops() -> Vec<(&'static str, Product)> {
+        let mut loops: Vec<(&str, Product)> = Vec::new();
+        if available() {
+            loops.push(("Fma", product_by::<Fma>));
+        }
+        if available() && is_x86_feature_detected!("avx512bf16") {
+            loops.push(("Dot", product_by::<Dot>));
+        }
+        if loops.len() < 2 {
+            eprintln!("this CPU runs {} of bf16_dot's 2 inner loops", loops.len());
+        }
+        loops
+    }
 
     #[test]
     fn products_equal_f64_sums_of_the_rounded_values() {
-        if !available() {
-            eprintln!("no AVX512-BF16 on this CPU: bf16_dot::product not run");
-            return;
+        for (name, product) in loops() {
+            eprintln!("{name}");
+            check_with(product, (1, 64, 32), false);
+            check_with(product, (8, 576, 48), false); // a decoding step's 8 rows
+            check_with(product, (17, 50, 40), false); // two groups of rows, k, columns past a panel
+            check_with(product, (32, 40, 24), true); // x read transposed
+            check_with(product, (3, 0, 20), false); // k = 0: zeros
+            check_with(product, (300, 1100, 70), false); // three passes over k, two over rows
         }
-        check_with(product, (1, 64, 32), false);
-        check_with(product, (8, 576, 48), false); // a decoding step's 8 rows
-        check_with(product, (17, 50, 40), false); // two groups of rows, k and columns past a panel
-        check_with(product, (32, 40, 24), true); // x read transposed
-        check_with(product, (3, 0, 20), false); // k = 0: zeros
-        check_with(product, (300, 1100, 70), false); // three passes over k, two over rows
     }
 
     /// Each row's values do not depend on the others in its product (a decoding step's rows are
@@ -199,13 +361,38 @@ mod tests {
     /// passes over k and rows.
     #[test]
     fn a_row_of_a_product_equals_the_row_alone() {
-        if !available() {
+        for (name, product) in loops() {
+            eprintln!("{name}");
+            rows_independent_with(
+                product,
+                (MC + 11, KC + 70, 40),
+                &[0, 7, 8, 200, MC, MC + 10],
+            );
+        }
+    }
+
+    /// The FMA loop adds each product as `vdpbf16ps` does, odd then even: the same bits, at few
+    /// rows and across passes (values of every sign and scale, no denormals).
+    #[test]
+    fn the_fma_loop_gives_vdpbf16ps_bits() {
+        if loops().len() < 2 {
             return;
         }
-        rows_independent_with(
-            product,
-            (MC + 11, KC + 70, 40),
-            &[0, 7, 8, 200, MC, MC + 10],
-        );
+        let val = |i: usize| {
+            let h = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40;
+            (h % 2001) as f32 / 1000.0 - 1.0 + (h % 7) as f32 * 1e-3
+        };
+        for (m, k, n) in [(1, 576, 64), (8, 1536, 48), (300, 1100, 70)] {
+            let x: Vec<f32> = (0..m * k).map(|i| val(i) * 8.0).collect();
+            let w: Vec<f32> = (0..k * n).map(|i| val(i + 99) / 16.0).collect();
+            let b = PackedB::new(View::rows(&w, 0, n), k, n);
+            let x = View::rows(&x, 0, k);
+            let (fma, dot) = (product_by::<Fma>(x, m, &b), product_by::<Dot>(x, m, &b));
+            let same = fma
+                .iter()
+                .zip(&dot)
+                .filter(|(a, b)| a.to_bits() == b.to_bits());
+            assert_eq!(same.count(), m * n, "({m}, {k}, {n})");
+        }
     }
 }

@@ -1,9 +1,9 @@
 //! bf16 operands for the products of `model.cpu_matmul: bf16`: a frozen weight b [k, n] rounded
 //! to bf16 (round to nearest even) and packed once (`PackedB`), and the other operand's rows
-//! rounded per product (`BfRows`). Both kernels read them: Intel AMX's tiles (`amx.rs`) and
-//! AVX512-BF16's dot products (`bf16_dot.rs`). A packed panel is AMX's pair-interleaved layout:
-//! 16 columns, row kp holding for each column the pair (b[2 kp][j], b[2 kp + 1][j]), one 64-byte
-//! line per row.
+//! rounded per product (`BfRows`, or `RoundedRows` for f32 FMAs). Every kernel reads them: Intel
+//! AMX's tiles (`amx.rs`) and AVX-512's loops (`bf16_dot.rs`). A packed panel is AMX's
+//! pair-interleaved layout: 16 columns, row kp holding for each column the pair (b[2 kp][j],
+//! b[2 kp + 1][j]), one 64-byte line per row.
 
 use std::mem::MaybeUninit;
 
@@ -39,6 +39,23 @@ fn to_bf16_body(src: &[f32], dst: &mut [MaybeUninit<u16>]) {
 dispatch!(
     /// `bf16_bits` of each value of src into dst (the shorter of the two).
     to_bf16 = to_bf16_body(src: &[f32], dst: &mut [MaybeUninit<u16>])
+);
+
+/// x rounded to bf16 and widened back: the f32 value of `bf16_bits(x)`.
+#[inline(always)]
+fn rounded(x: f32) -> f32 {
+    f32::from_bits((bf16_bits(x) as u32) << 16)
+}
+
+fn to_rounded_body(src: &[f32], dst: &mut [MaybeUninit<f32>]) {
+    dst.iter_mut().zip(src).for_each(|(d, &v)| {
+        d.write(rounded(v));
+    });
+}
+
+dispatch!(
+    /// `rounded` of each value of src into dst (the shorter of the two).
+    to_rounded = to_rounded_body(src: &[f32], dst: &mut [MaybeUninit<f32>])
 );
 
 fn add_rounded_body(dst: &mut [MaybeUninit<u16>], old: &[u16], uv: &[f32], scale: f32) {
@@ -187,6 +204,47 @@ impl PackedB {
     }
 }
 
+/// Writes a [m, k] (any strides) rounded to bf16 by `round` (a contiguous row) or `one` (a
+/// value) into `values`, rows of k_pad values each, zero past k and past row m; parallel over rows
+/// above 16k values, a decoding step's few rows on the calling thread. Every value is written once
+/// (no zero fill first: it was a pass over the buffer per product).
+fn round_rows<E: Copy + Send + Sync>(
+    values: &mut [MaybeUninit<E>],
+    (a, m, k, k_pad): (View<f32>, usize, usize, usize),
+    round: fn(&[f32], &mut [MaybeUninit<E>]),
+    one: fn(f32) -> E,
+    zero: E,
+) {
+    if m > 0 && k > 0 {
+        let last = a.off + (m - 1) * a.rs + (k - 1) * a.cs;
+        assert!(
+            last < a.data.len(),
+            "bf16 products: a matrix outside its tensor"
+        );
+    }
+    let row = |(i, row): (usize, &mut [MaybeUninit<E>])| {
+        let (vals, pad) = row.split_at_mut(if i < m { k } else { 0 });
+        if i < m {
+            let start = a.off + i * a.rs;
+            match a.cs {
+                1 => round(&a.data[start..start + k], vals),
+                cs => vals.iter_mut().enumerate().for_each(|(j, d)| {
+                    d.write(one(a.data[start + j * cs]));
+                }),
+            }
+        }
+        pad.iter_mut().for_each(|d| {
+            d.write(zero);
+        });
+    };
+    let per_task = (1 << 14) / k_pad.max(1) + 1;
+    values
+        .par_chunks_mut(k_pad.max(1))
+        .with_min_len(per_task)
+        .enumerate()
+        .for_each(row)
+}
+
 /// a [m, k] rounded to bf16, row-major on cache lines, k padded with zeros to a multiple of 32
 /// (row i's pair kp, as a u32 with the even value of k in its lower half, at i k_pad / 2 + kp),
 /// and m with zero rows to a multiple of the kernel's choosing.
@@ -196,44 +254,14 @@ pub(crate) struct BfRows {
 }
 
 impl BfRows {
-    /// a [m, k] (any strides) rounded, its rows padded to a multiple of `rows_multiple`; parallel
-    /// over rows above 16k values. Every value is written once: the rows rounded, their padding
-    /// and the padding rows zeroed (no zero fill first: it was a pass over the buffer per product).
+    /// a [m, k] (any strides) rounded, its rows padded to a multiple of `rows_multiple`.
     pub(crate) fn new(a: View<f32>, m: usize, k: usize, rows_multiple: usize) -> Self {
-        if m > 0 && k > 0 {
-            let last = a.off + (m - 1) * a.rs + (k - 1) * a.cs;
-            assert!(
-                last < a.data.len(),
-                "bf16 products: a matrix outside its tensor"
-            );
-        }
         let k_pad = k.next_multiple_of(KB);
         let len = m.next_multiple_of(rows_multiple) * k_pad; // a multiple of KB
-        let row = |(i, row): (usize, &mut [MaybeUninit<u16>])| {
-            let (vals, pad) = row.split_at_mut(if i < m { k } else { 0 });
-            if i < m {
-                let start = a.off + i * a.rs;
-                match a.cs {
-                    1 => to_bf16(&a.data[start..start + k], vals),
-                    cs => vals.iter_mut().enumerate().for_each(|(j, d)| {
-                        d.write(bf16_bits(a.data[start + j * cs]));
-                    }),
-                }
-            }
-            pad.iter_mut().for_each(|d| {
-                d.write(0);
-            });
-        };
-        // A decoding step's few rows are rounded on the calling thread.
-        let per_task = (1 << 14) / k_pad.max(1) + 1;
         let fill = |values: &mut [MaybeUninit<u16>]| {
-            values
-                .par_chunks_mut(k_pad.max(1))
-                .with_min_len(per_task)
-                .enumerate()
-                .for_each(row)
+            round_rows(values, (a, m, k, k_pad), to_bf16, bf16_bits, 0)
         };
-        // SAFETY: `row` writes every value of its row: the rounded values and the padding.
+        // SAFETY: `round_rows` writes every value of every row: the rounded values and padding.
         let data = unsafe { written_lines(len, fill) };
         BfRows { k_pad, data }
     }
@@ -252,6 +280,34 @@ impl BfRows {
     pub(crate) fn pairs(&self) -> &[u32] {
         // SAFETY: a Line is 64 bytes aligned to 64, so it holds KB / 2 u32 with no padding.
         unsafe { std::slice::from_raw_parts(self.data.as_ptr().cast(), self.data.len() * KB / 2) }
+    }
+}
+
+/// a [m, k] rounded to bf16 and kept as f32 values (exactly the bf16 values), row-major, k
+/// padded with zeros to a multiple of 32: the rows of the f32 FMA kernel (`bf16_dot::Fma`),
+/// which reads each value as a broadcast from memory.
+pub(crate) struct RoundedRows(Vec<f32>);
+
+impl RoundedRows {
+    /// a [m, k] (any strides) rounded.
+    pub(crate) fn new(a: View<f32>, m: usize, k: usize) -> Self {
+        let k_pad = k.next_multiple_of(KB);
+        let mut data = Vec::with_capacity(m * k_pad);
+        round_rows(
+            &mut data.spare_capacity_mut()[..m * k_pad],
+            (a, m, k, k_pad),
+            to_rounded,
+            rounded,
+            0.0,
+        );
+        // SAFETY: `round_rows` wrote every one of the m * k_pad values.
+        unsafe { data.set_len(m * k_pad) };
+        RoundedRows(data)
+    }
+
+    /// The rounded values as (even, odd) pairs of k, row after row (k_pad / 2 each).
+    pub(crate) fn pairs(&self) -> &[[f32; 2]] {
+        self.0.as_chunks().0
     }
 }
 

@@ -1,8 +1,9 @@
 //! A frozen weight for bf16 products (`model.cpu_matmul: bf16`): W [out, in] rounded to bf16 and
 //! packed twice (`bf16_pack.rs`), once for x W^T (the forward) and once for g W (the input
 //! gradient), so that every product with it (training, scoring, generation) runs in bf16 with f32
-//! sums: on Intel AMX (`amx.rs`) where the CPU has it, otherwise by AVX512-BF16's dot products
-//! (`bf16_dot.rs`). The adapters, norms, attention and log-probs stay f32.
+//! sums: on Intel AMX (`amx.rs`) where the CPU has it, otherwise by AVX-512 (`bf16_dot.rs`:
+//! AVX512-BF16's dot products on AMD, f32 FMAs elsewhere). The adapters, norms, attention and
+//! log-probs stay f32.
 
 use candle_core::{DType, Device, Result, Tensor};
 
@@ -20,8 +21,8 @@ pub struct Bf16Weight {
 }
 
 impl Bf16Weight {
-    /// Whether this machine runs bf16 products: an x86-64 CPU with AVX512-BF16 (Intel Xeon Cooper
-    /// Lake, Sapphire Rapids and later, which add AMX; AMD Zen 4 and later).
+    /// Whether this machine runs bf16 products: an x86-64 CPU with AVX-512 (Intel Xeon Skylake-SP
+    /// and later, Sapphire Rapids and later adding AMX; AMD Zen 4 and later).
     pub fn available() -> bool {
         #[cfg(target_arch = "x86_64")]
         return bf16_dot::available();
@@ -44,7 +45,7 @@ impl Bf16Weight {
             )
         }
         if !Self::available() {
-            candle_core::bail!("bf16 products need a CPU with AVX512-BF16, and this one has none")
+            candle_core::bail!("bf16 products need a CPU with AVX-512, and this one has none")
         }
         #[cfg(target_arch = "x86_64")]
         {
@@ -143,8 +144,8 @@ impl Bf16Weight {
     }
 }
 
-/// a b on AMX where the CPU has it, else by `bf16_dot`: one kernel for every row count, so that
-/// a row's values do not depend on the other rows of its product.
+/// a b on AMX where the CPU has it, else by `bf16_dot` (its one loop on this CPU): one kernel for
+/// every row count, so that a row's values do not depend on the other rows of its product.
 #[cfg(target_arch = "x86_64")]
 fn product(a: View<f32>, rows: usize, b: &PackedB) -> Vec<f32> {
     match amx::available() {
