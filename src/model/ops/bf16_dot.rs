@@ -371,6 +371,17 @@ mod tests {
         }
     }
 
+    /// `intel()` reads CPUID's vendor as Linux does (/proc/cpuinfo's vendor_id).
+    #[test]
+    fn the_vendor_is_read_as_linux_reads_it() {
+        let Ok(info) = std::fs::read_to_string("/proc/cpuinfo") else {
+            return;
+        };
+        let vendor = info.lines().find_map(|l| l.strip_prefix("vendor_id"));
+        let vendor = vendor.map(|v| v.trim_start_matches([' ', '\t', ':']));
+        assert_eq!(intel(), vendor == Some("GenuineIntel"), "{vendor:?}");
+    }
+
     /// The FMA loop adds each product as `vdpbf16ps` does, odd then even: the same bits, at few
     /// rows and across passes (values of every sign and scale, no denormals).
     #[test]
