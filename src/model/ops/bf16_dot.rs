@@ -267,6 +267,12 @@ fn dot_rows<const R: usize>(
     }
 }
 
+/// How many pair rows (64-byte lines) ahead `fma_rows` prefetches each panel into L1: decoding
+/// streams the packs from memory, and the hardware's prefetchers alone left the loop at ~83% of
+/// one row's bandwidth at 8 rows. 32 ahead: decoding 1.13-1.2x at batch 1, 1.22-1.27x at 8 and
+/// 1.1-1.15x at 16, the update unchanged (results/perf/step.md, "bf16 products by f32 FMAs").
+const AHEAD: usize = 32;
+
 /// `Fma::panel_rows` for R rows: the sums of `dot_rows`, each pair row of a panel widened to f32
 /// once (even values shifted up, odd ones masked) for all R rows.
 #[target_feature(enable = "avx512f")]
@@ -303,6 +309,9 @@ fn fma_rows<const R: usize>(
         // SAFETY: pair row i of each panel is 32 values inside it, and pair i of row r lies at
         // r * stride + i inside x (both asserted above).
         unsafe {
+            // A prefetch reads nothing and never faults, so its address may lie past the panel.
+            _mm_prefetch::<_MM_HINT_T0>(w0.wrapping_add((i + AHEAD) * 32) as *const i8);
+            _mm_prefetch::<_MM_HINT_T0>(w1.wrapping_add((i + AHEAD) * 32) as *const i8);
             let (e0, o0) = widen(_mm512_loadu_si512(w0.add(i * 32).cast()));
             let (e1, o1) = widen(_mm512_loadu_si512(w1.add(i * 32).cast()));
             for r in 0..R {
