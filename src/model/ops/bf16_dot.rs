@@ -221,6 +221,37 @@ fn bh(v: __m512i) -> __m512bh {
     unsafe { std::mem::transmute::<__m512i, __m512bh>(v) }
 }
 
+/// The accumulators of both loops' R rows, columns 0-15 (lo) and 16-31 (hi): acc's values if
+/// `add`, else zeros.
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn start_rows<const R: usize>(acc: &[[f32; 32]; BLOCK], add: bool) -> ([__m512; R], [__m512; R]) {
+    let (mut lo, mut hi) = ([_mm512_setzero_ps(); R], [_mm512_setzero_ps(); R]);
+    if add {
+        for r in 0..R {
+            // SAFETY: acc[r] holds 32 f32.
+            unsafe {
+                lo[r] = _mm512_loadu_ps(acc[r].as_ptr());
+                hi[r] = _mm512_loadu_ps(acc[r][16..].as_ptr());
+            }
+        }
+    }
+    (lo, hi)
+}
+
+/// Stores the R rows' accumulators (`start_rows`) back into acc.
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn store_rows<const R: usize>(acc: &mut [[f32; 32]; BLOCK], lo: &[__m512; R], hi: &[__m512; R]) {
+    for r in 0..R {
+        // SAFETY: acc[r] holds 32 f32.
+        unsafe {
+            _mm512_storeu_ps(acc[r].as_mut_ptr(), lo[r]);
+            _mm512_storeu_ps(acc[r][16..].as_mut_ptr(), hi[r]);
+        }
+    }
+}
+
 /// `Dot::panel_rows` for R rows.
 #[target_feature(enable = "avx512f,avx512bf16")]
 #[inline]
@@ -233,16 +264,7 @@ fn dot_rows<const R: usize>(
 ) {
     assert!(p0.len() >= kn * 32 && p1.len() >= kn * 32);
     assert!(R <= BLOCK && (kn == 0 || x.len() >= (R - 1) * stride + kn));
-    let (mut lo, mut hi) = ([_mm512_setzero_ps(); R], [_mm512_setzero_ps(); R]);
-    if add {
-        for r in 0..R {
-            // SAFETY: acc[r] holds 32 f32.
-            unsafe {
-                lo[r] = _mm512_loadu_ps(acc[r].as_ptr());
-                hi[r] = _mm512_loadu_ps(acc[r][16..].as_ptr());
-            }
-        }
-    }
+    let (mut lo, mut hi) = start_rows::<R>(acc, add);
     let (w0, w1, x) = (p0.as_ptr(), p1.as_ptr(), x.as_ptr());
     for i in 0..kn {
         // SAFETY: pair row i of each panel is 32 values inside it, and pair i of row r lies at
@@ -259,13 +281,7 @@ fn dot_rows<const R: usize>(
             }
         }
     }
-    for r in 0..R {
-        // SAFETY: acc[r] holds 32 f32.
-        unsafe {
-            _mm512_storeu_ps(acc[r].as_mut_ptr(), lo[r]);
-            _mm512_storeu_ps(acc[r][16..].as_mut_ptr(), hi[r]);
-        }
-    }
+    store_rows(acc, &lo, &hi);
 }
 
 /// How many pair rows (64-byte lines) ahead `fma_rows` prefetches each panel into L1: decoding
@@ -287,16 +303,7 @@ fn fma_rows<const R: usize>(
 ) {
     assert!(p0.len() >= kn * 32 && p1.len() >= kn * 32);
     assert!(R <= BLOCK && (kn == 0 || x.len() >= (R - 1) * stride + kn));
-    let (mut lo, mut hi) = ([_mm512_setzero_ps(); R], [_mm512_setzero_ps(); R]);
-    if add {
-        for r in 0..R {
-            // SAFETY: acc[r] holds 32 f32.
-            unsafe {
-                lo[r] = _mm512_loadu_ps(acc[r].as_ptr());
-                hi[r] = _mm512_loadu_ps(acc[r][16..].as_ptr());
-            }
-        }
-    }
+    let (mut lo, mut hi) = start_rows::<R>(acc, add);
     let high = _mm512_set1_epi32(0xffff_0000_u32 as i32);
     // A pair row's 16 (even, odd) bf16 pairs as two vectors of f32: evens, odds.
     let widen = |v: __m512i| {
@@ -324,13 +331,7 @@ fn fma_rows<const R: usize>(
             }
         }
     }
-    for r in 0..R {
-        // SAFETY: acc[r] holds 32 f32.
-        unsafe {
-            _mm512_storeu_ps(acc[r].as_mut_ptr(), lo[r]);
-            _mm512_storeu_ps(acc[r][16..].as_mut_ptr(), hi[r]);
-        }
-    }
+    store_rows(acc, &lo, &hi);
 }
 
 #[cfg(test)]
