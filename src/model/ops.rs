@@ -30,6 +30,8 @@ mod decode_attention;
 #[cfg(test)]
 mod decode_attention_tests;
 mod frozen;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod isa;
 mod kernels;
 mod lean;
 #[cfg(test)]
@@ -44,7 +46,7 @@ mod rows;
 #[cfg(target_arch = "x86_64")]
 mod skinny;
 #[cfg(target_arch = "x86_64")]
-mod skinny_avx512;
+mod skinny_simd;
 #[cfg(all(test, target_arch = "x86_64"))]
 mod skinny_tests;
 mod swiglu;
@@ -356,7 +358,7 @@ const HEAD_TRANSPOSED_ROWS: std::ops::Range<usize> = 2..16;
 
 /// x @ w^T for the vocabulary head at inference (x: [m, hidden], w: [vocab, hidden]): bf16
 /// products when `bf16` packs w ([`bf16_product`]), else the few-rows op of
-/// `ops/skinny.rs` where it applies (up to 32 rows of x in f32 on a CPU with AVX-512), else
+/// `ops/skinny.rs` where it applies (up to 32 rows of x in f32 on a CPU with AVX-512 or AVX2), else
 /// [`head_matmul_gemm`].
 pub fn head_matmul(x: &Tensor, w: &Tensor, bf16: Option<&Arc<Bf16Weight>>) -> Result<Tensor> {
     if let Some(y) = bf16_product(x, bf16)? {
@@ -383,7 +385,8 @@ fn head_matmul_gemm(x: &Tensor, w: &Tensor) -> Result<Tensor> {
 
 /// x @ w^T at inference (x: [m, in], w: [out, in]): bf16 products when `bf16` packs w
 /// ([`bf16_product`]); else for the few rows of a decode step or a turn's prefill, on a CPU with
-/// AVX-512 in f32, one op that streams w once (`ops/skinny.rs`); elsewhere candle's matmul.
+/// AVX-512 or AVX2 in f32, one op that streams w once (`ops/skinny.rs`); elsewhere candle's
+/// matmul.
 pub fn linear_infer(x: &Tensor, w: &Tensor, bf16: Option<&Arc<Bf16Weight>>) -> Result<Tensor> {
     if let Some(y) = bf16_product(x, bf16)? {
         return Ok(y);
@@ -400,7 +403,7 @@ fn bf16_product(x: &Tensor, bf16: Option<&Arc<Bf16Weight>>) -> Result<Option<Ten
 }
 
 /// x @ w^T by `ops/skinny.rs` where it applies (`skinny::applies`: up to 96 rows of x for a
-/// column-major w, 32 for a row-major one, in f32 on a CPU with AVX-512). Values equal candle's
+/// column-major w, 32 for a row-major one, in f32 on a CPU with AVX-512 or AVX2). Values equal candle's
 /// matmul up to summation order.
 fn skinny_matmul(x: &Tensor, w: &Tensor) -> Result<Option<Tensor>> {
     #[cfg(target_arch = "x86_64")]

@@ -23,10 +23,10 @@ const KC: usize = 1024;
 /// The rows of a one pass takes (see `KC`).
 const MC: usize = 512;
 
-/// Whether this CPU and kernel run AMX's bf16 products: CPUID leaf 7's AMX-TILE and AMX-BF16 bits,
-/// and Linux's permission for the tile data (arch_prctl ARCH_REQ_XCOMP_PERM, the kernel's
-/// Documentation/arch/x86/xstate.rst), which a process must ask for before its first tile load.
-/// Asked once per process.
+/// Whether this CPU, kernel and build run AMX's bf16 products: the feature `avx512` (`isa.rs`),
+/// CPUID leaf 7's AMX-TILE and AMX-BF16 bits, and Linux's permission for the tile data
+/// (arch_prctl ARCH_REQ_XCOMP_PERM, the kernel's Documentation/arch/x86/xstate.rst), which a
+/// process must ask for before its first tile load. Asked once per process.
 pub(crate) fn available() -> bool {
     static OK: OnceLock<bool> = OnceLock::new();
     *OK.get_or_init(|| {
@@ -39,7 +39,8 @@ pub(crate) fn available() -> bool {
         const ARCH_REQ_XCOMP_PERM: libc::c_long = 0x1023;
         const XFEATURE_XTILEDATA: libc::c_long = 18;
         // SAFETY: arch_prctl with these arguments only changes this process's xsave permissions.
-        amx_bf16
+        super::isa::avx512()
+            && amx_bf16
             && amx_tile
             && unsafe {
                 libc::syscall(

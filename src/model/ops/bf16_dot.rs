@@ -40,9 +40,10 @@ const MC: usize = 256;
 /// (decoding at batch 1 ran ~5% slower with them).
 const FEW: usize = 32;
 
-/// Whether this CPU runs `product`: AVX-512 (Intel Skylake-SP and later, AMD Zen 4 and later).
+/// Whether this CPU runs `product`: AVX-512 (Intel Skylake-SP and later, AMD Zen 4 and later)
+/// in a build with the feature `avx512` (`isa.rs`).
 pub(crate) fn available() -> bool {
-    is_x86_feature_detected!("avx512f")
+    super::isa::avx512()
 }
 
 /// Whether this CPU's products run `Dot` (see the module's doc): where it has AVX512-BF16 and

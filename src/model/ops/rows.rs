@@ -158,7 +158,7 @@ macro_rules! dispatch {
                 fn avx2$(<$g: $bound>)?($($arg: $ty),*) $(-> $ret)? {
                     $body($($arg),*)
                 }
-                if std::arch::is_x86_feature_detected!("avx512f") {
+                if $crate::model::ops::isa::avx512() {
                     // SAFETY: the CPU has the feature `avx512` is compiled for.
                     return unsafe { avx512($($arg),*) };
                 }

@@ -6,13 +6,13 @@
 //! at a time (8 rows run as a 6-row and a 2-row tile, each reading the weights): at 8 rows its
 //! kernels took 70% of a ~50 ms decode step, where reading the weights takes 17 ms
 //! (results/perf/step.md, "Decoding's projections as one op"). Here each rayon task takes a band
-//! of the weight and keeps a register tile of outputs (`skinny_avx512.rs`) over the whole shared
-//! dimension, so the weight is read once with x in L1:
+//! of the weight and keeps a register tile of outputs (`skinny_simd.rs`, AVX-512 or AVX2) over
+//! the whole shared dimension, so the weight is read once with x in L1:
 //! - a column-major w (how `LoraLinear` stores projections on the CPU: w^T [k, n] contiguous):
-//!   tiles of up to 8 rows by 48 columns (96 for one or two rows), one fused multiply-add per
-//!   shared index, in order;
-//! - a row-major w (the vocabulary head, the tied embedding): blocks of 4 rows by 4 weight rows,
-//!   dot products in 16 lanes then reduced.
+//!   tiles of up to 8 rows by 48 columns (96 for one or two rows; AVX2: 4 rows by 24, 32 at one
+//!   or two), one fused multiply-add per shared index, in order;
+//! - a row-major w (the vocabulary head, the tied embedding): blocks of 4 rows by 4 weight rows
+//!   (AVX2: 2 by 2), dot products in 16 lanes then reduced in one tree.
 //!
 //! Each output is one fixed sequence of operations whatever the thread count and whatever the
 //! other rows of x, so a row decodes the same bits alone or in a batch. Values equal gemm's up to
@@ -21,7 +21,7 @@
 use candle_core::{CpuStorage, CustomOp2, DType, Layout, Result, Shape, Tensor};
 
 use super::kernels::contiguous_slice;
-use super::skinny_avx512 as avx512;
+use super::skinny_simd::Kernels;
 use rayon::prelude::*;
 
 /// The op's name in errors.
@@ -38,17 +38,17 @@ pub(super) fn max_rows(layout: Weight) -> usize {
     }
 }
 
-/// x [m, k] @ w^T for w [n, k] row- or column-major, in f32 on a CPU with AVX-512 (`applies`);
-/// output [m, n].
+/// x [m, k] @ w^T for w [n, k] row- or column-major, in f32 on a CPU with AVX-512 or AVX2
+/// (`applies`); output [m, n].
 pub(super) struct SkinnyMatmul;
 
-/// Whether this CPU runs the op's kernels.
+/// Whether this CPU runs the op's kernels: AVX-512, or AVX2 with FMA.
 pub(super) fn available() -> bool {
-    std::arch::is_x86_feature_detected!("avx512f")
+    Kernels::here().is_some()
 }
 
 /// Whether the op computes x @ w^T: x of 1 to `max_rows` rows, x and w in f32 on the CPU, w row-
-/// or column-major, and a CPU with AVX-512.
+/// or column-major, and a CPU with AVX-512 or AVX2.
 pub(super) fn applies(x: &Tensor, w: &Tensor) -> Result<bool> {
     let rows = x.dims2().map(|(m, _)| m).unwrap_or(0);
     let Some(layout) = Weight::of(w.layout())? else {
@@ -78,9 +78,9 @@ impl CustomOp2 for SkinnyMatmul {
         if k != k2 {
             candle_core::bail!("{OP}: x [{m}, {k}] and w [{n}, {k2}] disagree on the shared dim")
         }
-        if !available() {
-            candle_core::bail!("{OP}: this CPU lacks AVX-512 (callers check `available`)")
-        }
+        let Some(kernels) = Kernels::here() else {
+            candle_core::bail!("{OP}: this CPU lacks AVX-512 and AVX2 (callers check `available`)")
+        };
         let x = contiguous_slice::<f32>(s1, l1)?;
         let Some(layout) = Weight::of(l2)? else {
             candle_core::bail!("{OP}: w is neither row- nor column-major")
@@ -90,7 +90,7 @@ impl CustomOp2 for SkinnyMatmul {
             Weight::Columns => contiguous_slice(s2, &l2.transpose(0, 1)?)?,
         };
         Ok((
-            CpuStorage::F32(bands(x, w, layout, m, n, k)),
+            CpuStorage::F32(bands(kernels, x, w, layout, (m, n, k))),
             Shape::from((m, n)),
         ))
     }
@@ -118,12 +118,18 @@ impl Weight {
 
 /// x [m, k] @ w^T in bands of w's n outputs, about 4 per thread, each a rayon task that writes
 /// [m, band] and is then copied into the [m, n] result.
-fn bands(x: &[f32], w: &[f32], layout: Weight, m: usize, n: usize, k: usize) -> Vec<f32> {
+pub(super) fn bands(
+    kernels: Kernels,
+    x: &[f32],
+    w: &[f32],
+    layout: Weight,
+    (m, n, k): (usize, usize, usize),
+) -> Vec<f32> {
     let mut y = vec![0f32; m * n];
     if m == 0 || n == 0 || k == 0 {
         return y;
     }
-    let tile = avx512::tile_columns(layout, m);
+    let tile = kernels.tile(layout, m);
     let band = n
         .div_ceil(4 * rayon::current_num_threads())
         .next_multiple_of(tile);
@@ -132,12 +138,9 @@ fn bands(x: &[f32], w: &[f32], layout: Weight, m: usize, n: usize, k: usize) -> 
         .map(|c| {
             let (j0, width) = (c * band, band.min(n - c * band));
             let mut out = vec![0f32; m * width];
-            // SAFETY: the op runs only where `available` found AVX-512.
-            unsafe {
-                match layout {
-                    Weight::Rows => avx512::band_rows(x, &w[j0 * k..][..width * k], m, k, &mut out),
-                    Weight::Columns => avx512::band_columns(x, &w[j0..], m, n, k, &mut out),
-                }
+            match layout {
+                Weight::Rows => kernels.band_rows(x, &w[j0 * k..][..width * k], m, k, &mut out),
+                Weight::Columns => kernels.band_columns(x, &w[j0..], (m, n, k), &mut out),
             }
             out
         })

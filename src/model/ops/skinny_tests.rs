@@ -1,7 +1,8 @@
 //! Unit tests of the few-rows matmul (`skinny.rs`): pinned by hand, against candle's matmul, for
 //! a weight stored row-major (the vocabulary head) and column-major (`LoraLinear` on the CPU).
 
-use super::skinny::{self, SkinnyMatmul};
+use super::skinny::{self, SkinnyMatmul, Weight};
+use super::skinny_simd::Kernels;
 use super::tests::{assert_close, same_on_one_thread, seeded, TOL_F32};
 use super::*;
 use candle_core::Device;
@@ -11,10 +12,10 @@ fn both_layouts(w: &Tensor) -> Result<[Tensor; 2]> {
     Ok([w.clone(), w.t()?.contiguous()?.t()?])
 }
 
-/// The op where this CPU runs it; `None` (and a line on stderr) where it lacks AVX-512.
+/// The op where this CPU runs it; `None` (and a line on stderr) where it lacks AVX-512 and AVX2.
 fn kernel() -> Option<SkinnyMatmul> {
     if !skinny::available() {
-        eprintln!("skipped: this CPU lacks AVX-512, so `linear_infer` is candle's matmul");
+        eprintln!("skipped: this CPU lacks AVX-512 and AVX2, so `linear_infer` is candle's matmul");
         return None;
     }
     Some(SkinnyMatmul)
@@ -110,6 +111,47 @@ fn a_row_gets_the_same_bits_alone_or_in_a_batch() -> Result<()> {
                     batch.get(i)?.to_vec1::<f32>()?,
                     alone.get(0)?.to_vec1::<f32>()?,
                     "row {i} of {rows}"
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// AVX-512's and AVX2's kernels give the same bits for both layouts, at every tile and block
+/// shape of each (1-2 rows and more, columns past a tile, k past a multiple of 16).
+#[test]
+fn every_instruction_set_gives_the_same_bits() -> Result<()> {
+    let all = Kernels::all();
+    if all.len() < 2 {
+        eprintln!("this CPU runs {} of the op's 2 sets of kernels", all.len());
+    }
+    let (k, n) = (70, 203);
+    let w = seeded(&[n, k], 66)?.flatten_all()?.to_vec1::<f32>()?;
+    let wt = seeded(&[n, k], 66)?
+        .t()?
+        .contiguous()?
+        .flatten_all()?
+        .to_vec1::<f32>()?;
+    for m in [1, 2, 3, 5, 8, 13, 32, 96] {
+        let x = seeded(&[m, k], 67)?.flatten_all()?.to_vec1::<f32>()?;
+        for (layout, w, most) in [(Weight::Rows, &w, 32), (Weight::Columns, &wt, 96)] {
+            if m > most {
+                continue;
+            }
+            let want = skinny::bands(all[0], &x, w, layout, (m, n, k));
+            for &other in &all[1..] {
+                let got = skinny::bands(other, &x, w, layout, (m, n, k));
+                let same = got
+                    .iter()
+                    .zip(&want)
+                    .filter(|(a, b)| a.to_bits() == b.to_bits());
+                assert_eq!(
+                    same.count(),
+                    m * n,
+                    "{} against {}, {m} rows",
+                    other.name(),
+                    all[0].name()
                 );
             }
         }

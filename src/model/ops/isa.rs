@@ -1,0 +1,10 @@
+//! Which vector kernels run: AVX-512's where the CPU has AVX-512 and the build has the feature
+//! `avx512` (a default), else AVX2's. The feature also turns on gemm's AVX-512 kernels
+//! (Cargo.toml), so a build without it (`--no-default-features`) runs every product and row loop
+//! as a CPU with AVX2 only would: how `ISA=avx2 benches/compare_torch/run.sh` measures such CPUs
+//! (AMD Zen 2 and 3, Intel before Skylake-SP) on an AVX-512 machine.
+
+/// Whether the project's AVX-512 kernels run here. std caches the CPUID answer.
+pub(crate) fn avx512() -> bool {
+    cfg!(feature = "avx512") && std::arch::is_x86_feature_detected!("avx512f")
+}
