@@ -45,11 +45,10 @@ pub fn load_policy(cfg: &TrainConfig, device: &Device) -> Result<ChatModel> {
     // A CPU setting: with model.device: auto on a GPU it does not apply.
     let bf16_products = cfg.file.model.cpu_matmul == CpuMatmul::Bf16 && device.is_cpu();
     if bf16_products && !crate::model::ops::Bf16Weight::available() {
-        return Err(Error::Other(
-            "model.cpu_matmul is bf16, but this CPU has no AVX-512 (AMD Zen 4 or later, Intel \
-             Xeon Skylake-SP or later); set model.cpu_matmul: f32 (the default)"
-                .into(),
-        ));
+        return Err(Error::Other(format!(
+            "model.cpu_matmul is bf16, but {}; set model.cpu_matmul: f32 (the default)",
+            crate::model::ops::Bf16Weight::unavailable_because()
+        )));
     }
     let opts = LoadOptions {
         lora: Some(cfg.file.lora.clone()),

@@ -30,6 +30,17 @@ impl Bf16Weight {
         false
     }
 
+    /// Why `available` is false, for an error a person reads: the CPU, or a build without the
+    /// feature `avx512` (`ops/isa.rs`) on a CPU that has AVX-512.
+    pub fn unavailable_because() -> &'static str {
+        #[cfg(target_arch = "x86_64")]
+        if is_x86_feature_detected!("avx512f") {
+            return "this build left out its AVX-512 kernels (it was made without the feature \
+                    avx512: cargo --no-default-features)";
+        }
+        "this CPU has no AVX-512 (AMD Zen 4 or later, Intel Xeon Skylake-SP or later)"
+    }
+
     /// Packs a frozen f32 weight W [out, in] on the CPU (either memory order).
     pub fn pack(w: &Tensor) -> Result<Self> {
         if !w.device().is_cpu() || w.dtype() != DType::F32 {
@@ -45,7 +56,10 @@ impl Bf16Weight {
             )
         }
         if !Self::available() {
-            candle_core::bail!("bf16 products need a CPU with AVX-512, and this one has none")
+            candle_core::bail!(
+                "bf16 products need AVX-512: {}",
+                Self::unavailable_because()
+            )
         }
         #[cfg(target_arch = "x86_64")]
         {
@@ -151,5 +165,33 @@ fn product(a: View<f32>, rows: usize, b: &PackedB) -> Vec<f32> {
     match amx::available() {
         true => amx::product(a, rows, b),
         false => bf16_dot::product(a, rows, b),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Where bf16 products do not run, packing fails and says why: the CPU, or (on a CPU with
+    /// AVX-512) a build without the feature `avx512`, which `scripts/test.sh` also tests.
+    #[test]
+    fn packing_without_avx512_says_why() {
+        if Bf16Weight::available() {
+            return;
+        }
+        let w = Tensor::zeros((4, 32), DType::F32, &Device::Cpu).unwrap();
+        let err = Bf16Weight::pack(&w)
+            .err()
+            .expect("no bf16 products here")
+            .to_string();
+        assert!(err.contains(Bf16Weight::unavailable_because()), "{err}");
+        #[cfg(target_arch = "x86_64")]
+        if is_x86_feature_detected!("avx512f") {
+            assert!(
+                !cfg!(feature = "avx512"),
+                "AVX-512 and the feature, yet not available"
+            );
+            assert!(err.contains("--no-default-features"), "{err}");
+        }
     }
 }
