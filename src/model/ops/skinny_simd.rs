@@ -28,7 +28,7 @@ trait Isa {
     const WIDE: usize;
     const TALL: usize;
     /// Rows of x a column tile takes at more than two rows, the most first.
-    const ROWS: [usize; 4];
+    const ROWS: &'static [usize];
     unsafe fn zero() -> Self::V;
     unsafe fn load(p: *const f32) -> Self::V;
     unsafe fn splat(v: f32) -> Self::V;
@@ -45,9 +45,9 @@ trait Isa {
 }
 
 /// AVX-512F.
-pub(super) struct Avx512;
+struct Avx512;
 /// AVX2 and FMA.
-pub(super) struct Avx2;
+struct Avx2;
 
 impl Isa for Avx512 {
     type V = __m512;
@@ -58,7 +58,7 @@ impl Isa for Avx512 {
     // 12 accumulators at one or two rows, 24 at 8 rows (of the 32 registers).
     const WIDE: usize = 6;
     const TALL: usize = 3;
-    const ROWS: [usize; 4] = [8, 4, 2, 1];
+    const ROWS: &'static [usize] = &[8, 4, 2, 1];
     #[inline(always)]
     unsafe fn zero() -> __m512 {
         _mm512_setzero_ps()
@@ -79,17 +79,18 @@ impl Isa for Avx512 {
     unsafe fn store(v: __m512, p: *mut f32) {
         _mm512_storeu_ps(p, v)
     }
+    // 16 lanes are one register.
     #[inline(always)]
     unsafe fn zero16() -> __m512 {
-        _mm512_setzero_ps()
+        Self::zero()
     }
     #[inline(always)]
     unsafe fn load16(p: *const f32) -> __m512 {
-        _mm512_loadu_ps(p)
+        Self::load(p)
     }
     #[inline(always)]
     unsafe fn fma16(a: __m512, b: __m512, c: __m512) -> __m512 {
-        _mm512_fmadd_ps(a, b, c)
+        Self::fma(a, b, c)
     }
     #[inline(always)]
     unsafe fn total(s: __m512) -> f32 {
@@ -110,7 +111,7 @@ impl Isa for Avx2 {
     // 16-32 than 4 x 2; 6 registers at one or two rows, no faster than 4.
     const WIDE: usize = 4;
     const TALL: usize = 3;
-    const ROWS: [usize; 4] = [4, 2, 1, 1];
+    const ROWS: &'static [usize] = &[4, 2, 1];
     #[inline(always)]
     unsafe fn zero() -> __m256 {
         _mm256_setzero_ps()
@@ -372,7 +373,7 @@ fn band_columns<I: Isa>(x: &[f32], wt: &[f32], m: usize, n: usize, k: usize, out
         let vecs = ((width - j) / I::N).min(most);
         let mut i = 0;
         while i < m {
-            let rows = I::ROWS.into_iter().find(|&r| r <= m - i).unwrap_or(1);
+            let rows = I::ROWS.iter().copied().find(|&r| r <= m - i).unwrap_or(1);
             let (xs, ws, os) = (&x[i * k..], &wt[j..], &mut out[i * width + j..]);
             macro_rules! tiles {
                 ($(($r:literal, $v:literal)),*) => {

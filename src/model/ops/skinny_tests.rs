@@ -127,12 +127,9 @@ fn every_instruction_set_gives_the_same_bits() -> Result<()> {
         eprintln!("this CPU runs {} of the op's 2 sets of kernels", all.len());
     }
     let (k, n) = (70, 203);
-    let w = seeded(&[n, k], 66)?.flatten_all()?.to_vec1::<f32>()?;
-    let wt = seeded(&[n, k], 66)?
-        .t()?
-        .contiguous()?
-        .flatten_all()?
-        .to_vec1::<f32>()?;
+    let w = seeded(&[n, k], 66)?;
+    let wt = w.t()?.contiguous()?.flatten_all()?.to_vec1::<f32>()?;
+    let w = w.flatten_all()?.to_vec1::<f32>()?;
     for m in [1, 2, 3, 5, 8, 13, 32, 96] {
         let x = seeded(&[m, k], 67)?.flatten_all()?.to_vec1::<f32>()?;
         for (layout, w, most) in [(Weight::Rows, &w, 32), (Weight::Columns, &wt, 96)] {
