@@ -68,7 +68,7 @@ def main():
     isa = sys.argv[5] if len(sys.argv) > 5 else "native"
     precision = ("f32 throughout" if matmul == "f32" else
                  "f32 weights with bf16 products: ours with model.cpu_matmul: bf16 (AMX where "
-                 "the CPU has it, else AVX-512), PyTorch under torch.autocast(bfloat16)")
+                 "the CPU has it, else AVX-512 or AVX2), PyTorch under torch.autocast(bfloat16)")
     ours = [rows(os.path.join(logdir, f"ours-{r}.md")) for r in range(1, rounds + 1)]
     torch = [rows(os.path.join(logdir, f"torch-{r}.md")) for r in range(1, rounds + 1)]
     cases = list(dict.fromkeys(c for d in ours + torch for c in d))

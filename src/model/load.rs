@@ -41,7 +41,7 @@ pub struct LoadOptions {
     pub seed: u64,
     /// Weight dtype (F32 on CPU; BF16 is an option on GPUs).
     pub dtype: DType,
-    /// Run the frozen weights' products in bf16 on the CPU's AMX or AVX-512
+    /// Run the frozen weights' products in bf16 on the CPU's AMX, AVX-512 or AVX2
     /// (`Llama::use_bf16_products`; `model.cpu_matmul: bf16`).
     pub bf16_products: bool,
 }

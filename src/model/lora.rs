@@ -264,7 +264,7 @@ impl LoraLinear {
 
     /// Packs the frozen base weight for bf16 products (`ops::Bf16Weight`): its products, in
     /// training, scoring and generation, then run in bf16 with f32 sums. An error under full
-    /// fine-tuning (the weight changes every step) or without AVX-512.
+    /// fine-tuning (the weight changes every step) or without AVX2 and FMA.
     ///
     /// No product reads the f32 weight after this, so it is dropped (SmolLM2-135M: 424 MB): a
     /// stand-in of its shape takes its place, NaN wherever something reads it by mistake, and

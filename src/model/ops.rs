@@ -15,14 +15,16 @@
 //! fine-tuning. `frozen_matmul` is a custom op whose backward returns only the input gradient.
 //! Its forward calls the backend's own matmul, so it is the same kernel on CPU and CUDA; with a
 //! weight packed for bf16 products (`model.cpu_matmul: bf16`, `ops/bf16_weight.rs`), its products
-//! are bf16 products instead (AMX where the CPU has it, AVX-512 otherwise), as are the LoRA op's
-//! and the inference projections'.
+//! are bf16 products instead (AMX where the CPU has it, AVX-512 or AVX2 otherwise), as are the
+//! LoRA op's and the inference projections'.
 
 #[cfg(target_arch = "x86_64")]
 mod amx;
 mod attention;
 #[cfg(target_arch = "x86_64")]
 mod bf16_dot;
+#[cfg(target_arch = "x86_64")]
+mod bf16_dot_avx2;
 #[cfg(target_arch = "x86_64")]
 mod bf16_pack;
 mod bf16_weight;

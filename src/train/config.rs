@@ -159,8 +159,8 @@ fn check_file(f: &TrainConfigFile, path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// `model.cpu_matmul: bf16` multiplies f32 weights on the CPU. Whether the CPU has AVX-512 is
-/// checked where the model loads (`load::load_policy`): a config may be written on another machine
+/// `model.cpu_matmul: bf16` multiplies f32 weights on the CPU. Whether the CPU runs it is checked
+/// where the model loads (`load::load_policy`): a config may be written on another machine
 /// than the one that runs it.
 fn check_model(f: &TrainConfigFile, path: &Path) -> Result<()> {
     let m = &f.model;

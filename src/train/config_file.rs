@@ -105,7 +105,8 @@ pub enum CpuMatmul {
     /// bf16 products with f32 sums for the frozen projections and the vocabulary head (training,
     /// the old and reference log-probs, generation): on Intel AMX (Xeon 4th generation and
     /// later), by AVX-512 on CPUs without it (AMD Zen 4 and later, Intel Xeon Skylake-SP and
-    /// later); the adapters and everything else stay f32.
+    /// later), by AVX2 on the rest (Intel Haswell and later, AMD Zen and later); the adapters and
+    /// everything else stay f32.
     Bf16,
 }
 
@@ -130,8 +131,8 @@ pub struct ModelSection {
     /// `f32` (default) or `bf16`.
     #[serde(default)]
     pub dtype: WeightDtype,
-    /// `f32` (default) or `bf16`: the frozen weights' products on the CPU in bf16 (AMX or
-    /// AVX-512; docs/DESIGN.md, "bf16 products on the CPU").
+    /// `f32` (default) or `bf16`: the frozen weights' products on the CPU in bf16 (AMX, AVX-512
+    /// or AVX2; docs/DESIGN.md, "bf16 products on the CPU").
     #[serde(default, skip_serializing_if = "CpuMatmul::is_f32")]
     pub cpu_matmul: CpuMatmul,
 }

@@ -1,5 +1,5 @@
-//! bf16 products with a weight packed once (`bf16_pack::PackedB`) by one of two inner loops that
-//! compute the same sums. A packed panel row holds, for 16 columns, the pair (b[2 kp][j],
+//! bf16 products with a weight packed once (`bf16_pack::PackedB`) by one of three inner loops
+//! that compute the same sums. A packed panel row holds, for 16 columns, the pair (b[2 kp][j],
 //! b[2 kp + 1][j]); a row of x meets it as its pair (x[2 kp], x[2 kp + 1]):
 //! - `Dot`: AVX512-BF16's `vdpbf16ps` (Intel SDM vol. 2, "VDPBF16PS": each f32 lane adds the
 //!   product of the odd values, then that of the even ones) of one 64-byte load of the panel row
@@ -8,14 +8,17 @@
 //!   the odd ones) and two f32 FMAs per row, odd then even, against the row's rounded values
 //!   broadcast from memory. A product of two bf16 values is exact in f32, so an FMA adds it as
 //!   `vdpbf16ps` does and the two loops give the same bits (tested), except that `vdpbf16ps`
-//!   reads denormals as zero and flushes denormal sums.
+//!   reads denormals as zero and flushes denormal sums;
+//! - `Fma256` (`bf16_dot_avx2.rs`): `Fma`'s operations in AVX2's 256-bit registers, the same
+//!   bits (tested).
 //!
 //! A CPU runs one of them for every product: `Dot` on AMD (Zen 4 and 5, where one `vdpbf16ps`
 //! does the multiply-adds of two f32 FMAs), `Fma` on Intel without AMX, where `vdpbf16ps` runs at
 //! about 0.6 of two FMA ports and the FMA loop trains 1.35x as fast (results/perf/step.md, "bf16
 //! products without AMX" and "bf16 products by f32 FMAs"), and on CPUs with AVX-512 but not
-//! AVX512-BF16. At a decoding step's few rows either streams the half-size weight, half the bytes
-//! of f32's.
+//! AVX512-BF16, and `Fma256` on CPUs with AVX2 and FMA only (AMD Zen 2 and 3, Intel before
+//! Skylake-SP; or a build without the feature `avx512`). At a decoding step's few rows each
+//! streams the half-size weight, half the bytes of f32's.
 //!
 //! Above 32 rows the product runs passes of `KC` values of k over `MC` rows; in a pass, each group
 //! of 8 rows goes through the two panels of every 32-column block of the task. A pass starts from
@@ -25,11 +28,15 @@
 
 use std::arch::x86_64::*;
 
+use super::bf16_dot_avx2::Fma256;
 use super::bf16_pack::{BfRows, PackedB, RoundedRows};
 use super::view::{par_runs, Shared, View};
 
-/// Rows of x one pass over two panels takes (16 accumulators of the 32 registers).
+/// Rows of x one pass of AVX-512's loops over two panels takes (16 accumulators of the 32
+/// registers).
 const BLOCK: usize = 8;
+/// The most rows of any loop's group (`Inner::ROWS`).
+const MAX_ROWS: usize = 12;
 /// Values of k per pass: the two panels' 512 values are 32 KB, which stay in L1 or L2 while the
 /// pass's row groups go by.
 const KC: usize = 512;
@@ -41,17 +48,34 @@ const MC: usize = 256;
 const FEW: usize = 32;
 
 /// Whether this CPU runs `product`: AVX-512 (Intel Skylake-SP and later, AMD Zen 4 and later)
-/// in a build with the feature `avx512` (`isa.rs`).
+/// in a build with the feature `avx512` (`isa.rs`), or else AVX2 and FMA (`bf16_dot_avx2.rs`).
 pub(crate) fn available() -> bool {
-    super::isa::avx512()
+    here().is_some()
 }
 
-/// Whether this CPU's products run `Dot` (see the module's doc): where it has AVX512-BF16 and
-/// is not Intel's; else `Fma`. Asked once: CPUID in a virtual machine exits to the hypervisor,
-/// which per product cost decoding at batch 1 a fifth of its speed.
-fn dot_here() -> bool {
-    static DOT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *DOT.get_or_init(|| is_x86_feature_detected!("avx512bf16") && !intel())
+/// The inner loops, by name.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Loop {
+    Dot,
+    Fma,
+    Fma256,
+}
+
+/// The loop this CPU's products run (see the module's doc): `Dot` where it has AVX512-BF16 and is
+/// not Intel's, `Fma` with AVX-512, `Fma256` with AVX2 and FMA only. Asked once: CPUID in a
+/// virtual machine exits to the hypervisor, which per product cost decoding at batch 1 a fifth of
+/// its speed.
+fn here() -> Option<Loop> {
+    static HERE: std::sync::OnceLock<Option<Loop>> = std::sync::OnceLock::new();
+    *HERE.get_or_init(|| {
+        let dot = is_x86_feature_detected!("avx512bf16") && !intel();
+        match (super::isa::avx512(), super::isa::avx2()) {
+            (true, _) if dot => Some(Loop::Dot),
+            (true, _) => Some(Loop::Fma),
+            (false, true) => Some(Loop::Fma256),
+            (false, false) => None,
+        }
+    })
 }
 
 /// Whether CPUID's vendor string is "GenuineIntel".
@@ -63,15 +87,18 @@ fn intel() -> bool {
 /// x b as a new row-major [m, n] matrix for x [m, k] (any strides), rounded to bf16 here; b's
 /// 32-column blocks split between candle's CPU threads. The caller checks `available()`.
 pub(crate) fn product(x: View<f32>, m: usize, b: &PackedB) -> Vec<f32> {
-    assert!(available(), "bf16_dot::product on a CPU without AVX-512");
-    match dot_here() {
-        true => product_by::<Dot>(x, m, b),
-        false => product_by::<Fma>(x, m, b),
+    match here() {
+        Some(Loop::Dot) => product_by::<Dot>(x, m, b),
+        Some(Loop::Fma) => product_by::<Fma>(x, m, b),
+        Some(Loop::Fma256) => product_by::<Fma256>(x, m, b),
+        None => panic!("bf16_dot::product on a CPU without AVX2 and FMA"),
     }
 }
 
-/// One of the two inner loops and the rounded rows it reads.
-trait Inner {
+/// One of the inner loops and the rounded rows it reads.
+pub(super) trait Inner {
+    /// Rows of x a group takes through a 32-column block (at most `MAX_ROWS`).
+    const ROWS: usize;
     /// One pair of x's rounded values, as the loop reads it.
     type Pair: Sync;
     /// x's rows rounded, k padded to k_pad.
@@ -89,7 +116,7 @@ trait Inner {
         kn: usize,
         rows: usize,
         add: bool,
-        acc: &mut [[f32; 32]; BLOCK],
+        acc: &mut [[f32; 32]],
     );
 }
 
@@ -117,6 +144,7 @@ macro_rules! by_rows {
 }
 
 impl Inner for Dot {
+    const ROWS: usize = BLOCK;
     type Pair = u32;
     type Rows = BfRows;
     fn round(x: View<f32>, m: usize, k: usize) -> BfRows {
@@ -132,13 +160,14 @@ impl Inner for Dot {
         kn: usize,
         rows: usize,
         add: bool,
-        acc: &mut [[f32; 32]; BLOCK],
+        acc: &mut [[f32; 32]],
     ) {
         by_rows!(dot_rows, rows, panels, x, kn, add, acc)
     }
 }
 
 impl Inner for Fma {
+    const ROWS: usize = BLOCK;
     type Pair = [f32; 2];
     type Rows = RoundedRows;
     fn round(x: View<f32>, m: usize, k: usize) -> RoundedRows {
@@ -154,7 +183,7 @@ impl Inner for Fma {
         kn: usize,
         rows: usize,
         add: bool,
-        acc: &mut [[f32; 32]; BLOCK],
+        acc: &mut [[f32; 32]],
     ) {
         by_rows!(fma_rows, rows, panels, x, kn, add, acc)
     }
@@ -185,9 +214,10 @@ fn product_by<I: Inner>(x: View<f32>, m: usize, b: &PackedB) -> Vec<f32> {
                     let cols = 32.min(n - c * 32);
                     let (p0, p1) = b.panels(c);
                     let panels = (&p0[k0 * 32..], &p1[k0 * 32..]);
-                    for r0 in (m0..(m0 + MC).min(m)).step_by(BLOCK) {
-                        let rows = BLOCK.min(m - r0);
-                        let mut acc = [[0f32; 32]; BLOCK];
+                    let end = (m0 + MC).min(m);
+                    for r0 in (m0..end).step_by(I::ROWS) {
+                        let rows = I::ROWS.min(end - r0);
+                        let mut acc = [[0f32; 32]; MAX_ROWS];
                         // SAFETY (both copies): rows r0 .. r0 + rows, columns c * 32 .. + cols
                         // lie inside out's m x n values, only this task touches these columns,
                         // and the pass before wrote them.
@@ -226,7 +256,7 @@ fn bh(v: __m512i) -> __m512bh {
 /// `add`, else zeros.
 #[target_feature(enable = "avx512f")]
 #[inline]
-fn start_rows<const R: usize>(acc: &[[f32; 32]; BLOCK], add: bool) -> ([__m512; R], [__m512; R]) {
+fn start_rows<const R: usize>(acc: &[[f32; 32]], add: bool) -> ([__m512; R], [__m512; R]) {
     let (mut lo, mut hi) = ([_mm512_setzero_ps(); R], [_mm512_setzero_ps(); R]);
     if add {
         for r in 0..R {
@@ -243,7 +273,7 @@ fn start_rows<const R: usize>(acc: &[[f32; 32]; BLOCK], add: bool) -> ([__m512; 
 /// Stores the R rows' accumulators (`start_rows`) back into acc.
 #[target_feature(enable = "avx512f")]
 #[inline]
-fn store_rows<const R: usize>(acc: &mut [[f32; 32]; BLOCK], lo: &[__m512; R], hi: &[__m512; R]) {
+fn store_rows<const R: usize>(acc: &mut [[f32; 32]], lo: &[__m512; R], hi: &[__m512; R]) {
     for r in 0..R {
         // SAFETY: acc[r] holds 32 f32.
         unsafe {
@@ -261,10 +291,10 @@ fn dot_rows<const R: usize>(
     (x, stride): (&[u32], usize),
     kn: usize,
     add: bool,
-    acc: &mut [[f32; 32]; BLOCK],
+    acc: &mut [[f32; 32]],
 ) {
     assert!(p0.len() >= kn * 32 && p1.len() >= kn * 32);
-    assert!(R <= BLOCK && (kn == 0 || x.len() >= (R - 1) * stride + kn));
+    assert!(R <= acc.len() && (kn == 0 || x.len() >= (R - 1) * stride + kn));
     let (mut lo, mut hi) = start_rows::<R>(acc, add);
     let (w0, w1, x) = (p0.as_ptr(), p1.as_ptr(), x.as_ptr());
     for i in 0..kn {
@@ -289,7 +319,7 @@ fn dot_rows<const R: usize>(
 /// streams the packs from memory, and the hardware's prefetchers alone left the loop at ~83% of
 /// one row's bandwidth at 8 rows. 32 ahead: decoding 1.13-1.2x at batch 1, 1.22-1.27x at 8 and
 /// 1.1-1.15x at 16, the update unchanged (results/perf/step.md, "bf16 products by f32 FMAs").
-const AHEAD: usize = 32;
+pub(super) const AHEAD: usize = 32;
 
 /// `Fma::panel_rows` for R rows: the sums of `dot_rows`, each pair row of a panel widened to f32
 /// once (even values shifted up, odd ones masked) for all R rows.
@@ -300,10 +330,10 @@ fn fma_rows<const R: usize>(
     (x, stride): (&[[f32; 2]], usize),
     kn: usize,
     add: bool,
-    acc: &mut [[f32; 32]; BLOCK],
+    acc: &mut [[f32; 32]],
 ) {
     assert!(p0.len() >= kn * 32 && p1.len() >= kn * 32);
-    assert!(R <= BLOCK && (kn == 0 || x.len() >= (R - 1) * stride + kn));
+    assert!(R <= acc.len() && (kn == 0 || x.len() >= (R - 1) * stride + kn));
     let (mut lo, mut hi) = start_rows::<R>(acc, add);
     let high = _mm512_set1_epi32(0xffff_0000_u32 as i32);
     // A pair row's 16 (even, odd) bf16 pairs as two vectors of f32: evens, odds.
@@ -342,15 +372,23 @@ mod tests {
 
     /// The inner loops this CPU runs, by name.
     fn loops() -> Vec<(&'static str, Product)> {
-        let mut loops: Vec<(&str, Product)> = Vec::new();
-        if available() {
-            loops.push(("Fma", product_by::<Fma>));
-        }
-        if available() && is_x86_feature_detected!("avx512bf16") {
-            loops.push(("Dot", product_by::<Dot>));
-        }
-        if loops.len() < 2 {
-            eprintln!("this CPU runs {} of bf16_dot's 2 inner loops", loops.len());
+        let avx512 = super::super::isa::avx512();
+        let all: [(&str, Product, bool); 3] = [
+            ("Fma", product_by::<Fma>, avx512),
+            (
+                "Dot",
+                product_by::<Dot>,
+                avx512 && is_x86_feature_detected!("avx512bf16"),
+            ),
+            ("Fma256", product_by::<Fma256>, super::super::isa::avx2()),
+        ];
+        let loops: Vec<_> = all.iter().filter(|l| l.2).map(|l| (l.0, l.1)).collect();
+        if loops.len() < all.len() {
+            eprintln!(
+                "this CPU and build run {} of bf16_dot's {} inner loops",
+                loops.len(),
+                all.len()
+            );
         }
         loops
     }
@@ -394,28 +432,35 @@ mod tests {
         assert_eq!(intel(), vendor == Some("GenuineIntel"), "{vendor:?}");
     }
 
-    /// The FMA loop adds each product as `vdpbf16ps` does, odd then even: the same bits, at few
-    /// rows and across passes (values of every sign and scale, no denormals).
+    /// The FMA loops add each product as `vdpbf16ps` does, odd then even: every loop gives the
+    /// same bits, at few rows and across passes (values of every sign and scale, no denormals).
     #[test]
-    fn the_fma_loop_gives_vdpbf16ps_bits() {
-        if loops().len() < 2 {
-            return;
-        }
+    fn every_loop_gives_the_same_bits() {
+        let loops = loops();
         let val = |i: usize| {
             let h = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40;
             (h % 2001) as f32 / 1000.0 - 1.0 + (h % 7) as f32 * 1e-3
         };
-        for (m, k, n) in [(1, 576, 64), (8, 1536, 48), (300, 1100, 70)] {
+        for (m, k, n) in [(1, 576, 64), (7, 1536, 48), (300, 1100, 70)] {
             let x: Vec<f32> = (0..m * k).map(|i| val(i) * 8.0).collect();
             let w: Vec<f32> = (0..k * n).map(|i| val(i + 99) / 16.0).collect();
             let b = PackedB::new(View::rows(&w, 0, n), k, n);
             let x = View::rows(&x, 0, k);
-            let (fma, dot) = (product_by::<Fma>(x, m, &b), product_by::<Dot>(x, m, &b));
-            let same = fma
-                .iter()
-                .zip(&dot)
-                .filter(|(a, b)| a.to_bits() == b.to_bits());
-            assert_eq!(same.count(), m * n, "({m}, {k}, {n})");
+            let first = loops[0].1(x, m, &b);
+            for (name, product) in &loops[1..] {
+                let same = product(x, m, &b)
+                    .iter()
+                    .zip(&first)
+                    .filter(|(a, b)| a.to_bits() == b.to_bits())
+                    .count();
+                assert_eq!(
+                    same,
+                    m * n,
+                    "{name} against {} at ({m}, {k}, {n})",
+                    loops[0].0
+                );
+            }
         }
     }
 }
+

@@ -1,9 +1,9 @@
 //! A frozen weight for bf16 products (`model.cpu_matmul: bf16`): W [out, in] rounded to bf16 and
 //! packed twice (`bf16_pack.rs`), once for x W^T (the forward) and once for g W (the input
 //! gradient), so that every product with it (training, scoring, generation) runs in bf16 with f32
-//! sums: on Intel AMX (`amx.rs`) where the CPU has it, otherwise by AVX-512 (`bf16_dot.rs`:
-//! AVX512-BF16's dot products on AMD, f32 FMAs elsewhere). The adapters, norms, attention and
-//! log-probs stay f32.
+//! sums: on Intel AMX (`amx.rs`) where the CPU has it, otherwise by AVX-512 or AVX2
+//! (`bf16_dot.rs`: AVX512-BF16's dot products on AMD, f32 FMAs elsewhere). The adapters, norms,
+//! attention and log-probs stay f32.
 
 use candle_core::{DType, Device, Result, Tensor};
 
@@ -21,8 +21,8 @@ pub struct Bf16Weight {
 }
 
 impl Bf16Weight {
-    /// Whether this machine runs bf16 products: an x86-64 CPU with AVX-512 (Intel Xeon Skylake-SP
-    /// and later, Sapphire Rapids and later adding AMX; AMD Zen 4 and later).
+    /// Whether this machine runs bf16 products: an x86-64 CPU with AVX2 and FMA (Intel Haswell and
+    /// later, AMD Zen and later), by AVX-512 where the CPU has it and AMX where it has that.
     pub fn available() -> bool {
         #[cfg(target_arch = "x86_64")]
         return bf16_dot::available();
@@ -30,15 +30,12 @@ impl Bf16Weight {
         false
     }
 
-    /// Why `available` is false, for an error a person reads: the CPU, or a build without the
-    /// feature `avx512` (`ops/isa.rs`) on a CPU that has AVX-512.
+    /// Why `available` is false, for an error a person reads.
     pub fn unavailable_because() -> &'static str {
-        #[cfg(target_arch = "x86_64")]
-        if is_x86_feature_detected!("avx512f") {
-            return "this build left out its AVX-512 kernels (it was made without the feature \
-                    avx512: cargo --no-default-features)";
+        match cfg!(target_arch = "x86_64") {
+            true => "this CPU has neither AVX2 with FMA (Intel Haswell or later, AMD Zen or later) nor AVX-512",
+            false => "bf16 products run on x86-64 CPUs only (with AVX2 and FMA, or AVX-512)",
         }
-        "this CPU has no AVX-512 (AMD Zen 4 or later, Intel Xeon Skylake-SP or later)"
     }
 
     /// Packs a frozen f32 weight W [out, in] on the CPU (either memory order).
@@ -57,7 +54,7 @@ impl Bf16Weight {
         }
         if !Self::available() {
             candle_core::bail!(
-                "bf16 products need AVX-512: {}",
+                "bf16 products do not run here: {}",
                 Self::unavailable_because()
             )
         }
@@ -172,10 +169,9 @@ fn product(a: View<f32>, rows: usize, b: &PackedB) -> Vec<f32> {
 mod tests {
     use super::*;
 
-    /// Where bf16 products do not run, packing fails and says why: the CPU, or (on a CPU with
-    /// AVX-512) a build without the feature `avx512`, which `scripts/test.sh` also tests.
+    /// Where bf16 products do not run (a CPU without AVX2 and FMA), packing fails and says why.
     #[test]
-    fn packing_without_avx512_says_why() {
+    fn packing_where_bf16_does_not_run_says_why() {
         if Bf16Weight::available() {
             return;
         }
@@ -185,9 +181,16 @@ mod tests {
             .expect("no bf16 products here")
             .to_string();
         assert!(err.contains(Bf16Weight::unavailable_because()), "{err}");
-        #[cfg(target_arch = "x86_64")]
-        if is_x86_feature_detected!("avx512f") {
-            assert!(err.contains("--no-default-features"), "{err}");
-        }
+    }
+
+    /// bf16 products run in every build on every x86-64 CPU with AVX2 and FMA, the AVX2 build
+    /// (without the feature `avx512`, which `scripts/test.sh` also tests) included.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn bf16_runs_wherever_avx2_does() {
+        assert_eq!(
+            Bf16Weight::available(),
+            super::super::isa::avx2() || super::super::isa::avx512()
+        );
     }
 }

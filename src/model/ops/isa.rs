@@ -8,3 +8,9 @@
 pub(crate) fn avx512() -> bool {
     cfg!(feature = "avx512") && std::arch::is_x86_feature_detected!("avx512f")
 }
+
+/// Whether this CPU runs the project's AVX2 kernels (AVX2 and FMA: Intel from Haswell, AMD from
+/// Zen 1). std caches the CPUID answers.
+pub(crate) fn avx2() -> bool {
+    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+}

@@ -174,16 +174,11 @@ enum Which {
     Avx2,
 }
 
-/// Whether this CPU runs the AVX2 kernels.
-fn avx2() -> bool {
-    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
-}
-
 impl Kernels {
     /// The fastest kernels this CPU runs; `None` without AVX2 and FMA. std caches the CPUID
     /// answers, so this costs a few loads per product.
     pub(super) fn here() -> Option<Self> {
-        match (super::isa::avx512(), avx2()) {
+        match (super::isa::avx512(), super::isa::avx2()) {
             (true, _) => Some(Kernels(Which::Avx512)),
             (false, true) => Some(Kernels(Which::Avx2)),
             (false, false) => None,
@@ -193,10 +188,13 @@ impl Kernels {
     /// Every set of kernels this CPU runs, the fastest first.
     #[cfg(test)]
     pub(super) fn all() -> Vec<Self> {
-        [(super::isa::avx512(), Which::Avx512), (avx2(), Which::Avx2)]
-            .into_iter()
-            .filter_map(|(runs, which)| runs.then_some(Kernels(which)))
-            .collect()
+        [
+            (super::isa::avx512(), Which::Avx512),
+            (super::isa::avx2(), Which::Avx2),
+        ]
+        .into_iter()
+        .filter_map(|(runs, which)| runs.then_some(Kernels(which)))
+        .collect()
     }
 
     /// The instruction set's name.

@@ -1,0 +1,145 @@
+//! `bf16_dot`'s FMA loop on CPUs with AVX2 and FMA but no AVX-512 (AMD Zen 2 and 3, Intel before
+//! Skylake-SP): the sums of `bf16_dot::Fma` in 256-bit registers, so the same bits.
+//!
+//! A panel's pair row is 16 columns' (even, odd) pairs: 64 bytes, two registers of 8 columns.
+//! Each register is widened to f32 as AVX-512's loop widens its one (even values shifted up, odd
+//! ones masked) and every column's lane adds odd then even by FMA, so every output is the same
+//! chain of operations. AVX2 has 16 registers, not 32: a row's 16 columns of one panel take two
+//! accumulators, the widened pair row four and the row's broadcast pair two, so the loop takes up
+//! to `QUAD` rows through one panel at a time (8 + 4 + 2 registers), where AVX-512's takes 8 rows
+//! through both. A block's rows go by in quads, each reading the panel again; above `FEW` rows
+//! the panel's pass over k (16 KB) stays in L1 between them.
+
+use std::arch::x86_64::*;
+
+use super::bf16_dot::{Inner, AHEAD};
+use super::bf16_pack::RoundedRows;
+use super::view::View;
+
+/// Rows one pass over a panel takes.
+const QUAD: usize = 5;
+
+/// f32 FMAs in 256-bit registers against the panel widened in registers and x's rounded values.
+pub(super) struct Fma256;
+
+impl Inner for Fma256 {
+    const ROWS: usize = 2 * QUAD;
+    type Pair = [f32; 2];
+    type Rows = RoundedRows;
+    fn round(x: View<f32>, m: usize, k: usize) -> RoundedRows {
+        RoundedRows::new(x, m, k)
+    }
+    fn pairs(rows: &RoundedRows) -> &[[f32; 2]] {
+        rows.pairs()
+    }
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn panel_rows(
+        (p0, p1): (&[u16], &[u16]),
+        (x, stride): (&[[f32; 2]], usize),
+        kn: usize,
+        rows: usize,
+        add: bool,
+        acc: &mut [[f32; 32]],
+    ) {
+        if rows == 1 {
+            return panels_rows::<1, 2>([p0, p1], (x, stride), kn, add, (acc, [0, 16]));
+        }
+        // Passes of at most QUAD rows, as even as they go (6 rows: 3 + 3, not 5 + 1).
+        let passes = rows.div_ceil(QUAD);
+        for (half, panel) in [p0, p1].into_iter().enumerate() {
+            let mut r0 = 0;
+            for pass in 0..passes {
+                let n = (rows - r0) / (passes - pass);
+                let x = (&x[(r0 * stride).min(x.len())..], stride);
+                let acc = (&mut acc[r0..], [half * 16]);
+                match n {
+                    1 => panels_rows::<1, 1>([panel], x, kn, add, acc),
+                    2 => panels_rows::<2, 1>([panel], x, kn, add, acc),
+                    3 => panels_rows::<3, 1>([panel], x, kn, add, acc),
+                    4 => panels_rows::<4, 1>([panel], x, kn, add, acc),
+                    5 => panels_rows::<5, 1>([panel], x, kn, add, acc),
+                    r => unreachable!("{r} rows in a pass of {QUAD}"),
+                }
+                r0 += n;
+            }
+        }
+    }
+}
+
+/// acc[r][col .. col + 16] (+)= the first `kn` pair rows of P panels (each with its column col in
+/// acc) against R rows of pairs (row r's at x[r * stride ..]); from acc's values if `add`, else
+/// from zero.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+fn panels_rows<const R: usize, const P: usize>(
+    panels: [&[u16]; P],
+    (x, stride): (&[[f32; 2]], usize),
+    kn: usize,
+    add: bool,
+    (acc, cols): (&mut [[f32; 32]], [usize; P]),
+) {
+    assert!(panels.iter().all(|p| p.len() >= kn * 32) && cols.iter().all(|&c| c <= 16));
+    assert!(acc.len() >= R && (kn == 0 || x.len() >= (R - 1) * stride + kn));
+    // Row r's columns cols[p] .. + 8 and cols[p] + 8 .. + 16.
+    let mut sums = [[[_mm256_setzero_ps(); 2]; P]; R];
+    if add {
+        for (s, a) in sums.iter_mut().zip(acc.iter()) {
+            for (s, &c) in s.iter_mut().zip(&cols) {
+                for (s, h) in s.iter_mut().zip([0, 8]) {
+                    // SAFETY: a holds 32 f32 and c <= 16.
+                    *s = unsafe { _mm256_loadu_ps(a[c + h..].as_ptr()) };
+                }
+            }
+        }
+    }
+    let high = _mm256_set1_epi32(0xffff_0000_u32 as i32);
+    // 8 (even, odd) bf16 pairs as two vectors of f32: evens, odds.
+    let widen = |v: __m256i| {
+        (
+            _mm256_castsi256_ps(_mm256_slli_epi32::<16>(v)),
+            _mm256_castsi256_ps(_mm256_and_si256(v, high)),
+        )
+    };
+    let (w, x) = (panels.map(|p| p.as_ptr()), x.as_ptr());
+    for i in 0..kn {
+        // SAFETY: pair row i of each panel is 32 values inside it, and pair i of row r lies at
+        // r * stride + i inside x (both asserted above).
+        unsafe {
+            // A prefetch reads nothing and never faults, so its address may lie past the panel.
+            for w in w {
+                _mm_prefetch::<_MM_HINT_T0>(w.wrapping_add((i + AHEAD) * 32) as *const i8);
+            }
+            let mut wide = [[(_mm256_setzero_ps(), _mm256_setzero_ps()); 2]; P];
+            for (wide, w) in wide.iter_mut().zip(w) {
+                for (wide, h) in wide.iter_mut().zip([0, 16]) {
+                    *wide = widen(_mm256_loadu_si256(w.add(i * 32 + h).cast()));
+                }
+            }
+            for (r, s) in sums.iter_mut().enumerate() {
+                let [xe, xo] = *x.add(r * stride + i);
+                // Odd, then even: `vdpbf16ps`'s order, as `bf16_dot::Fma` adds them. One
+                // broadcast at a time leaves the registers to the sums.
+                let xo = _mm256_set1_ps(xo);
+                for (s, w) in s.iter_mut().zip(&wide) {
+                    for (s, (_, o)) in s.iter_mut().zip(w) {
+                        *s = _mm256_fmadd_ps(*o, xo, *s);
+                    }
+                }
+                let xe = _mm256_set1_ps(xe);
+                for (s, w) in s.iter_mut().zip(&wide) {
+                    for (s, (e, _)) in s.iter_mut().zip(w) {
+                        *s = _mm256_fmadd_ps(*e, xe, *s);
+                    }
+                }
+            }
+        }
+    }
+    for (s, a) in sums.iter().zip(acc.iter_mut()) {
+        for (s, &c) in s.iter().zip(&cols) {
+            for (s, h) in s.iter().zip([0, 8]) {
+                // SAFETY: a holds 32 f32 and c <= 16.
+                unsafe { _mm256_storeu_ps(a[c + h..].as_mut_ptr(), *s) };
+            }
+        }
+    }
+}
