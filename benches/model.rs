@@ -7,8 +7,8 @@
 //! fails, listing the places tried, when they are missing). On a GPU build
 //! (`--features cuda`) the environment picks the device and sizes:
 //! `BENCH_DEVICE=cuda BENCH_DTYPE=bf16 BENCH_BATCHES=1,16,64 cargo bench --features cuda --bench model`.
-//! `BENCH_CPU_MATMUL=bf16` runs the frozen weights' products in bf16 (`model.cpu_matmul`: AMX or
-//! AVX-512).
+//! `BENCH_CPU_MATMUL=bf16` runs the frozen weights' products in bf16 (`model.cpu_matmul`: AMX,
+//! AVX-512 or AVX2).
 //! The device is synchronized inside every timed iteration, and each case prints
 //! `case NAME start_ms end_ms` (unix time) to stderr so that an outside sampler of GPU memory
 //! (nvidia-smi) can attribute its peak to the case. On a GPU (or with `BENCH_PHASES=1`) each
