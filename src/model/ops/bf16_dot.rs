@@ -21,10 +21,10 @@
 //! streams the half-size weight, half the bytes of f32's.
 //!
 //! Above 32 rows the product runs passes of `KC` values of k over `MC` rows; in a pass, each group
-//! of 8 rows goes through the two panels of every 32-column block of the task. A pass starts from
-//! the sums the pass before stored (f32, loaded back exactly), so each result is the same
-//! sequence of operations in the same order whatever m, the passes and the threads: a row's values
-//! do not depend on the other rows of its product.
+//! of rows (`Inner::ROWS`: 8 with AVX-512, 10 with AVX2) goes through the two panels of every
+//! 32-column block of the task. A pass starts from the sums the pass before stored (f32, loaded
+//! back exactly), so each result is the same sequence of operations in the same order whatever m,
+//! the passes and the threads: a row's values do not depend on the other rows of its product.
 
 use std::arch::x86_64::*;
 

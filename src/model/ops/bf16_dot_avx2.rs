@@ -4,11 +4,13 @@
 //! A panel's pair row is 16 columns' (even, odd) pairs: 64 bytes, two registers of 8 columns.
 //! Each register is widened to f32 as AVX-512's loop widens its one (even values shifted up, odd
 //! ones masked) and every column's lane adds odd then even by FMA, so every output is the same
-//! chain of operations. AVX2 has 16 registers, not 32: a row's 16 columns of one panel take two
-//! accumulators, the widened pair row four and the row's broadcast pair two, so the loop takes up
-//! to `QUAD` rows through one panel at a time (8 + 4 + 2 registers), where AVX-512's takes 8 rows
-//! through both. A block's rows go by in quads, each reading the panel again; above `FEW` rows
-//! the panel's pass over k (16 KB) stays in L1 between them.
+//! chain of operations. AVX2 has 16 registers, not 32: a pass takes up to `PASS` rows through one
+//! panel (10 accumulators, the widened pair row's four, one broadcast at a time), where AVX-512's
+//! takes 8 rows through both. Ten independent FMA chains hide the FMA's latency (4 cycles at two
+//! per cycle on Intel, 5 on Zen 2 and 3); with 4 rows the loop ran 0.85x, with 6 it spilled
+//! (results/perf/step.md, "bf16 products on AVX2"). A group's rows go by in passes, each reading
+//! the panel again; above `FEW` rows the panel's part of k (16 KB) stays in L1 between them. A
+//! single row goes through both panels at once: four chains, not two.
 
 use std::arch::x86_64::*;
 
@@ -16,14 +18,14 @@ use super::bf16_dot::{Inner, AHEAD};
 use super::bf16_pack::RoundedRows;
 use super::view::View;
 
-/// Rows one pass over a panel takes.
-const QUAD: usize = 5;
+/// Rows one pass over a panel takes at most.
+const PASS: usize = 5;
 
 /// f32 FMAs in 256-bit registers against the panel widened in registers and x's rounded values.
 pub(super) struct Fma256;
 
 impl Inner for Fma256 {
-    const ROWS: usize = 2 * QUAD;
+    const ROWS: usize = 2 * PASS;
     type Pair = [f32; 2];
     type Rows = RoundedRows;
     fn round(x: View<f32>, m: usize, k: usize) -> RoundedRows {
@@ -44,8 +46,8 @@ impl Inner for Fma256 {
         if rows == 1 {
             return panels_rows::<1, 2>([p0, p1], (x, stride), kn, add, (acc, [0, 16]));
         }
-        // Passes of at most QUAD rows, as even as they go (6 rows: 3 + 3, not 5 + 1).
-        let passes = rows.div_ceil(QUAD);
+        // Passes of at most PASS rows, as even as they go (6 rows: 3 + 3, not 5 + 1).
+        let passes = rows.div_ceil(PASS);
         for (half, panel) in [p0, p1].into_iter().enumerate() {
             let mut r0 = 0;
             for pass in 0..passes {
@@ -58,7 +60,7 @@ impl Inner for Fma256 {
                     3 => panels_rows::<3, 1>([panel], x, kn, add, acc),
                     4 => panels_rows::<4, 1>([panel], x, kn, add, acc),
                     5 => panels_rows::<5, 1>([panel], x, kn, add, acc),
-                    r => unreachable!("{r} rows in a pass of {QUAD}"),
+                    r => unreachable!("{r} rows in a pass of {PASS}"),
                 }
                 r0 += n;
             }

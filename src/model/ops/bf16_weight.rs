@@ -33,7 +33,7 @@ impl Bf16Weight {
     /// Why `available` is false, for an error a person reads.
     pub fn unavailable_because() -> &'static str {
         match cfg!(target_arch = "x86_64") {
-            true => "this CPU has neither AVX2 with FMA (Intel Haswell or later, AMD Zen or later) nor AVX-512",
+            true => "this CPU lacks AVX2 and FMA (Intel from Haswell and AMD from Zen have them)",
             false => "bf16 products run on x86-64 CPUs only (with AVX2 and FMA, or AVX-512)",
         }
     }
