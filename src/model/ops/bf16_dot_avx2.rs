@@ -2,9 +2,9 @@
 //! Skylake-SP): the sums of `bf16_dot::Fma` in 256-bit registers, so the same bits.
 //!
 //! A panel's pair row is 16 columns' (even, odd) pairs: 64 bytes, two registers of 8 columns.
-//! Each register is widened to f32 as AVX-512's loop widens its one (even values shifted up, odd
-//! ones masked) and every column's lane adds odd then even by FMA, so every output is the same
-//! chain of operations. AVX2 has 16 registers, not 32: a pass takes up to `PASS` rows through one
+//! Each register is widened to f32 to the values AVX-512's loop widens its one to (even values
+//! moved up by a byte shuffle, odd ones masked) and every column's lane adds odd then even by FMA,
+//! so every output is the same chain of operations. AVX2 has 16 registers, not 32: a pass takes up to `PASS` rows through one
 //! panel (10 accumulators, the widened pair row's four, one broadcast at a time), where AVX-512's
 //! takes 8 rows through both. Ten independent FMA chains hide the FMA's latency (4 cycles at two
 //! per cycle on Intel, 5 on Zen 2 and 3); with 4 rows the loop ran 0.85x, with 6 it spilled
@@ -95,10 +95,19 @@ fn panels_rows<const R: usize, const P: usize>(
         }
     }
     let high = _mm256_set1_epi32(0xffff_0000_u32 as i32);
+    // Each 32-bit lane's low 16 bits moved up and its low half zeroed (a byte index of -128
+    // writes zero): AVX-512's 16-bit shift by a shuffle, which Intel's cores run on port 5 and
+    // not on the FMA ports 0 and 1. The update ran 1.05-1.10x, decoding at batch 16 1.03-1.05x
+    // (results/perf/step.md, "bf16 products on AVX2").
+    let z = -128i8;
+    let lift = _mm256_setr_epi8(
+        z, z, 0, 1, z, z, 4, 5, z, z, 8, 9, z, z, 12, 13, z, z, 0, 1, z, z, 4, 5, z, z, 8, 9, z, z,
+        12, 13,
+    );
     // 8 (even, odd) bf16 pairs as two vectors of f32: evens, odds.
     let widen = |v: __m256i| {
         (
-            _mm256_castsi256_ps(_mm256_slli_epi32::<16>(v)),
+            _mm256_castsi256_ps(_mm256_shuffle_epi8(v, lift)),
             _mm256_castsi256_ps(_mm256_and_si256(v, high)),
         )
     };
