@@ -9,8 +9,8 @@
 //!   broadcast from memory. A product of two bf16 values is exact in f32, so an FMA adds it as
 //!   `vdpbf16ps` does and the two loops give the same bits (tested), except that `vdpbf16ps`
 //!   reads denormals as zero and flushes denormal sums;
-//! - `Fma256` (`bf16_dot_avx2.rs`): `Fma`'s operations in AVX2's 256-bit registers, the same
-//!   bits (tested).
+//! - `Fma256` (`bf16_dot_avx2.rs`): `Fma`'s widened values and FMAs in AVX2's 256-bit
+//!   registers, the same bits (tested).
 //!
 //! A CPU runs one of them for every product: `Dot` on AMD (Zen 4 and 5, where one `vdpbf16ps`
 //! does the multiply-adds of two f32 FMAs), `Fma` on Intel without AMX, where `vdpbf16ps` runs at
