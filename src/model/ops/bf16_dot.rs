@@ -99,12 +99,8 @@ pub(crate) fn product(x: View<f32>, m: usize, b: &PackedB) -> Vec<f32> {
 pub(super) trait Inner {
     /// Rows of x a group takes through a 32-column block (at most `MAX_ROWS`).
     const ROWS: usize;
-    /// One pair of x's rounded values, as the loop reads it.
-    type Pair: Sync;
-    /// x's rows rounded, k padded to k_pad.
-    type Rows;
-    fn round(x: View<f32>, m: usize, k: usize) -> Self::Rows;
-    fn pairs(rows: &Self::Rows) -> &[Self::Pair];
+    /// x's rows rounded, as the loop reads them.
+    type Rows: PairRows;
     /// acc[r] (+)= the 32 columns of two panels' first `kn` pair rows against `rows` rows of
     /// pairs (row r's at x[r * stride ..]); from acc's values if `add`, else from zero.
     ///
@@ -112,12 +108,42 @@ pub(super) trait Inner {
     /// The CPU runs the loop's instructions (`product_by`'s callers check).
     unsafe fn panel_rows(
         panels: (&[u16], &[u16]),
-        x: (&[Self::Pair], usize),
+        x: (&[<Self::Rows as PairRows>::Pair], usize),
         kn: usize,
         rows: usize,
         add: bool,
         acc: &mut [[f32; 32]],
     );
+}
+
+/// x [m, k] rounded to bf16, k padded to k_pad, as (even, odd) pairs of k row after row.
+pub(super) trait PairRows {
+    /// One pair of x's rounded values, as a loop reads it.
+    type Pair: Sync;
+    fn round(x: View<f32>, m: usize, k: usize) -> Self;
+    fn pairs(&self) -> &[Self::Pair];
+}
+
+/// `Dot`'s: bf16 pairs.
+impl PairRows for BfRows {
+    type Pair = u32;
+    fn round(x: View<f32>, m: usize, k: usize) -> Self {
+        BfRows::new(x, m, k, 1)
+    }
+    fn pairs(&self) -> &[u32] {
+        BfRows::pairs(self)
+    }
+}
+
+/// The FMA loops': the rounded values as f32, which they broadcast from memory.
+impl PairRows for RoundedRows {
+    type Pair = [f32; 2];
+    fn round(x: View<f32>, m: usize, k: usize) -> Self {
+        RoundedRows::new(x, m, k)
+    }
+    fn pairs(&self) -> &[[f32; 2]] {
+        RoundedRows::pairs(self)
+    }
 }
 
 /// `vdpbf16ps` against x's bf16 pairs.
@@ -145,14 +171,7 @@ macro_rules! by_rows {
 
 impl Inner for Dot {
     const ROWS: usize = BLOCK;
-    type Pair = u32;
     type Rows = BfRows;
-    fn round(x: View<f32>, m: usize, k: usize) -> BfRows {
-        BfRows::new(x, m, k, 1)
-    }
-    fn pairs(rows: &BfRows) -> &[u32] {
-        rows.pairs()
-    }
     #[target_feature(enable = "avx512f,avx512bf16")]
     unsafe fn panel_rows(
         panels: (&[u16], &[u16]),
@@ -168,14 +187,7 @@ impl Inner for Dot {
 
 impl Inner for Fma {
     const ROWS: usize = BLOCK;
-    type Pair = [f32; 2];
     type Rows = RoundedRows;
-    fn round(x: View<f32>, m: usize, k: usize) -> RoundedRows {
-        RoundedRows::new(x, m, k)
-    }
-    fn pairs(rows: &RoundedRows) -> &[[f32; 2]] {
-        rows.pairs()
-    }
     #[target_feature(enable = "avx512f")]
     unsafe fn panel_rows(
         panels: (&[u16], &[u16]),
@@ -196,8 +208,8 @@ fn product_by<I: Inner>(x: View<f32>, m: usize, b: &PackedB) -> Vec<f32> {
     if m == 0 || n == 0 {
         return out;
     }
-    let rows = I::round(x, m, k);
-    let (pairs, kp) = (I::pairs(&rows), b.k_pad() / 2);
+    let rows = I::Rows::round(x, m, k);
+    let (pairs, kp) = (rows.pairs(), b.k_pad() / 2);
     // Pairs per pass; k = 0 still takes one pass, which writes the zeros.
     let kc = match m > FEW {
         true => KC / 2,

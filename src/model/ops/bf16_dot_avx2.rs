@@ -16,7 +16,6 @@ use std::arch::x86_64::*;
 
 use super::bf16_dot::{Inner, AHEAD};
 use super::bf16_pack::RoundedRows;
-use super::view::View;
 
 /// Rows one pass over a panel takes at most.
 const PASS: usize = 5;
@@ -26,14 +25,7 @@ pub(super) struct Fma256;
 
 impl Inner for Fma256 {
     const ROWS: usize = 2 * PASS;
-    type Pair = [f32; 2];
     type Rows = RoundedRows;
-    fn round(x: View<f32>, m: usize, k: usize) -> RoundedRows {
-        RoundedRows::new(x, m, k)
-    }
-    fn pairs(rows: &RoundedRows) -> &[[f32; 2]] {
-        rows.pairs()
-    }
     #[target_feature(enable = "avx2,fma")]
     unsafe fn panel_rows(
         (p0, p1): (&[u16], &[u16]),
