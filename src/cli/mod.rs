@@ -9,6 +9,7 @@ mod chat;
 mod common;
 mod eval;
 mod export;
+mod loading;
 mod replay;
 mod rollout;
 mod serve_env;

@@ -10,6 +10,7 @@ use empathy_gym::profile::{Catalog, Difficulty, ProfileId, Split};
 use empathy_gym::reward::{Aggregate, RewardMode};
 
 use super::common::{load_chosen_simulator, select_profiles, SimulatorArgs};
+use super::loading::loading;
 use super::summary::{print_simulator_failures, print_summary};
 
 #[derive(Debug, Args)]
@@ -50,7 +51,8 @@ pub fn run(catalog_root: &std::path::Path, args: RolloutArgs) -> anyhow::Result<
     let catalog = Catalog::load(catalog_root)?;
     let profiles = select_profiles(&catalog, args.profile.as_ref(), args.split, args.difficulty)?;
     let sim = load_chosen_simulator(catalog_root, &args.sim)?;
-    sim.prepare(&profiles)?;
+    let what = format!("simulator: preparing {} profiles", profiles.len());
+    loading(false, &what, || sim.prepare(&profiles))?;
     let mut jobs = Vec::new();
     for (g, profile) in profiles.iter().enumerate() {
         for r in 0..args.repeats {

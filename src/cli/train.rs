@@ -17,6 +17,7 @@ use empathy_gym::train::{
 };
 
 use super::common::build_simulator;
+use super::loading::loading;
 
 #[derive(Debug, Args)]
 pub struct TrainArgs {
@@ -91,16 +92,20 @@ pub fn train(
     if let Some(d) = sim.info().device {
         eprintln!("simulator: appraiser, sentence embeddings on {d} (simulator.device)");
     }
-    sim.prepare(&profiles)?;
-    let model = load_policy(&cfg, &dev)?;
+    let what = format!("simulator: preparing {} profiles", profiles.len());
+    loading(quiet, &what, || sim.prepare(&profiles))?;
+    let model = loading(quiet, "policy: loading the model", || {
+        load_policy(&cfg, &dev)
+    })?;
     let g = &cfg.file.grpo;
     eprintln!(
-        "training {} on {} profiles ({}, {}): {} steps of {} profiles x {} dialogues -> {}",
+        "training {} on {} profiles ({}, {}): {} step{} of {} profiles x {} dialogues -> {}",
         model.name,
         profiles.len(),
         cfg.file.env.split,
         cfg.file.env.difficulty,
         g.steps,
+        if g.steps == 1 { "" } else { "s" },
         g.profiles_per_step,
         g.group_size,
         cfg.run_dir.display()

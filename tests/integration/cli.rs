@@ -58,6 +58,14 @@ fn same_seed_gives_byte_identical_logs_that_verify() {
             "summary table missing: {}",
             text(&o)
         );
+        // Start-up says what it did and how long it took (cli/loading.rs).
+        let t = text(&o);
+        assert!(
+            t.lines().any(|l| l.starts_with("simulator: preparing ")
+                && l.contains(" profiles: ")
+                && l.ends_with(" s")),
+            "start-up line missing: {t}"
+        );
     }
     let (la, lb) = (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
     assert_eq!(
