@@ -158,6 +158,8 @@ fn generate(
     if params.max_new_tokens == 0 || prompts.is_empty() {
         return Ok(out);
     }
+    // Hundreds of small parallel ops follow; the pool's other workers poll between them.
+    let _awake = super::threads::KeepAwake::for_device(model.device());
     let _merged = match mode {
         AdapterMode::On if model.decodes_merged() => Some(model.merge_adapters()?),
         _ => None,

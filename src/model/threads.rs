@@ -22,6 +22,15 @@
 //! instead, so the caller of each matmul is one of the threads that computes it: 10x fewer
 //! context switches, generation 19% and the update 8% faster on the 2-core AMD EPYC, the same
 //! bits (results/perf/step.md, "The command on rayon's pool").
+//!
+//! Between a decoding step's hundreds of small parallel ops rayon's idle workers still went to
+//! sleep and had to be woken; [`KeepAwake`] keeps them polling for the length of a generation
+//! (30x fewer context switches, decoding 1.15-1.3x, the same bits; step.md, "Decoding keeps the
+//! pool awake").
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// The elementwise pool size to use on `cores` cores when the user set none: one (the calling
 /// thread) on 2 cores or fewer, where it was measured to pay; otherwise candle's default.
@@ -63,6 +72,90 @@ pub fn on_compute_pool<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     out.expect("the scope ran its body")
 }
 
+/// While alive, the other workers of rayon's global pool wait for work by polling it instead of
+/// going to sleep (results/perf/step.md, "Decoding keeps the pool awake").
+///
+/// Rayon parks an idle worker after 33 rounds of `sched_yield`, some tens of microseconds, and
+/// wakes it with a futex when the next parallel op comes. Decoding is hundreds of small parallel
+/// ops a step with serial work between them (sampling, candle's small ops), long enough for the
+/// other workers to park every time: the wake-ups were ~10% of a decoding profile on 2 cores.
+/// Each other worker here runs a broadcast job that loops on `rayon::yield_now` (which runs
+/// whatever job is pending, stolen as usual) until the guard drops. No value changes: the same
+/// jobs run, only who waits how differs. The calling worker's own copy returns at once.
+/// Generation holds one (`model::generate`); the LoRA update does not: there, with fewer and
+/// larger parallel ops, the training benchmark ran 3-8% slower with it.
+///
+/// A worker that finds no job for [`IDLE_LIMIT`] stops polling (rayon's own idling takes over):
+/// a worker can pick up the broadcast while it waits inside a job of its own, and that job's
+/// caller may be what the guard's owner is waiting for.
+pub struct KeepAwake {
+    state: Arc<Polling>,
+}
+
+/// What a guard shares with the workers it keeps polling.
+#[derive(Default)]
+struct Polling {
+    /// Set when the guard drops.
+    stop: AtomicBool,
+    /// Workers that started polling, and those polling now.
+    started: AtomicUsize,
+    active: AtomicUsize,
+}
+
+/// How long a worker polls without finding a job before it goes back to rayon's idling. Above
+/// the longest serial stretch of a generation: copying a prompt's keys and values into every row
+/// of the batch's cache takes ~26 ms at batch 16 on 2 cores (2 ms stopped the polling there).
+pub const IDLE_LIMIT: Duration = Duration::from_millis(50);
+
+impl KeepAwake {
+    /// Keeps the pool's other workers polling until the guard drops.
+    pub fn new() -> Self {
+        Self::with_idle_limit(IDLE_LIMIT)
+    }
+
+    /// A guard for CPU work on `device`; None on a GPU, where the CPU only queues kernels.
+    pub fn for_device(device: &candle_core::Device) -> Option<Self> {
+        device.is_cpu().then(Self::new)
+    }
+
+    fn with_idle_limit(idle_limit: Duration) -> Self {
+        let state = Arc::new(Polling::default());
+        let caller = rayon::current_thread_index();
+        let shared = Arc::clone(&state);
+        rayon::spawn_broadcast(move |ctx| {
+            if Some(ctx.index()) == caller {
+                return;
+            }
+            shared.started.fetch_add(1, Ordering::AcqRel);
+            shared.active.fetch_add(1, Ordering::AcqRel);
+            let mut last_job = Instant::now();
+            while !shared.stop.load(Ordering::Acquire) {
+                if rayon::yield_now() == Some(rayon::Yield::Executed) {
+                    last_job = Instant::now();
+                } else if last_job.elapsed() > idle_limit {
+                    break;
+                } else {
+                    std::hint::spin_loop();
+                }
+            }
+            shared.active.fetch_sub(1, Ordering::AcqRel);
+        });
+        KeepAwake { state }
+    }
+}
+
+impl Default for KeepAwake {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for KeepAwake {
+    fn drop(&mut self) {
+        self.state.stop.store(true, Ordering::Release);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,6 +176,53 @@ mod tests {
             (1..=100u64).into_par_iter().sum()
         });
         assert_eq!(sum, 5050);
+    }
+
+    /// Waits up to 20 s (other tests share the pool) for `done`.
+    fn eventually(what: &str, done: impl Fn() -> bool) {
+        let start = Instant::now();
+        while !done() {
+            assert!(start.elapsed() < Duration::from_secs(20), "{what}");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn the_other_workers_poll_until_the_guard_drops() {
+        on_compute_pool(|| {
+            let others = rayon::current_num_threads() - 1;
+            let guard = KeepAwake::with_idle_limit(Duration::from_secs(3600));
+            let state = Arc::clone(&guard.state);
+            eventually("every other worker starts polling", || {
+                state.started.load(Ordering::Acquire) == others
+            });
+            // Work handed to the pool meanwhile runs as usual, stolen by the polling workers.
+            use rayon::prelude::*;
+            assert_eq!((1..=1000u64).into_par_iter().sum::<u64>(), 500_500);
+            assert_eq!(
+                state.active.load(Ordering::Acquire),
+                others,
+                "an hour's limit"
+            );
+            drop(guard);
+            eventually("the workers stop when the guard drops", || {
+                state.active.load(Ordering::Acquire) == 0
+            });
+        });
+    }
+
+    #[test]
+    fn a_worker_without_jobs_stops_polling_by_itself() {
+        on_compute_pool(|| {
+            let guard = KeepAwake::with_idle_limit(Duration::from_millis(1));
+            let others = rayon::current_num_threads() - 1;
+            eventually("every other worker starts polling", || {
+                guard.state.started.load(Ordering::Acquire) == others
+            });
+            eventually("idle workers stop with the guard alive", || {
+                guard.state.active.load(Ordering::Acquire) == 0
+            });
+        });
     }
 
     #[test]
