@@ -4,6 +4,7 @@
 //! rotary positions count from there. Finished rows leave with `retain_rows`.
 
 use candle_core::{DType, Device, Tensor};
+use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 
@@ -166,13 +167,11 @@ impl KvCache {
             .ok_or_else(|| Error::Other("no prefix caches".into()))?;
         let max_len = src.iter().map(|&u| prefixes[u].len).max().unwrap_or(0);
         let cap = max_len + extra.max(1);
-        let n_layers = first.layers.len();
-        let mut layers = Vec::with_capacity(n_layers);
         let idx = Tensor::new(
             src.iter().map(|&u| u as u32).collect::<Vec<_>>(),
             &first.device()?,
         )?;
-        for l in 0..n_layers {
+        let layer = |l: usize| -> Result<(Tensor, Tensor)> {
             let mut ks = Vec::with_capacity(prefixes.len());
             let mut vs = Vec::with_capacity(prefixes.len());
             for p in prefixes {
@@ -182,8 +181,19 @@ impl KvCache {
             }
             let k = Tensor::cat(&ks, 0)?.index_select(&idx, 0)?;
             let v = Tensor::cat(&vs, 0)?.index_select(&idx, 0)?;
-            layers.push((k, v));
-        }
+            Ok((k, v))
+        };
+        // Copies only. On the CPU a layer per task (serially ~26 ms at batch 16 on 2 cores); a
+        // GPU keeps one thread, whose stream orders the copies after the prefills.
+        let n = first.layers.len();
+        let layers = if first.device()?.is_cpu() {
+            (0..n)
+                .into_par_iter()
+                .map(layer)
+                .collect::<Result<Vec<_>>>()?
+        } else {
+            (0..n).map(layer).collect::<Result<Vec<_>>>()?
+        };
         let start = src.iter().map(|&u| max_len - prefixes[u].len).collect();
         Ok(KvCache {
             layers,
