@@ -25,8 +25,8 @@
 //!
 //! Between a decoding step's hundreds of small parallel ops rayon's idle workers still went to
 //! sleep and had to be woken; [`KeepAwake`] keeps them polling for the length of a generation
-//! (30x fewer context switches, decoding 1.15-1.3x, the same bits; step.md, "Decoding keeps the
-//! pool awake").
+//! (16-30x fewer context switches, decoding at batch 16 1.2-1.4x, the same bits; step.md,
+//! "Decoding keeps the pool awake").
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
