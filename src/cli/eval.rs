@@ -12,7 +12,7 @@ use empathy_gym::model::{default_policy_path, load_model, ChatModel, LoadOptions
 use empathy_gym::profile::{Catalog, Split};
 
 use super::common::{load_chosen_simulator, sampling, Named, SimulatorArgs};
-use super::loading::loading;
+use super::loading::prepare_simulator;
 use super::summary::print_simulator_failures;
 
 #[derive(Debug, Subcommand)]
@@ -122,8 +122,7 @@ pub fn empathy(catalog_root: &Path, args: &EmpathyArgs) -> anyhow::Result<()> {
             )
         })
         .collect::<empathy_gym::Result<Vec<_>>>()?;
-    let what = format!("simulator: preparing {} profiles", profiles.len());
-    loading(false, &what, || sim.prepare(&profiles))?;
+    prepare_simulator(false, sim.as_ref(), &profiles)?;
     let mut models: Vec<(String, ChatModel, Option<String>)> = Vec::new();
     if !args.no_base {
         let path = args.model.clone().unwrap_or_else(default_policy_path);

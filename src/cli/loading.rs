@@ -5,6 +5,8 @@
 
 use std::time::{Duration, Instant};
 
+use empathy_gym::profile::Profile;
+use empathy_gym::sim::Simulator;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// Runs `work`, with a spinner saying `what` (unless `quiet`; indicatif draws nothing where
@@ -30,4 +32,15 @@ pub fn loading<T, E>(quiet: bool, what: &str, work: impl FnOnce() -> Result<T, E
         eprintln!("{what}: {:.1} s", start.elapsed().as_secs_f64());
     }
     out
+}
+
+/// The simulator readies what it caches for `profiles` (the appraiser embeds what their users can
+/// say), under [`loading`]: how train, eval and rollout start.
+pub fn prepare_simulator(
+    quiet: bool,
+    sim: &dyn Simulator,
+    profiles: &[Profile],
+) -> empathy_gym::Result<()> {
+    let what = format!("simulator: preparing {} profiles", profiles.len());
+    loading(quiet, &what, || sim.prepare(profiles))
 }

@@ -10,7 +10,7 @@ use empathy_gym::profile::{Catalog, Difficulty, ProfileId, Split};
 use empathy_gym::reward::{Aggregate, RewardMode};
 
 use super::common::{load_chosen_simulator, select_profiles, SimulatorArgs};
-use super::loading::loading;
+use super::loading::prepare_simulator;
 use super::summary::{print_simulator_failures, print_summary};
 
 #[derive(Debug, Args)]
@@ -51,8 +51,7 @@ pub fn run(catalog_root: &std::path::Path, args: RolloutArgs) -> anyhow::Result<
     let catalog = Catalog::load(catalog_root)?;
     let profiles = select_profiles(&catalog, args.profile.as_ref(), args.split, args.difficulty)?;
     let sim = load_chosen_simulator(catalog_root, &args.sim)?;
-    let what = format!("simulator: preparing {} profiles", profiles.len());
-    loading(false, &what, || sim.prepare(&profiles))?;
+    prepare_simulator(false, sim.as_ref(), &profiles)?;
     let mut jobs = Vec::new();
     for (g, profile) in profiles.iter().enumerate() {
         for r in 0..args.repeats {

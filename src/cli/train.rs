@@ -17,7 +17,7 @@ use empathy_gym::train::{
 };
 
 use super::common::build_simulator;
-use super::loading::loading;
+use super::loading::{loading, prepare_simulator};
 
 #[derive(Debug, Args)]
 pub struct TrainArgs {
@@ -92,8 +92,7 @@ pub fn train(
     if let Some(d) = sim.info().device {
         eprintln!("simulator: appraiser, sentence embeddings on {d} (simulator.device)");
     }
-    let what = format!("simulator: preparing {} profiles", profiles.len());
-    loading(quiet, &what, || sim.prepare(&profiles))?;
+    prepare_simulator(quiet, sim.as_ref(), &profiles)?;
     let model = loading(quiet, "policy: loading the model", || {
         load_policy(&cfg, &dev)
     })?;

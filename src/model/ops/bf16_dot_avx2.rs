@@ -4,9 +4,9 @@
 //! A panel's pair row is 16 columns' (even, odd) pairs: 64 bytes, two registers of 8 columns.
 //! Each register is widened to f32 to the values AVX-512's loop widens its one to (even values
 //! moved up by a byte shuffle, odd ones masked) and every column's lane adds odd then even by FMA,
-//! so every output is the same chain of operations. AVX2 has 16 registers, not 32: a pass takes up to `PASS` rows through one
-//! panel (10 accumulators, the widened pair row's four, one broadcast at a time), where AVX-512's
-//! takes 8 rows through both. Ten independent FMA chains hide the FMA's latency (4 cycles at two
+//! so every output is the same chain of operations. AVX2 has 16 registers, not 32: a pass takes
+//! up to `PASS` rows through one panel (10 accumulators, the widened pair row's four, one
+//! broadcast at a time), where AVX-512's takes 8 rows through both. Ten independent FMA chains hide the FMA's latency (4 cycles at two
 //! per cycle on Intel, 5 on Zen 2 and 3); with 4 rows the loop ran 0.85x, with 6 it spilled
 //! (results/perf/step.md, "bf16 products on AVX2"). A group's rows go by in passes, each reading
 //! the panel again; above `FEW` rows the panel's part of k (16 KB) stays in L1 between them. A
