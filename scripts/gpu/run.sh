@@ -9,7 +9,8 @@
 #               plus the machine's copy bandwidth and bf16 matmul ceiling (PyTorch);
 #               DTYPES="bf16" or "f32" runs one dtype, CEILINGS=0 skips the ceilings;
 #               ALLOCATORS="project candle" runs ours twice, the second time with candle's own
-#               CUDA allocator settings (src/model/gpu.rs)
+#               CUDA allocator settings (src/model/gpu.rs); a name given twice runs twice, its
+#               rounds appended to one log (e.g. "project candle candle project")
 # Logs go to $OUT. Run from the repository root.
 set -uo pipefail
 S=/root/stage
@@ -109,9 +110,10 @@ PY
     sampler "$dtype"
     for alloc in ${ALLOCATORS:-project}; do
       suffix=$([ "$alloc" = project ] || echo "-$alloc")
+      echo "round: allocator $alloc, $(date +%T)" | tee -a "$OUT/bench-ours-$dtype$suffix.log"
       BENCH_DEVICE=cuda BENCH_DTYPE=$dtype BENCH_BATCHES=1,16,64 BENCH_CUDA_ALLOCATOR=$alloc \
         "$G"/bin/model-bench --bench 2>&1 | grep -v '^\s*$' |
-        grep -E '^\||^case|^phases|tok|error|Error|panic' | tee "$OUT/bench-ours-$dtype$suffix.log"
+        grep -E '^\||^case|^phases|tok|error|Error|panic' | tee -a "$OUT/bench-ours-$dtype$suffix.log"
     done
     python3 benches/compare_torch/bench_torch.py --gguf "$GGUF" --device cuda --dtype $dtype \
       --batches 1,16,64 --threads 16 2>&1 | grep -v Warning | tail -n 30 | tee "$OUT/bench-torch-$dtype.log"
