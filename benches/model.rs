@@ -23,7 +23,6 @@ mod common;
 static ALLOC: empathy_gym::alloc::CachingAlloc = empathy_gym::alloc::CachingAlloc;
 
 use candle_core::{DType, Device};
-use candle_nn::{AdamW, Optimizer};
 use criterion::{Criterion, SamplingMode, Throughput};
 use empathy_gym::model::{
     load_model, AdapterMode, ChatMessage, ChatModel, LoadOptions, Pass, Role, SamplingParams,
@@ -56,7 +55,8 @@ impl Row {
 /// Device, load options and decode batch sizes from BENCH_DEVICE (cpu | cuda), BENCH_DTYPE
 /// (f32 | bf16), BENCH_CPU_MATMUL (f32 | bf16) and BENCH_BATCHES (comma-separated); defaults
 /// cpu, f32, f32, 1,16,32. BENCH_CUDA_ALLOCATOR=candle opens the GPU with candle's allocator
-/// settings instead of the project's (`model::open_cuda`), to measure what they change.
+/// settings instead of the project's (`model::open_cuda`), to measure what they change;
+/// BENCH_OPTIMIZER=candle_nn trains with candle_nn's AdamW instead of the trainer's (common).
 fn setup() -> anyhow::Result<(Device, LoadOptions, Vec<usize>)> {
     let var = |k: &str, d: &str| std::env::var(k).unwrap_or_else(|_| d.to_string());
     let dev = match var("BENCH_DEVICE", "cpu").as_str() {
@@ -175,7 +175,7 @@ fn print_phases(
     dev: &Device,
     name: &str,
     forward: impl Fn() -> anyhow::Result<candle_core::Tensor>,
-    opt: &mut AdamW,
+    opt: &mut common::BenchOptimizer,
 ) -> anyhow::Result<()> {
     let mut ms: [Vec<f64>; 3] = Default::default();
     for _ in 0..5 {
@@ -186,7 +186,7 @@ fn print_phases(
         let grads = loss.backward()?;
         dev.synchronize()?;
         let t2 = Instant::now();
-        opt.step(&grads)?;
+        opt.step(&loss, &grads)?;
         dev.synchronize()?;
         let t3 = Instant::now();
         for (v, (a, b)) in ms.iter_mut().zip([(t0, t1), (t1, t2), (t2, t3)]) {

@@ -13,7 +13,6 @@ mod common;
 use std::time::Instant;
 
 use candle_core::Device;
-use candle_nn::Optimizer;
 use empathy_gym::model::{AdapterMode, LoadOptions, Pass, DEFAULT_POLICY};
 
 // As the binary: large blocks kept for reuse (src/alloc.rs).

@@ -8,7 +8,9 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use candle_core::Device;
-use candle_nn::{AdamW, Optimizer, ParamsAdamW};
+use candle_core::{backprop::GradStore, DType, Tensor};
+use candle_nn::{Optimizer as _, ParamsAdamW};
+use empathy_gym::grpo::optim::{AdamW, AdamWConfig};
 use empathy_gym::model::{load_model, ChatModel, LoadOptions, LoraConfig};
 
 /// Tokens per row of the training case.
@@ -34,14 +36,46 @@ pub fn peak_rss_mib() -> f64 {
         .map_or(f64::NAN, |kb| kb / 1024.0)
 }
 
+/// The optimizer of the training cases: the trainer's own AdamW (grpo::optim: the norm, the
+/// clip, the non-finite guard), or with BENCH_OPTIMIZER=candle_nn candle_nn's AdamW, which the
+/// benchmarks ran before 2026-11-27 (one parameter at a time, no norm).
+#[allow(dead_code)] // not every includer trains
+pub enum BenchOptimizer {
+    Project(AdamW),
+    CandleNn(candle_nn::AdamW),
+}
+
+#[allow(dead_code)] // not every includer trains
+impl BenchOptimizer {
+    /// One update from `grads`, the gradients of `loss`.
+    pub fn step(&mut self, loss: &Tensor, grads: &GradStore) -> anyhow::Result<()> {
+        match self {
+            // As the trainer does: the loss read back, for the non-finite guard.
+            Self::Project(opt) => {
+                let value = loss.to_dtype(DType::F64)?.to_scalar::<f64>()?;
+                opt.step(value, grads)?;
+            }
+            Self::CandleNn(opt) => opt.step(grads)?,
+        }
+        Ok(())
+    }
+
+    /// Backward from `loss`, then [`step`](Self::step).
+    pub fn backward_step(&mut self, loss: &Tensor) -> anyhow::Result<()> {
+        let grads = loss.backward()?;
+        self.step(loss, &grads)
+    }
+}
+
 /// The training case of the model benchmarks: the model at `path` with rank-16 LoRA on every
-/// projection (`base`'s dtype), one row of `TRAIN_LEN` token ids, and AdamW over the adapters.
+/// projection (`base`'s dtype), one row of `TRAIN_LEN` token ids, and AdamW over the adapters
+/// at rate 1e-5 (BenchOptimizer).
 #[allow(dead_code)] // not every includer trains
 pub fn lora_training(
     path: &std::path::Path,
     dev: &Device,
     base: &LoadOptions,
-) -> anyhow::Result<(ChatModel, Vec<u32>, AdamW)> {
+) -> anyhow::Result<(ChatModel, Vec<u32>, BenchOptimizer)> {
     let opts = LoadOptions {
         lora: Some(LoraConfig {
             rank: 16,
@@ -52,13 +86,24 @@ pub fn lora_training(
     let m = load_model(path, dev, &opts)?;
     let mut ids = m.encode(&"I hear how much this hurts. ".repeat(200))?;
     ids.truncate(TRAIN_LEN);
-    let vars: Vec<_> = m.trainable().into_iter().map(|(_, v)| v).collect();
-    let opt = AdamW::new(
-        vars,
-        ParamsAdamW {
-            lr: 1e-5,
-            ..ParamsAdamW::default()
-        },
-    )?;
+    let vars = m.trainable();
+    let opt = match std::env::var("BENCH_OPTIMIZER").as_deref() {
+        Ok("candle_nn") => {
+            let vars = vars.into_iter().map(|(_, v)| v).collect();
+            let params = ParamsAdamW {
+                lr: 1e-5,
+                ..ParamsAdamW::default()
+            };
+            BenchOptimizer::CandleNn(candle_nn::AdamW::new(vars, params)?)
+        }
+        Ok("project") | Err(_) => {
+            let cfg = AdamWConfig {
+                lr: 1e-5,
+                ..AdamWConfig::default()
+            };
+            BenchOptimizer::Project(AdamW::new(vars, cfg)?)
+        }
+        Ok(other) => anyhow::bail!("BENCH_OPTIMIZER={other}: use project or candle_nn"),
+    };
     Ok((m, ids, opt))
 }

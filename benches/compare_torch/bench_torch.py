@@ -172,8 +172,9 @@ def main():
             target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
         )
         model = get_peft_model(model, cfg)  # adapters in f32 (peft's autocast_adapter_dtype)
-        # As rollouts decode: through the adapters (peft's unmerged LoRA layers).
-        rows.append(decode_case(model, tok, 16, " through LoRA r16", args.device, precision))
+        if "decode" in args.cases:
+            # As rollouts decode: through the adapters (peft's unmerged LoRA layers).
+            rows.append(decode_case(model, tok, 16, " through LoRA r16", args.device, precision))
         model.train()
         opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-5)
         ids = tok("I hear how much this hurts. " * 200, add_special_tokens=False).input_ids[:TRAIN_LEN]

@@ -10,7 +10,9 @@
 #               DTYPES="bf16" or "f32" runs one dtype, CEILINGS=0 skips the ceilings;
 #               ALLOCATORS="project candle" runs ours twice, the second time with candle's own
 #               CUDA allocator settings (src/model/gpu.rs); a name given twice runs twice, its
-#               rounds appended to one log (e.g. "project candle candle project")
+#               rounds appended to one log (e.g. "project candle candle project");
+#               OPTIMIZERS="project candle_nn" likewise trains with the trainer's AdamW and with
+#               candle_nn's (BENCH_OPTIMIZER); CASES=train runs the training cases alone
 # Logs go to $OUT. Run from the repository root.
 set -uo pipefail
 S=/root/stage
@@ -67,7 +69,9 @@ quickstart)
   tar -cf /root/quickstart-gpu.tar -C /root/results --exclude=checkpoints quickstart-gpu
   tar -rf /root/quickstart-gpu.tar -C /root/results \
     "${last#/root/results/}"/{adapters.safetensors,state.json}
-  gzip -c /root/quickstart-gpu.tar >"$OUT/quickstart-gpu.tar.gz"
+  # in pieces under the 16 MiB a returned file may hold (the adapters alone are ~19 MB in f32);
+  # here: cat quickstart-gpu.tar.gz.part-* | tar -xz
+  gzip -c /root/quickstart-gpu.tar | split -b 15M -d -a 1 - "$OUT/quickstart-gpu.tar.gz.part-"
   # Reproducible on the GPU: the log's appraisals re-run bit for bit there, and 3 steps trained
   # twice from the same seed write the same dialogues (REPRO=0 skips it).
   if [ "${REPRO:-1}" = 1 ]; then
@@ -109,14 +113,18 @@ PY
   for dtype in ${DTYPES:-bf16 f32}; do
     sampler "$dtype"
     for alloc in ${ALLOCATORS:-project}; do
-      suffix=$([ "$alloc" = project ] || echo "-$alloc")
-      echo "round: allocator $alloc, $(date +%T)" | tee -a "$OUT/bench-ours-$dtype$suffix.log"
-      BENCH_DEVICE=cuda BENCH_DTYPE=$dtype BENCH_BATCHES=1,16,64 BENCH_CUDA_ALLOCATOR=$alloc \
-        "$G"/bin/model-bench --bench 2>&1 | grep -v '^\s*$' |
-        grep -E '^\||^case|^phases|tok|error|Error|panic' | tee -a "$OUT/bench-ours-$dtype$suffix.log"
+      for opt in ${OPTIMIZERS:-project}; do
+        suffix=$([ "$alloc" = project ] || echo "-$alloc")$([ "$opt" = project ] || echo "-$opt")
+        log="$OUT/bench-ours-$dtype$suffix.log"
+        echo "round: allocator $alloc, optimizer $opt, $(date +%T)" | tee -a "$log"
+        BENCH_DEVICE=cuda BENCH_DTYPE=$dtype BENCH_BATCHES=1,16,64 BENCH_CUDA_ALLOCATOR=$alloc \
+          BENCH_OPTIMIZER=$opt "$G"/bin/model-bench --bench $([ "${CASES:-}" = train ] && echo train) \
+          2>&1 | grep -v '^\s*$' | grep -E '^\||^case|^phases|tok|error|Error|panic' | tee -a "$log"
+      done
     done
     python3 benches/compare_torch/bench_torch.py --gguf "$GGUF" --device cuda --dtype $dtype \
-      --batches 1,16,64 --threads 16 2>&1 | grep -v Warning | tail -n 30 | tee "$OUT/bench-torch-$dtype.log"
+      --batches 1,16,64 --threads 16 --cases "${CASES:-decode,train}" 2>&1 | grep -v Warning |
+      tail -n 30 | tee "$OUT/bench-torch-$dtype.log"
     kill $SAMPLER
   done
   ;;

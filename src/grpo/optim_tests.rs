@@ -243,3 +243,134 @@ fn state_mismatches_and_missing_gradients_are_errors() {
     let src = std::path::Path::new("x.safetensors");
     assert!(AdamWState::from_bytes(b"not safetensors", &dev, src).is_err());
 }
+
+/// Parameters of three sizes, two of them shared, whose name order interleaves the sizes, so the
+/// flat order (by size, then name) differs from the name order.
+fn mixed_sizes() -> Vec<(String, Var)> {
+    let dev = Device::Cpu;
+    let var = |n: usize, seed: f32| {
+        let vals: Vec<f32> = (0..n).map(|i| seed + 0.37 * i as f32 - 0.9).collect();
+        Var::new(vals.as_slice(), &dev).unwrap()
+    };
+    vec![
+        (
+            "a".to_string(),
+            Var::from_tensor(&var(6, 0.1).reshape((2, 3)).unwrap()).unwrap(),
+        ),
+        ("b".to_string(), var(3, -0.4)),
+        (
+            "c".to_string(),
+            Var::from_tensor(&var(6, 0.8).reshape((3, 2)).unwrap()).unwrap(),
+        ),
+        ("d".to_string(), var(4, 0.25)),
+        ("e".to_string(), var(3, 1.3)),
+    ]
+}
+
+/// A copy of `vars` with fresh storage, so two optimizers can run side by side.
+fn copy_of(vars: &[(String, Var)]) -> Vec<(String, Var)> {
+    vars.iter()
+        .map(|(n, v)| {
+            (
+                n.clone(),
+                Var::from_tensor(&v.as_tensor().copy().unwrap()).unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// The loss sum(sin(3 w) + w^2) over every parameter and its gradients.
+fn wavy_grads_all(vars: &[(String, Var)]) -> (f64, GradStore) {
+    let mut loss = Tensor::new(0.0f32, &Device::Cpu).unwrap();
+    for (_, w) in vars {
+        let x = w.as_tensor();
+        let term = ((x * 3.0).unwrap().sin().unwrap() + x.sqr().unwrap()).unwrap();
+        loss = (loss + term.sum_all().unwrap()).unwrap();
+    }
+    let value = loss.to_scalar::<f32>().unwrap() as f64;
+    (value, loss.backward().unwrap())
+}
+
+fn all_bits(vars: &[(String, Var)], s: &AdamWState) -> Vec<u32> {
+    let mut out = Vec::new();
+    for (n, v) in vars {
+        for t in [v.as_tensor(), &s.m[n], &s.v[n]] {
+            let t = t.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+            out.extend(t.iter().map(|x| x.to_bits()));
+        }
+    }
+    out
+}
+
+#[test]
+fn one_chunk_for_all_and_one_per_parameter_give_the_same_bits() {
+    let cfg = AdamWConfig {
+        lr: 0.05,
+        max_grad_norm: Some(0.5), // clips every step here
+        schedule: LrSchedule::Cosine {
+            warmup_steps: 1,
+            total_steps: 6,
+        },
+        ..AdamWConfig::default()
+    };
+    let (flat_vars, own_vars) = (mixed_sizes(), mixed_sizes());
+    let mut flat = AdamW::chunked(flat_vars.clone(), cfg, false).unwrap();
+    let mut own = AdamW::chunked(own_vars.clone(), cfg, true).unwrap();
+    assert_eq!((flat.chunks.len(), own.chunks.len()), (1, 5));
+    for _ in 0..3 {
+        let (l1, g1) = wavy_grads_all(&flat_vars);
+        let (l2, g2) = wavy_grads_all(&own_vars);
+        let (o1, o2) = (flat.step(l1, &g1).unwrap(), own.step(l2, &g2).unwrap());
+        assert!(matches!(o1, StepOutcome::Applied { clipped: true, .. }));
+        assert_eq!(o1, o2);
+    }
+    assert_eq!(
+        all_bits(&flat_vars, &flat.state()),
+        all_bits(&own_vars, &own.state())
+    );
+    // A non-finite gradient is reported by its parameter's name, not by its flat position.
+    let (_, mut bad) = wavy_grads_all(&flat_vars);
+    bad.insert(
+        flat_vars[2].1.as_tensor(),
+        Tensor::new(&[[1.0f32, f32::NAN], [0.0, 0.0], [0.0, 0.0]], &Device::Cpu).unwrap(),
+    );
+    let c = SkipReason::NonFiniteGrad { param: "c".into() };
+    assert_eq!(flat.step(1.0, &bad).unwrap(), StepOutcome::Skipped(c));
+
+    // Either layout resumes from the other's saved state (the same file format) bit for bit.
+    let src = std::path::Path::new("optimizer.safetensors");
+    for (from_flat, per_param) in [(true, true), (false, false)] {
+        let (from, from_vars) = match from_flat {
+            true => (&flat, &flat_vars),
+            false => (&own, &own_vars),
+        };
+        let bytes = from.state().to_bytes().unwrap();
+        let vars = copy_of(from_vars);
+        let mut resumed = AdamW::chunked(vars.clone(), cfg, per_param).unwrap();
+        let state = AdamWState::from_bytes(&bytes, &Device::Cpu, src).unwrap();
+        resumed.load_state(state).unwrap();
+        let (l, g) = wavy_grads_all(&vars);
+        resumed.step(l, &g).unwrap();
+        let reference = copy_of(from_vars);
+        let mut ahead = AdamW::chunked(reference.clone(), cfg, !per_param).unwrap();
+        ahead.load_state(from.state()).unwrap();
+        let (l, g) = wavy_grads_all(&reference);
+        ahead.step(l, &g).unwrap();
+        assert_eq!(
+            all_bits(&vars, &resumed.state()),
+            all_bits(&reference, &ahead.state())
+        );
+    }
+}
+
+#[test]
+fn parameters_of_two_dtypes_are_an_error_naming_both() {
+    let a = Var::new(&[1.0f32], &Device::Cpu).unwrap();
+    let b = Var::new(&[1.0f64], &Device::Cpu).unwrap();
+    let vars = [("a".to_string(), a), ("b".to_string(), b)];
+    let err = AdamW::new(vars, cfg_plain()).err().unwrap().to_string();
+    assert!(
+        err.contains("a and b") && err.contains("f32 / f64"),
+        "{err}"
+    );
+}

@@ -5,7 +5,8 @@
 //! f32 and with bf16 base weights; greedy generation through LoRA adapters (merged on the GPU)
 //! picks the same tokens; a GGUF loads straight onto the GPU; the simulator's sentence embedder
 //! (the real all-MiniLM-L6-v2: `scripts/gpu/run.sh quickstart` runs that test once the models are
-//! staged) matches the CPU and gives a text the same bits in any batch.
+//! staged) matches the CPU and gives a text the same bits in any batch; AdamW's flat update on
+//! the GPU matches its update one parameter at a time on the CPU.
 //!
 //! Tolerances: f32 on the GPU differs from the CPU only in summation order (TF32 is off in
 //! candle by default), so 1e-4 relative to the largest magnitude. bf16 keeps 8 bits of mantissa
@@ -127,6 +128,74 @@ fn the_gpu_opens_with_the_allocators_settings_and_keeps_freed_memory_in_its_pool
     assert!(!empathy_gym::model::gpu::allocator_settings_applied(
         &Device::Cpu
     )?);
+    Ok(())
+}
+
+/// AdamW updates a GPU's parameters as one flat chunk and a CPU's one parameter at a time
+/// (grpo::optim): the same steps, with clipping and parameters of three sizes, agree.
+#[test]
+fn adamw_on_the_gpu_in_one_chunk_matches_the_cpu_one_parameter_at_a_time() -> Result<()> {
+    use candle_core::backprop::GradStore;
+    use empathy_gym::grpo::optim::{AdamW, AdamWConfig, StepOutcome};
+    let dev = gpu()?;
+    let shapes: [(&str, &[usize]); 5] = [
+        ("l0.a", &[16, 64]),
+        ("l0.b", &[64, 16]),
+        ("l0.norm", &[8]),
+        ("l1.a", &[16, 64]),
+        ("l1.b", &[64, 16]),
+    ];
+    let mut cpu_vars = Vec::new();
+    let mut gpu_vars = Vec::new();
+    for (k, (name, dims)) in shapes.iter().enumerate() {
+        let t = seeded(dims, 40 + k as u64)?;
+        cpu_vars.push((name.to_string(), Var::from_tensor(&t)?));
+        gpu_vars.push((name.to_string(), Var::from_tensor(&t.to_device(&dev)?)?));
+    }
+    let cfg = AdamWConfig {
+        lr: 1e-2,
+        ..AdamWConfig::default()
+    };
+    let mut on_cpu = AdamW::new(cpu_vars.clone(), cfg)?;
+    let mut on_gpu = AdamW::new(gpu_vars.clone(), cfg)?;
+    for step in 0..3u64 {
+        let (mut cpu_grads, mut gpu_grads) = (GradStore::default(), GradStore::default());
+        for (k, (name, dims)) in shapes.iter().enumerate() {
+            let g = (seeded(dims, 100 * step + k as u64)? * 3.0)?; // norm ~40: clipped to 1
+            let (_, cv) = &cpu_vars[k];
+            let (gname, gv) = &gpu_vars[k];
+            assert_eq!(gname, name);
+            gpu_grads.insert(gv.as_tensor(), g.to_device(&dev)?);
+            cpu_grads.insert(cv.as_tensor(), g);
+        }
+        let (c, g) = (on_cpu.step(1.0, &cpu_grads)?, on_gpu.step(1.0, &gpu_grads)?);
+        let (
+            StepOutcome::Applied {
+                grad_norm: nc,
+                clipped: true,
+                ..
+            },
+            StepOutcome::Applied { grad_norm: ng, .. },
+        ) = (&c, &g)
+        else {
+            panic!("both steps apply and clip: {c:?} / {g:?}");
+        };
+        assert!(
+            (nc - ng).abs() <= 1e-9 * nc,
+            "norm {nc} on the CPU, {ng} on the GPU"
+        );
+        for ((name, cv), (_, gv)) in cpu_vars.iter().zip(&gpu_vars) {
+            let d = rel_diff(cv.as_tensor(), gv.as_tensor())?;
+            assert!(d < F32_TOL, "step {step}, {name}: weights {d:.2e} apart");
+        }
+    }
+    let (sc, sg) = (on_cpu.state(), on_gpu.state());
+    for (name, _) in &cpu_vars {
+        for (a, b) in [(&sc.m[name], &sg.m[name]), (&sc.v[name], &sg.v[name])] {
+            let d = rel_diff(a, b)?;
+            assert!(d < F32_TOL, "{name}: moments {d:.2e} apart");
+        }
+    }
     Ok(())
 }
 
