@@ -17,9 +17,9 @@
 //! tensors: 42-60 ms on an H200, where PyTorch took 7-10 ms (results/perf/gpu.md). On a CPU
 //! each parameter stays its own chunk: its ~15 passes then run in cache, and one flat vector
 //! made the quickstart's optimizer 0.075 s a step against 0.030 (results/perf/step.md). The ops
-//! are elementwise, so a weight gets the same bits either way. A chunk's parameters are ordered
-//! by size, so each run of one size sums its squares in one reduction with the bits of a sum
-//! per parameter.
+//! are elementwise, so a weight gets the same bits either way. Each dtype makes its own chunk.
+//! A chunk's parameters are ordered by size, so each run of one size sums its squares in one
+//! reduction with the bits of a sum per parameter.
 
 use std::collections::BTreeMap;
 
@@ -220,15 +220,15 @@ pub struct AdamW {
 impl AdamW {
     /// An optimizer with zero moments over `vars` (names must be unique; they are kept sorted so
     /// sums run in the same order every time).
-    /// All parameters must share one dtype and one device. A GPU updates them as one chunk, a
-    /// CPU one parameter at a time (module doc).
+    /// All parameters must be on one device. A GPU updates them as one chunk per dtype, a CPU
+    /// one parameter at a time (module doc).
     pub fn new(vars: impl IntoIterator<Item = (String, Var)>, cfg: AdamWConfig) -> Result<Self> {
         let vars: Vec<(String, Var)> = vars.into_iter().collect();
         let per_param = vars.first().is_some_and(|(_, v)| v.device().is_cpu());
         Self::chunked(vars, cfg, per_param)
     }
 
-    /// [`new`](Self::new) with the chunks chosen: one per parameter, or one for all.
+    /// [`new`](Self::new) with the chunks chosen: one per parameter, or one per dtype.
     fn chunked(vars: Vec<(String, Var)>, cfg: AdamWConfig, per_param: bool) -> Result<Self> {
         let mut params: Vec<Param> = vars
             .into_iter()
@@ -247,27 +247,27 @@ impl AdamW {
             )));
         }
         if let Some(first) = params.first() {
-            let (dtype, device) = (first.var.dtype(), first.var.device());
-            let odd = params
-                .iter()
-                .find(|p| p.var.dtype() != dtype || !p.var.device().same_device(device));
-            if let Some(p) = odd {
+            let device = first.var.device();
+            if let Some(p) = params.iter().find(|p| !p.var.device().same_device(device)) {
                 return Err(Error::Other(format!(
-                    "AdamW: parameters {} and {} differ in dtype ({} / {}) or device; one \
-                     optimizer takes parameters of one dtype on one device",
-                    first.name,
-                    p.name,
-                    dtype.as_str(),
-                    p.var.dtype().as_str()
+                    "AdamW: parameters {} and {} are on different devices; one optimizer takes \
+                     parameters on one device",
+                    first.name, p.name
                 )));
             }
         }
+        // By dtype, then size, then name (a stable sort of the names).
+        let key = |p: &Param| (p.var.dtype().as_str(), p.len());
         let mut flat_order: Vec<usize> = (0..params.len()).collect();
-        flat_order.sort_by_key(|&i| params[i].len()); // stable: by name within a size
+        flat_order.sort_by_key(|&i| key(&params[i]));
         let mut chunks: Vec<Chunk> = Vec::new();
         for i in flat_order {
             let len = params[i].len();
-            if per_param || chunks.is_empty() {
+            let dtype = params[i].var.dtype();
+            let new_dtype = chunks
+                .last()
+                .is_some_and(|c| params[c.members[0]].var.dtype() != dtype);
+            if per_param || chunks.is_empty() || new_dtype {
                 chunks.push(Chunk {
                     members: Vec::new(),
                     runs: Vec::new(),

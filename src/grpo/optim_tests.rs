@@ -364,13 +364,37 @@ fn one_chunk_for_all_and_one_per_parameter_give_the_same_bits() {
 }
 
 #[test]
-fn parameters_of_two_dtypes_are_an_error_naming_both() {
-    let a = Var::new(&[1.0f32], &Device::Cpu).unwrap();
-    let b = Var::new(&[1.0f64], &Device::Cpu).unwrap();
-    let vars = [("a".to_string(), a), ("b".to_string(), b)];
-    let err = AdamW::new(vars, cfg_plain()).err().unwrap().to_string();
-    assert!(
-        err.contains("a and b") && err.contains("f32 / f64"),
-        "{err}"
-    );
+fn parameters_of_two_dtypes_make_one_chunk_each_with_the_same_bits() {
+    let vars = || {
+        let a = Var::new(&[1.0f32, -2.0], &Device::Cpu).unwrap();
+        let b = Var::new(&[0.5f64, 3.0, -1.0], &Device::Cpu).unwrap();
+        let c = Var::new(&[0.25f32, 0.75], &Device::Cpu).unwrap();
+        vec![
+            ("a".to_string(), a),
+            ("b".to_string(), b),
+            ("c".to_string(), c),
+        ]
+    };
+    let (flat_vars, own_vars) = (vars(), vars());
+    let mut flat = AdamW::chunked(flat_vars.clone(), cfg_plain(), false).unwrap();
+    let mut own = AdamW::chunked(own_vars.clone(), cfg_plain(), true).unwrap();
+    assert_eq!((flat.chunks.len(), own.chunks.len()), (2, 3));
+    let grads = |v: &[(String, Var)]| {
+        let mut store = grads_for_two(&v[0].1, &[0.3, -0.1], &v[2].1, &[0.2, 0.4]);
+        let gb = Tensor::new(&[0.1f64, -0.2, 0.3], &Device::Cpu).unwrap();
+        store.insert(v[1].1.as_tensor(), gb);
+        store
+    };
+    for _ in 0..2 {
+        let (o1, o2) = (
+            flat.step(1.0, &grads(&flat_vars)).unwrap(),
+            own.step(1.0, &grads(&own_vars)).unwrap(),
+        );
+        assert_eq!(o1, o2);
+    }
+    let b: Vec<f64> = flat_vars[1].1.as_tensor().to_vec1().unwrap();
+    assert_eq!(b, own_vars[1].1.as_tensor().to_vec1::<f64>().unwrap());
+    for k in [0, 2] {
+        assert_eq!(bits(&flat_vars[k].1), bits(&own_vars[k].1));
+    }
 }
