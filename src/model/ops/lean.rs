@@ -326,22 +326,52 @@ impl CustomOp2 for SwiGlu {
     }
 }
 
+/// Rows of the logits the log-prob op takes at a time: its [rows, vocab] temporaries are then
+/// 48 MB each for SmolLM2's 49152-token vocabulary, not 403 MB at 4 x 512 tokens.
+const LOGPROB_BLOCK_ROWS: usize = 256;
+
 /// log p(target) per row of f32 logits [rows, vocab]: out = x_t - lse(x), computed outside the
-/// graph by the composition (`super::target_logprobs_composed`), so its [rows, vocab]
-/// intermediates are freed at once.
+/// graph by the composition (`super::target_logprobs_composed`) a block of rows at a time, so
+/// its intermediates are freed at once and stay small. The backward also goes by blocks.
 pub(super) fn target_logprobs(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
+    target_logprobs_in_blocks(logits, targets, LOGPROB_BLOCK_ROWS)
+}
+
+/// [`target_logprobs`] `block_rows` rows at a time. Every row is computed by the same kernels
+/// whatever the block, so the result has the same bits for any `block_rows` (tested).
+pub(super) fn target_logprobs_in_blocks(
+    logits: &Tensor,
+    targets: &Tensor,
+    block_rows: usize,
+) -> Result<Tensor> {
     let (logits, targets) = (logits.contiguous()?, targets.contiguous()?);
-    let out = super::target_logprobs_composed(&logits.detach(), &targets)?.contiguous()?;
+    let detached = logits.detach();
+    let out = row_blocks(logits.dim(0)?, block_rows)
+        .map(|(r0, n)| {
+            super::target_logprobs_composed(&detached.narrow(0, r0, n)?, &targets.narrow(0, r0, n)?)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let out = Tensor::cat(&out, 0)?.contiguous()?;
     logits.apply_op2(
         &targets,
         TargetLogprob {
             out: Precomputed::new(out),
+            block_rows,
         },
     )
 }
 
+/// (first row, rows) of each block of at most `block_rows` rows of `rows`.
+fn row_blocks(rows: usize, block_rows: usize) -> impl Iterator<Item = (usize, usize)> {
+    let block_rows = block_rows.max(1);
+    (0..rows)
+        .step_by(block_rows)
+        .map(move |r0| (r0, block_rows.min(rows - r0)))
+}
+
 struct TargetLogprob {
     out: Precomputed,
+    block_rows: usize,
 }
 
 impl CustomOp2 for TargetLogprob {
@@ -352,7 +382,10 @@ impl CustomOp2 for TargetLogprob {
     precomputed_fwd!(_s1 _l1, _s2 _l2);
 
     /// d out / d x_j = [j = t] - exp(x_j - lse), with lse = x_t - out recovered from the output
-    /// (`logprob.rs`): nothing of the vocabulary's size is kept besides the logits.
+    /// (`logprob.rs`): nothing of the vocabulary's size is kept besides the logits. This runs
+    /// first in the backward, while every activation is still alive, so it goes by blocks of
+    /// rows into one gradient tensor: besides that, only a block's temporaries are alive (at
+    /// 4 x 512 tokens it held three of 403 MB each; results/perf/gpu.md, 2026-11-27).
     fn bwd(
         &self,
         logits: &Tensor,
@@ -363,8 +396,19 @@ impl CustomOp2 for TargetLogprob {
         let t = targets.unsqueeze(D::Minus1)?;
         let g = grad.to_dtype(DType::F32)?.unsqueeze(D::Minus1)?;
         let lse = (logits.gather(&t, D::Minus1)? - out.unsqueeze(D::Minus1)?)?;
-        let p = logits.broadcast_sub(&lse)?.exp()?;
-        let dx = p.broadcast_mul(&g.neg()?)?.scatter_add(&t, &g, D::Minus1)?;
+        let dx = logits.zeros_like()?;
+        for (r0, n) in row_blocks(logits.dim(0)?, self.block_rows) {
+            let (t, g) = (t.narrow(0, r0, n)?, g.narrow(0, r0, n)?);
+            let block = {
+                let p = logits
+                    .narrow(0, r0, n)?
+                    .broadcast_sub(&lse.narrow(0, r0, n)?)?
+                    .exp()?;
+                p.broadcast_mul(&g.neg()?)?
+            };
+            block.scatter_add_set(&t, &g, D::Minus1)?;
+            dx.slice_set(&block, 0, r0)?;
+        }
         Ok((Some(dx), None))
     }
 }

@@ -105,7 +105,18 @@ fn lean_target_logprobs_agree_with_the_composition() -> Result<()> {
     let t = Tensor::new(&[0u32, 299, 17, 17, 150, 3], &candle_core::Device::Cpu)?;
     let reference = |x: &[Tensor]| target_logprobs_composed(&x[0], &t);
     let lean = |x: &[Tensor]| lean::target_logprobs(&x[0], &t);
-    agrees(&inputs, DType::F32, lean, reference)
+    agrees(&inputs, DType::F32, lean, reference)?;
+    // By blocks of rows (4 + 2 here, 256 in use): the same bits as in one block, both ways.
+    let bits = |block_rows: usize| -> Result<Vec<u32>> {
+        let op = |x: &[Tensor]| lean::target_logprobs_in_blocks(&x[0], &t, block_rows);
+        let (y, g) = super::tests::run(&inputs, DType::F32, &op)?;
+        let mut all = y.flatten_all()?.to_vec1::<f32>()?;
+        all.extend(g[0].flatten_all()?.to_vec1::<f32>()?);
+        Ok(all.iter().map(|v| v.to_bits()).collect())
+    };
+    assert_eq!(bits(4)?, bits(6)?);
+    assert_eq!(bits(1)?, bits(6)?);
+    Ok(())
 }
 
 /// A frozen norm weight (not a variable) gets no gradient, and x's is unchanged by that.

@@ -50,7 +50,7 @@ pub(super) const TOL_BF16: f32 = 3e-2;
 
 /// Runs `f` on `inputs` cast to `dtype` and made variables; returns its output and the gradients
 /// of every input of sum(y * r) for a fixed r, all in f32. The output must keep `dtype`.
-fn run(
+pub(super) fn run(
     inputs: &[Tensor],
     dtype: DType,
     f: &dyn Fn(&[Tensor]) -> Result<Tensor>,
