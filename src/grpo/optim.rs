@@ -220,6 +220,7 @@ pub struct AdamW {
 impl AdamW {
     /// An optimizer with zero moments over `vars` (names must be unique; they are kept sorted so
     /// sums run in the same order every time).
+    ///
     /// All parameters must be on one device. A GPU updates them as one chunk per dtype, a CPU
     /// one parameter at a time (module doc).
     pub fn new(vars: impl IntoIterator<Item = (String, Var)>, cfg: AdamWConfig) -> Result<Self> {
