@@ -20,7 +20,7 @@ fn sample(step: u64, fill: f32) -> Checkpoint {
         adapters: [("layer.0.lora_a".to_string(), a), ("b".to_string(), b)]
             .into_iter()
             .collect(),
-        optimizer: opt.state(),
+        optimizer: opt.state().unwrap(),
         rngs: [("sampler".to_string(), RngState::capture(&rng))]
             .into_iter()
             .collect(),
@@ -166,7 +166,7 @@ fn critic_round_trips_when_present() {
         tensors: [("critic.value_head.weight".to_string(), head.clone())]
             .into_iter()
             .collect(),
-        optimizer: opt.state(),
+        optimizer: opt.state().unwrap(),
     });
     let dir = save_checkpoint(run.path(), &ck).unwrap();
     let back = load_checkpoint(&dir, &Device::Cpu).unwrap();

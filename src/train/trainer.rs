@@ -258,7 +258,7 @@ impl<'a> Trainer<'a> {
         let ckpt = Checkpoint {
             step: self.step,
             adapters,
-            optimizer: self.opt.state(),
+            optimizer: self.opt.state()?,
             rngs: [(
                 PROFILE_RNG.to_string(),
                 RngState::capture(&self.profile_rng),
@@ -273,7 +273,7 @@ impl<'a> Trainer<'a> {
                         .into_iter()
                         .map(|(n, v)| Ok((n, v.as_tensor().copy()?)))
                         .collect::<Result<_>>()?,
-                    optimizer: opt.state(),
+                    optimizer: opt.state()?,
                 }),
                 None => None,
             },

@@ -139,7 +139,7 @@ fn train_step(t: &mut Trainer, run: &Path) {
         adapters: [("logits".to_string(), t.logits.as_tensor().clone())]
             .into_iter()
             .collect(),
-        optimizer: t.opt.state(),
+        optimizer: t.opt.state().unwrap(),
         rngs: [("sampler".to_string(), RngState::capture(&t.rng))]
             .into_iter()
             .collect(),
