@@ -496,6 +496,36 @@ fn adamw_update(
     Ok((next, m, v))
 }
 
+/// `bytes` (a safetensors file) with its JSON header's keys sorted. safetensors writes the
+/// metadata from a HashMap, whose order changes from one process to the next, so two runs of one
+/// seed wrote checkpoints that differed in that order alone. Sorting keeps the header's length,
+/// and readers find tensors by name and offset, not by order.
+fn sorted_header(mut bytes: Vec<u8>) -> Result<Vec<u8>> {
+    let internal = |what: &str| Error::Other(format!("AdamW state: {what} after serializing"));
+    let len = bytes
+        .get(..8)
+        .and_then(|b| b.try_into().ok())
+        .map(|b: [u8; 8]| u64::from_le_bytes(b) as usize)
+        .filter(|&n| 8 + n <= bytes.len())
+        .ok_or_else(|| internal("no header"))?;
+    let header = std::str::from_utf8(&bytes[8..8 + len]).map_err(|_| internal("a bad header"))?;
+    let json = header.trim_end(); // safetensors pads the header with spaces
+    let mut top: BTreeMap<String, serde_json::Value> =
+        serde_json::from_str(json).map_err(|_| internal("a bad header"))?;
+    if let Some(meta) = top.remove("__metadata__") {
+        let meta: BTreeMap<String, String> =
+            serde_json::from_value(meta).map_err(|_| internal("bad metadata"))?;
+        let meta = serde_json::to_value(meta).map_err(|_| internal("bad metadata"))?;
+        top.insert("__metadata__".to_string(), meta);
+    }
+    let sorted = serde_json::to_string(&top).map_err(|_| internal("a bad header"))?;
+    if sorted.len() != json.len() {
+        return Err(internal("a header of another length"));
+    }
+    bytes[8..8 + sorted.len()].copy_from_slice(sorted.as_bytes());
+    Ok(bytes)
+}
+
 /// Safetensors metadata key holding the step count.
 const STEP_KEY: &str = "step";
 /// Safetensors metadata key naming the format.
@@ -504,7 +534,8 @@ const SCHEMA_KEY: &str = "schema";
 pub const ADAMW_SCHEMA: &str = "empathy-gym/adamw/v1";
 
 impl AdamWState {
-    /// Safetensors bytes: tensors `m.<name>` and `v.<name>`, the step in the metadata.
+    /// Safetensors bytes: tensors `m.<name>` and `v.<name>`, the step in the metadata. The same
+    /// state always gives the same bytes.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
         let mut tensors: Vec<(String, &Tensor)> = Vec::new();
         for (k, t) in &self.m {
@@ -517,8 +548,9 @@ impl AdamWState {
             (SCHEMA_KEY.to_string(), ADAMW_SCHEMA.to_string()),
             (STEP_KEY.to_string(), self.step.to_string()),
         ];
-        safetensors::serialize(tensors, Some(meta.into_iter().collect()))
-            .map_err(|e| Error::Other(format!("AdamW state: cannot serialize: {e}")))
+        let bytes = safetensors::serialize(tensors, Some(meta.into_iter().collect()))
+            .map_err(|e| Error::Other(format!("AdamW state: cannot serialize: {e}")))?;
+        sorted_header(bytes)
     }
 
     /// Reads what [`to_bytes`](Self::to_bytes) wrote; `source` names the file in errors.

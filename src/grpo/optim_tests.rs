@@ -404,3 +404,20 @@ fn parameters_of_two_dtypes_make_one_chunk_each_with_the_same_bits() {
         assert_eq!(bits(&flat_vars[k].1), bits(&own_vars[k].1));
     }
 }
+
+#[test]
+fn the_same_state_always_serializes_to_the_same_bytes() {
+    let (a, b, mut opt) = two_params();
+    opt.step(1.0, &grads_for_two(&a, &[0.1, 0.2], &b, &[0.3]))
+        .unwrap();
+    // Each call builds the metadata's HashMap anew, with a new random order.
+    let first = opt.state().unwrap().to_bytes().unwrap();
+    for _ in 0..16 {
+        assert_eq!(opt.state().unwrap().to_bytes().unwrap(), first);
+    }
+    let src = std::path::Path::new("optimizer.safetensors");
+    let back = AdamWState::from_bytes(&first, &Device::Cpu, src).unwrap();
+    assert_eq!(back.step, 1);
+    let m_b = opt.state().unwrap().m["b"].to_vec1::<f32>().unwrap();
+    assert_eq!(back.m["b"].to_vec1::<f32>().unwrap(), m_b);
+}
