@@ -132,11 +132,12 @@ fn the_gpu_opens_with_the_allocators_settings_and_keeps_freed_memory_in_its_pool
 }
 
 /// AdamW updates a GPU's parameters as one flat chunk and a CPU's one parameter at a time
-/// (grpo::optim): the same steps, with clipping and parameters of three sizes, agree.
+/// (grpo::optim): the same steps, with clipping and parameters of three sizes, agree, and so do
+/// their states, the GPU's through a checkpoint's bytes.
 #[test]
 fn adamw_on_the_gpu_in_one_chunk_matches_the_cpu_one_parameter_at_a_time() -> Result<()> {
     use candle_core::backprop::GradStore;
-    use empathy_gym::grpo::optim::{AdamW, AdamWConfig, StepOutcome};
+    use empathy_gym::grpo::optim::{AdamW, AdamWConfig, AdamWState, StepOutcome};
     let dev = gpu()?;
     let shapes: [(&str, &[usize]); 5] = [
         ("l0.a", &[16, 64]),
@@ -189,7 +190,11 @@ fn adamw_on_the_gpu_in_one_chunk_matches_the_cpu_one_parameter_at_a_time() -> Re
             assert!(d < F32_TOL, "step {step}, {name}: weights {d:.2e} apart");
         }
     }
-    let (sc, sg) = (on_cpu.state()?, on_gpu.state()?);
+    // The GPU's state as a checkpoint writes and reads it back on the CPU.
+    let src = std::path::Path::new("optimizer.safetensors");
+    let sg = AdamWState::from_bytes(&on_gpu.state()?.to_bytes()?, &Device::Cpu, src)?;
+    let sc = on_cpu.state()?;
+    assert_eq!(sg.step, 3);
     for (name, _) in &cpu_vars {
         for (a, b) in [(&sc.m[name], &sg.m[name]), (&sc.v[name], &sg.v[name])] {
             let d = rel_diff(a, b)?;
