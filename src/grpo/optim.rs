@@ -171,7 +171,6 @@ struct Chunk {
     members: Vec<usize>,
     /// Runs of members with the same number of elements.
     runs: Vec<SizeRun>,
-    len: usize,
     m: Tensor,
     v: Tensor,
 }
@@ -184,6 +183,34 @@ struct SizeRun {
 }
 
 impl Chunk {
+    /// Chunk `k` of `members` (indices into `params`, in flat order, of one dtype), with zero
+    /// moments; sets each member's chunk and offset.
+    fn new(k: usize, members: Vec<usize>, params: &mut [Param]) -> Result<Self> {
+        let mut runs: Vec<SizeRun> = Vec::new();
+        let mut offset = 0;
+        for &i in &members {
+            let len = params[i].len();
+            (params[i].chunk, params[i].offset) = (k, offset);
+            match runs.last_mut() {
+                Some(r) if r.len == len => r.count += 1,
+                _ => runs.push(SizeRun {
+                    offset,
+                    count: 1,
+                    len,
+                }),
+            }
+            offset += len;
+        }
+        let first = &params[members[0]].var;
+        let m = Tensor::zeros(offset, first.dtype(), first.device())?;
+        Ok(Self {
+            members,
+            runs,
+            v: m.clone(),
+            m,
+        })
+    }
+
     /// One flat vector of `part(i)` for every member `i`, in flat order.
     fn gather(&self, part: impl Fn(usize) -> Result<Tensor>) -> Result<Tensor> {
         let parts = self
@@ -257,44 +284,24 @@ impl AdamW {
                 )));
             }
         }
-        // By dtype, then size, then name (a stable sort of the names).
+        // The flat order: by dtype, then size, then name (a stable sort of the names). A chunk
+        // is a run of it of one dtype, or a single parameter.
         let key = |p: &Param| (p.var.dtype().as_str(), p.len());
         let mut flat_order: Vec<usize> = (0..params.len()).collect();
         flat_order.sort_by_key(|&i| key(&params[i]));
-        let mut chunks: Vec<Chunk> = Vec::new();
+        let mut members: Vec<Vec<usize>> = Vec::new();
         for i in flat_order {
-            let len = params[i].len();
             let dtype = params[i].var.dtype();
-            let new_dtype = chunks
-                .last()
-                .is_some_and(|c| params[c.members[0]].var.dtype() != dtype);
-            if per_param || chunks.is_empty() || new_dtype {
-                chunks.push(Chunk {
-                    members: Vec::new(),
-                    runs: Vec::new(),
-                    len: 0,
-                    m: params[i].var.as_tensor().clone(), // replaced below
-                    v: params[i].var.as_tensor().clone(),
-                });
+            match members.last_mut() {
+                Some(m) if !per_param && params[m[0]].var.dtype() == dtype => m.push(i),
+                _ => members.push(vec![i]),
             }
-            let (k, c) = (chunks.len() - 1, chunks.last_mut().expect("pushed above"));
-            (params[i].chunk, params[i].offset) = (k, c.len);
-            match c.runs.last_mut() {
-                Some(r) if r.len == len => r.count += 1,
-                _ => c.runs.push(SizeRun {
-                    offset: c.len,
-                    count: 1,
-                    len,
-                }),
-            }
-            c.members.push(i);
-            c.len += len;
         }
-        for c in &mut chunks {
-            let p = &params[c.members[0]];
-            c.m = Tensor::zeros(c.len, p.var.dtype(), p.var.device())?;
-            c.v = c.m.clone();
-        }
+        let chunks = members
+            .into_iter()
+            .enumerate()
+            .map(|(k, members)| Chunk::new(k, members, &mut params))
+            .collect::<Result<Vec<_>>>()?;
         Ok(Self {
             cfg,
             params,
