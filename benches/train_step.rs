@@ -1,18 +1,23 @@
 //! One LoRA training step of SmolLM2-135M (forward + backward + AdamW, rank 16, ROWS x 512
 //! tokens), ITERS times, each with its wall time, the process's user and system CPU time, its
-//! minor page faults, the bytes the allocator keeps for reuse and the peak resident memory: what
+//! minor page faults, the bytes the allocator keeps for reuse, the most bytes of tensors in use
+//! at once during the step (`alloc::high_water_bytes`) and the peak resident memory: what
 //! results/perf/step.md's "Large blocks kept for reuse" section reads. The kernel time and page
 //! faults of a step are what the caching allocator (src/alloc.rs) removes; `cargo bench --bench
 //! model` measures the same step's throughput with criterion.
 //!
-//! Run: `ROWS=4 ITERS=4 cargo bench --bench train_step` (defaults 4 and 4; needs the models from
-//! scripts/fetch-models.sh).
+//! `DTYPE=bf16` loads the weights in bf16, so the step runs the ops a GPU runs (`ops/lean.rs`)
+//! on the CPU: its high-water mark is a stand-in for the GPU's tensor memory (results/perf/gpu.md).
+//!
+//! Run: `ROWS=4 ITERS=4 cargo bench --bench train_step` (defaults 4 and 4, DTYPE f32; needs the
+//! models from scripts/fetch-models.sh).
 
 mod common;
 
 use std::time::Instant;
 
-use candle_core::Device;
+use candle_core::{DType, Device};
+use empathy_gym::alloc;
 use empathy_gym::model::{AdapterMode, LoadOptions, Pass, DEFAULT_POLICY};
 
 // As the binary: large blocks kept for reuse (src/alloc.rs).
@@ -50,12 +55,23 @@ fn main() -> anyhow::Result<()> {
 fn run() -> anyhow::Result<()> {
     let rows = env_usize("ROWS", 4)?;
     let iters = env_usize("ITERS", 4)?;
+    let dtype = match std::env::var("DTYPE").as_deref() {
+        Ok("f32") | Err(_) => DType::F32,
+        Ok("bf16") => DType::BF16,
+        Ok(other) => anyhow::bail!("DTYPE={other}: expected f32 or bf16"),
+    };
     let path = common::bench_model(DEFAULT_POLICY)?;
-    let (m, ids, mut opt) = common::lora_training(&path, &Device::Cpu, &LoadOptions::default())?;
+    let opts = LoadOptions {
+        dtype,
+        ..LoadOptions::default()
+    };
+    let (m, ids, mut opt) = common::lora_training(&path, &Device::Cpu, &opts)?;
     let batch = vec![ids; rows];
-    println!("| step | s | tokens/s | user s | system s | minor faults | kept for reuse (MiB) | peak RSS (MiB) |");
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let mib = |bytes: usize| bytes as f64 / 1048576.0;
+    println!("| step | s | tokens/s | user s | system s | minor faults | kept for reuse (MiB) | in use at most (MiB) | peak RSS (MiB) |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for i in 0..iters {
+        alloc::reset_high_water();
         let (u0, s0, f0) = usage();
         let t = Instant::now();
         let lp = m.token_logprobs(&batch, AdapterMode::On, Pass::Train)?;
@@ -64,13 +80,14 @@ fn run() -> anyhow::Result<()> {
         let el = t.elapsed().as_secs_f64();
         let (u1, s1, f1) = usage();
         println!(
-            "| {} | {el:.2} | {:.1} | {:.1} | {:.1} | {} | {:.0} | {:.0} |",
+            "| {} | {el:.2} | {:.1} | {:.1} | {:.1} | {} | {:.0} | {:.0} | {:.0} |",
             i + 1,
             (rows * common::TRAIN_LEN) as f64 / el,
             u1 - u0,
             s1 - s0,
             f1 - f0,
-            empathy_gym::alloc::cached_bytes() as f64 / 1048576.0,
+            mib(alloc::cached_bytes()),
+            mib(alloc::high_water_bytes()),
             common::peak_rss_mib()
         );
     }

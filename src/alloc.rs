@@ -37,6 +37,23 @@ pub fn cached_bytes() -> usize {
     0
 }
 
+/// The most bytes of large blocks in use at once since the last [`reset_high_water`] (sizes as
+/// their classes round them): the memory a step's tensors needed at its peak, without the blocks
+/// kept for reuse, as `torch.cuda.max_memory_allocated` reads it on a GPU. 0 where this allocator
+/// does not serve large blocks (not Linux, or not the process's allocator).
+pub fn high_water_bytes() -> usize {
+    #[cfg(target_os = "linux")]
+    return POOL.high_water();
+    #[cfg(not(target_os = "linux"))]
+    0
+}
+
+/// Starts [`high_water_bytes`] again from the bytes in use now.
+pub fn reset_high_water() {
+    #[cfg(target_os = "linux")]
+    POOL.reset_high_water();
+}
+
 fn is_large(layout: &Layout) -> bool {
     layout.size() >= LARGE && layout.align() <= UNIT
 }
@@ -79,7 +96,7 @@ mod pool {
     /// Free blocks: `heads[u]` starts the list of free blocks of `u` units (a size class, or the
     /// rest of a split block); `newest` and `oldest` end the list of all free blocks by the time
     /// they were freed. `bytes` are on the lists, `live` handed out, `peak` the most ever handed
-    /// out at once.
+    /// out at once, `high` the most handed out at once since `reset_high_water`.
     struct Free {
         heads: [usize; CLASSES + 1],
         /// Bit u set when `heads[u]` is not empty (finds the smallest free block that fits).
@@ -89,6 +106,7 @@ mod pool {
         bytes: usize,
         live: usize,
         peak: usize,
+        high: usize,
     }
 
     impl Free {
@@ -173,6 +191,7 @@ mod pool {
                 bytes: 0,
                 live: 0,
                 peak: 0,
+                high: 0,
             }))
         }
 
@@ -183,6 +202,17 @@ mod pool {
         /// Bytes on the free lists.
         pub fn cached(&self) -> usize {
             self.lock().bytes
+        }
+
+        /// The most bytes handed out at once since the last `reset_high_water`.
+        pub fn high_water(&self) -> usize {
+            self.lock().high
+        }
+
+        /// Starts the high-water mark again from the bytes handed out now.
+        pub fn reset_high_water(&self) {
+            let mut free = self.lock();
+            free.high = free.live;
         }
 
         /// A block of `want` units (a class) and whether it is a fresh mapping (zeroed): the
@@ -200,6 +230,7 @@ mod pool {
                 let mut free = self.lock();
                 free.live += want * UNIT;
                 free.peak = free.peak.max(free.live);
+                free.high = free.high.max(free.live);
                 if let Some(u) = free.smallest_fit(want) {
                     let p = free.heads[u];
                     free.unlink(p);
@@ -346,6 +377,23 @@ static TEST_ALLOC: CachingAlloc = CachingAlloc;
 mod tests {
     use super::pool::Pool;
     use super::*;
+
+    #[test]
+    fn the_high_water_mark_counts_from_its_reset() {
+        static P: Pool = Pool::new();
+        // SAFETY: every block goes back once, with the units it was taken with.
+        unsafe {
+            let (a, b) = (P.take(2).0, P.take(3).0);
+            assert_eq!(P.high_water(), 5 * UNIT);
+            P.give(b, 3);
+            P.reset_high_water();
+            assert_eq!(P.high_water(), 2 * UNIT, "from what is in use at the reset");
+            let c = P.take(1).0;
+            P.give(c, 1);
+            assert_eq!(P.high_water(), 3 * UNIT, "not the 5 before the reset");
+            P.give(a, 2);
+        }
+    }
 
     #[test]
     fn a_freed_block_is_reused_for_its_size() {

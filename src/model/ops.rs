@@ -221,8 +221,9 @@ pub fn softmax_train(x: &Tensor) -> Result<Tensor> {
 /// (f32/f64) one custom op (`ops/attention.rs`) that multiplies only the keys the mask lets
 /// through, keeps no probabilities (the backward recomputes them), reads q, k and v in place and
 /// writes the merged layout itself; elsewhere the probabilities from candle's matmul and fused
-/// softmax (`ops/lean.rs`), then a matmul with v. Both give the values and gradients of
-/// [`attention_probs_composed`] times v, up to summation order.
+/// softmax, then a matmul with v, as one lean op that keeps no probabilities either
+/// (`ops/lean.rs`). Both give the values and gradients of [`attention_probs_composed`] times v,
+/// up to summation order.
 pub fn attention_train(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let (r, n) = (mask.dim(D::Minus2)?, mask.dim(D::Minus1)?);
     if mask.elem_count() != r * n {
@@ -238,10 +239,7 @@ pub fn attention_train(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor) -> Res
         };
         return rows_contiguous(q)?.apply_op3(&rows_contiguous(k)?, &rows_contiguous(v)?, op);
     }
-    merge_heads(
-        &lean::attention_probs(q, k, &mask)?.matmul(&v.contiguous()?)?,
-        r,
-    )
+    merge_heads(&lean::attention(q, k, v, &mask)?, r)
 }
 
 /// Attention at inference, softmax(q k^T + mask) v, for q [b, g, m, d] (grouped-query heads
@@ -525,17 +523,19 @@ pub fn frozen_embedding(ids: &Tensor, table: &Tensor) -> Result<Tensor> {
 
 /// log p(target) per row: logits [rows, vocab] (computed in f32), targets [rows] u32 -> [rows] f32.
 ///
-/// log p(t) = x_t - logsumexp(x). On CPU this is a custom op (`ops/logprob.rs`) that keeps only
-/// the logits alive for backward and makes one pass each way; elsewhere the composition below run
-/// outside the graph, with the same backward and the same tensors kept (`ops/lean.rs`).
+/// log p(t) = x_t - logsumexp(x). On CPU in f32/f64 this is a custom op (`ops/logprob.rs`) that
+/// keeps only the f32 logits alive for backward and makes one pass each way; elsewhere the
+/// composition below, run outside the graph a block of rows at a time, with the same backward
+/// (`ops/lean.rs`). The lean op keeps the logits in their own dtype: converted to f32 first, bf16
+/// logits would stay alive under the conversion as well as the f32 copy the op kept.
 pub fn target_logprobs(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
-    let logits = logits.to_dtype(DType::F32)?;
-    if logits.device().is_cpu() {
+    if cpu_kernel(logits) {
         return logits
+            .to_dtype(DType::F32)?
             .contiguous()?
             .apply_op2(&targets.contiguous()?, TargetLogprob);
     }
-    lean::target_logprobs(&logits, targets)
+    lean::target_logprobs(logits, targets)
 }
 
 /// log p(target) from candle ops only, max detached (logsumexp does not depend on it, so its

@@ -253,9 +253,29 @@ fn training_ops_match_the_cpu_in_value_and_gradient() -> Result<()> {
             &Device::Cpu,
         )?;
         let v = seeded(&[2, 2, 5, 8], 9)?;
-        compare_op("attention_train", &q, &[k, v, causal], dtype, &|q, e| {
-            attention_train(q, &e[0], &e[1], &e[2])
-        })?;
+        // Each of q, k and v in turn as x: the lean op recomputes the probabilities for all
+        // three gradients.
+        compare_op(
+            "attention_train (q)",
+            &q,
+            &[k.clone(), v.clone(), causal.clone()],
+            dtype,
+            &|q, e| attention_train(q, &e[0], &e[1], &e[2]),
+        )?;
+        compare_op(
+            "attention_train (k)",
+            &k,
+            &[q.clone(), v.clone(), causal.clone()],
+            dtype,
+            &|k, e| attention_train(&e[0], k, &e[1], &e[2]),
+        )?;
+        compare_op(
+            "attention_train (v)",
+            &v,
+            &[q, k, causal],
+            dtype,
+            &|v, e| attention_train(&e[0], &e[1], v, &e[2]),
+        )?;
         compare_op(
             "swiglu_train",
             &x,

@@ -237,50 +237,73 @@ impl CustomOp1 for Softmax {
     }
 }
 
-/// softmax(q k^T + mask) for q [b, g, m, d], k [b, g, n, d] and mask [r, n] (row i of every
-/// [m, n] block gets mask row i % r), as `super::attention_train` describes: the scores and
-/// masked scores are never kept, only the probabilities.
-pub(super) fn attention_probs(q: &Tensor, k: &Tensor, mask: &Tensor) -> Result<Tensor> {
-    let (b, g, m, _) = q.dims4()?;
-    let (r, n) = super::mask_rows(m, mask)?;
-    let (q, k) = (q.contiguous()?, k.contiguous()?);
-    let scores = q.detach().matmul(&k.detach().t()?)?;
-    let masked = up(&scores.reshape((b, g, m / r, r, n))?)?.broadcast_add(&up(mask)?)?;
-    let probs = candle_nn::ops::softmax_last_dim(&masked)?
-        .to_dtype(q.dtype())?
-        .reshape((b, g, m, n))?;
+/// softmax(q k^T + mask) v for q [b, g, m, d], k and v [b, g, n, d] and mask [r, n] (row i of
+/// every [m, n] block gets mask row i % r), as `super::attention_train` describes. The graph keeps
+/// q, k and v only, as the CPU op does (`attention.rs`): the backward recomputes the
+/// probabilities from them with the forward's kernels (FlashAttention's recomputation, Dao et al.
+/// 2022, sec. 3.1), which gives them the same bits. Keeping them instead held [b, heads, t, keys]
+/// per layer until the backward: 566 MB in bf16 at 4 x 512 tokens over SmolLM2-135M's 30 layers,
+/// against one more q k^T and softmax per layer.
+pub(super) fn attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    let (q, k, v) = (q.contiguous()?, k.contiguous()?, v.contiguous()?);
+    let mask = mask.contiguous()?;
+    let y = probs(&q.detach(), &k.detach(), &mask)?.matmul(&v.detach())?;
     q.apply_op3(
         &k,
-        &mask.contiguous()?,
-        AttentionProbs {
-            out: Precomputed::new(probs),
+        &v,
+        Attention {
+            mask,
+            out: Precomputed::new(y),
         },
     )
 }
 
-struct AttentionProbs {
+/// The probabilities softmax(q k^T + mask) in q's dtype, outside the graph: the scores in q's
+/// dtype, the mask added and the fused softmax in f32.
+fn probs(q: &Tensor, k: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    let (b, g, m, _) = q.dims4()?;
+    let (r, n) = super::mask_rows(m, mask)?;
+    let scores = q.matmul(&k.t()?)?;
+    let masked = up(&scores.reshape((b, g, m / r, r, n))?)?.broadcast_add(&up(mask)?)?;
+    candle_nn::ops::softmax_last_dim(&masked)?
+        .to_dtype(q.dtype())?
+        .reshape((b, g, m, n))
+}
+
+struct Attention {
+    /// The additive mask [r, n], contiguous.
+    mask: Tensor,
     out: Precomputed,
 }
 
-impl CustomOp3 for AttentionProbs {
+impl CustomOp3 for Attention {
     fn name(&self) -> &'static str {
-        "attention-probs-train-lean"
+        "attention-train-lean"
     }
 
     precomputed_fwd!(_s1 _l1, _s2 _l2, _s3 _l3);
 
+    /// With p recomputed, the products' gradients as candle's matmul backward writes them
+    /// (y = p v: dp = dy v^T, dv = p^T dy; s = q k^T: dq = ds k, dk = (q^T ds)^T) and the
+    /// softmax's between them (ds = p (dp - sum(dp p))): the bits of the composition that kept p.
     fn bwd(
         &self,
         q: &Tensor,
         k: &Tensor,
-        _mask: &Tensor,
-        probs: &Tensor,
+        v: &Tensor,
+        _y: &Tensor,
         grad: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
-        // With kt = k^T, candle's matmul backward gives dq = ds @ kt^T and dkt = q^T @ ds, and
-        // the transpose's backward dk = dkt^T: the composition's gradients.
-        let ds = softmax_grad(probs, grad)?;
-        Ok((Some(ds.matmul(k)?), Some(q.t()?.matmul(&ds)?.t()?), None))
+        let (q, k, v) = (q.detach(), k.detach(), v.detach());
+        let p = probs(&q, &k, &self.mask)?;
+        let dv = p.t()?.matmul(grad)?;
+        let ds = softmax_grad(&p, &grad.matmul(&v.t()?)?)?;
+        drop(p);
+        Ok((
+            Some(ds.matmul(&k)?),
+            Some(q.t()?.matmul(&ds)?.t()?),
+            Some(dv),
+        ))
     }
 }
 
@@ -330,9 +353,11 @@ impl CustomOp2 for SwiGlu {
 /// 48 MB each for SmolLM2's 49152-token vocabulary, not 403 MB at 4 x 512 tokens.
 const LOGPROB_BLOCK_ROWS: usize = 256;
 
-/// log p(target) per row of f32 logits [rows, vocab]: out = x_t - lse(x), computed outside the
-/// graph by the composition (`super::target_logprobs_composed`) a block of rows at a time, so
-/// its intermediates are freed at once and stay small. The backward also goes by blocks.
+/// log p(target) per row of logits [rows, vocab] in f32: out = x_t - lse(x), computed outside
+/// the graph by the composition (`super::target_logprobs_composed`, which converts to f32) a block
+/// of rows at a time, so its intermediates are freed at once and stay small. The graph keeps the
+/// logits in their own dtype (201 MB in bf16 at 4 x 512 tokens, where bf16 logits converted to
+/// f32 first kept those and a 403 MB f32 copy). The backward also goes by blocks, in f32.
 pub(super) fn target_logprobs(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
     target_logprobs_in_blocks(logits, targets, LOGPROB_BLOCK_ROWS)
 }
@@ -393,21 +418,22 @@ impl CustomOp2 for TargetLogprob {
         out: &Tensor,
         grad: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        let f32_ = |x: &Tensor| x.to_dtype(DType::F32);
         let t = targets.unsqueeze(D::Minus1)?;
-        let g = grad.to_dtype(DType::F32)?.unsqueeze(D::Minus1)?;
-        let lse = (logits.gather(&t, D::Minus1)? - out.unsqueeze(D::Minus1)?)?;
+        let g = f32_(grad)?.unsqueeze(D::Minus1)?;
+        let lse = (f32_(&logits.gather(&t, D::Minus1)?)? - out.unsqueeze(D::Minus1)?)?;
         let dx = logits.zeros_like()?;
         for (r0, n) in row_blocks(logits.dim(0)?, self.block_rows) {
             let (t, g) = (t.narrow(0, r0, n)?, g.narrow(0, r0, n)?);
             let block = {
-                let p = logits
-                    .narrow(0, r0, n)?
+                let p = f32_(&logits.narrow(0, r0, n)?)?
                     .broadcast_sub(&lse.narrow(0, r0, n)?)?
                     .exp()?;
                 p.broadcast_mul(&g.neg()?)?
             };
             block.scatter_add_set(&t, &g, D::Minus1)?;
-            dx.slice_set(&block, 0, r0)?;
+            // The gradient in the logits' dtype, as a conversion to f32 would pass it back.
+            dx.slice_set(&block.to_dtype(logits.dtype())?, 0, r0)?;
         }
         Ok((Some(dx), None))
     }

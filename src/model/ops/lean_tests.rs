@@ -52,29 +52,25 @@ fn lean_softmax_agrees_with_the_composition() -> Result<()> {
 }
 
 /// Grouped-query heads stacked as the block stacks them (3 query heads per KV head, t = 5) under
-/// the causal mask.
+/// the causal mask: the values and the gradients of q, k and v, the probabilities recomputed in
+/// the backward.
 #[test]
-fn lean_attention_probs_agree_with_the_composition() -> Result<()> {
+fn lean_attention_agrees_with_the_composition() -> Result<()> {
     let (b, g, rep, t, d) = (2, 2, 3, 5, 8);
-    let inputs = [seeded(&[b, g, rep * t, d], 6)?, seeded(&[b, g, t, d], 7)?];
-    let mask = causal(t)?;
-    let mask2 = mask.reshape((t, t))?;
-    let reference = |x: &[Tensor]| attention_probs_composed(&x[0], &x[1], &mask2);
-    let lean_f32 = |x: &[Tensor]| lean::attention_probs(&x[0], &x[1], &mask2);
-    agrees(&inputs, DType::F32, lean_f32, reference)?;
-    // Masked keys get exactly zero probability.
-    let p = lean::attention_probs(&inputs[0], &inputs[1], &mask2)?;
-    let row = p.get(1)?.get(1)?.get(t + 1)?.to_vec1::<f32>()?;
-    assert!(row[2..].iter().all(|&v| v == 0.0) && (row[0] + row[1] - 1.0).abs() < 1e-6);
-    // The public op in bf16 takes them, then a matmul with v.
-    let with_v = [
-        inputs[0].clone(),
-        inputs[1].clone(),
+    let inputs = [
+        seeded(&[b, g, rep * t, d], 6)?,
+        seeded(&[b, g, t, d], 7)?,
         seeded(&[b, g, t, d], 8)?,
     ];
+    let mask = causal(t)?;
+    let mask2 = mask.reshape((t, t))?;
+    let reference = |x: &[Tensor]| attention_probs_composed(&x[0], &x[1], &mask2)?.matmul(&x[2]);
+    let lean_f32 = |x: &[Tensor]| lean::attention(&x[0], &x[1], &x[2], &mask2);
+    agrees(&inputs, DType::F32, lean_f32, reference)?;
+    // The public op in bf16 takes it, then merges the heads.
     let public = |x: &[Tensor]| attention_train(&x[0], &x[1], &x[2], &mask);
     let reference = |x: &[Tensor]| attention_composed(&x[0], &x[1], &x[2], &mask2);
-    agrees(&with_v, DType::BF16, public, reference)
+    agrees(&inputs, DType::BF16, public, reference)
 }
 
 #[test]
@@ -116,6 +112,23 @@ fn lean_target_logprobs_agree_with_the_composition() -> Result<()> {
     };
     assert_eq!(bits(4)?, bits(6)?);
     assert_eq!(bits(1)?, bits(6)?);
+    // bf16 logits kept as they are give the bits of converting them to f32 first, the log-probs
+    // and the logits' gradient both (the public op takes them in bf16 on the CPU too).
+    let x = Var::from_tensor(&inputs[0].to_dtype(DType::BF16)?)?;
+    let r = seeded(&[6], 14)?;
+    let bits = |lp: Tensor| -> Result<Vec<u32>> {
+        let mut all = lp.to_vec1::<f32>()?;
+        let g = (lp * &r)?.sum_all()?.backward()?;
+        let g = g.get(&x).expect("a gradient for the logits");
+        assert_eq!(g.dtype(), DType::BF16);
+        all.extend(g.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?);
+        Ok(all.iter().map(|v| v.to_bits()).collect())
+    };
+    let kept = bits(target_logprobs(&x, &t)?)?;
+    assert_eq!(
+        kept,
+        bits(lean::target_logprobs(&x.to_dtype(DType::F32)?, &t)?)?
+    );
     Ok(())
 }
 
