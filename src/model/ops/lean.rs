@@ -6,9 +6,10 @@
 //! kernel per elementwise op each way. Here the forward runs outside the graph (on detached inputs,
 //! with the fused kernels the inference forward uses: `rms_norm`, `softmax_last_dim`, `rope`,
 //! `rope_i`), so its intermediates are freed at once; a custom op then puts the result into the
-//! graph with a backward written from the op's derivative. Its forward copies the precomputed
-//! result into the op's output (one device copy: a custom op must return a storage it owns), and
-//! the graph keeps the op's inputs and output only, as the CPU kernels do (`kernels.rs`).
+//! graph with a backward written from the op's derivative. Its forward hands the precomputed
+//! result's storage over as the op's output (a custom op must return a storage it owns; candle's
+//! `Tensor::into_storage_and_layout`, patched in, moves it out without a copy), and the graph
+//! keeps the op's inputs and output only, as the CPU kernels do (`kernels.rs`).
 //!
 //! Backward arithmetic runs in f32 for half-precision inputs (as `rms_norm_slow` computes its
 //! forward) and gradients come back in the input's dtype.
@@ -24,12 +25,12 @@ use candle_core::{
 use super::{internal_dtype, times};
 
 /// A forward result computed outside the graph, handed to the op's forward exactly once.
-struct Precomputed(Mutex<Option<Tensor>>);
+pub(super) struct Precomputed(Mutex<Option<Tensor>>);
 
 impl Precomputed {
     /// `out` must own its storage from offset 0 (a fresh result of a candle op, or a reshape of
-    /// one): the op's forward copies that storage.
-    fn new(out: Tensor) -> Self {
+    /// one): the op's forward takes that storage over (or copies it, if another tensor holds it).
+    pub(super) fn new(out: Tensor) -> Self {
         Self(Mutex::new(Some(out)))
     }
 
@@ -43,34 +44,41 @@ impl Precomputed {
         out.ok_or_else(|| candle_core::Error::Msg("lean op: forward ran twice".into()))
     }
 
-    /// A copy of the result's storage and its shape, on the device `pick` selects.
-    fn storage<S: BackendStorage>(
-        &self,
-        pick: impl FnOnce(&Storage) -> Option<&S>,
-    ) -> Result<(S, Shape)> {
+    /// The result's storage and its shape: moved out when nothing else holds the result (it is
+    /// a fresh one), else a copy.
+    fn storage(&self) -> Result<(Storage, Shape)> {
         let out = self.take()?;
-        let (storage, layout) = out.storage_and_layout();
+        let layout = out.layout();
         if !layout.is_contiguous() || layout.start_offset() != 0 {
             candle_core::bail!("lean op: the precomputed result does not own its storage")
         }
-        let Some(s) = pick(&storage) else {
-            candle_core::bail!("lean op: the precomputed result is on another device")
+        let shape = layout.shape().clone();
+        let storage = match out.into_storage_and_layout() {
+            Ok((storage, _)) => storage,
+            Err(shared) => {
+                let (s, layout) = shared.storage_and_layout();
+                match &*s {
+                    Storage::Cpu(s) => Storage::Cpu(s.try_clone(layout)?),
+                    Storage::Cuda(s) => Storage::Cuda(s.try_clone(layout)?),
+                    Storage::Metal(_) => candle_core::bail!("lean op: no Metal support"),
+                }
+            }
         };
-        Ok((s.try_clone(layout)?, layout.shape().clone()))
+        Ok((storage, shape))
     }
 
-    fn cpu(&self) -> Result<(CpuStorage, Shape)> {
-        self.storage(|s| match s {
-            Storage::Cpu(s) => Some(s),
-            _ => None,
-        })
+    pub(super) fn cpu(&self) -> Result<(CpuStorage, Shape)> {
+        match self.storage()? {
+            (Storage::Cpu(s), shape) => Ok((s, shape)),
+            _ => candle_core::bail!("lean op: the precomputed result is on another device"),
+        }
     }
 
     fn cuda(&self) -> Result<(CudaStorage, Shape)> {
-        self.storage(|s| match s {
-            Storage::Cuda(s) => Some(s),
-            _ => None,
-        })
+        match self.storage()? {
+            (Storage::Cuda(s), shape) => Ok((s, shape)),
+            _ => candle_core::bail!("lean op: the precomputed result is on another device"),
+        }
     }
 }
 

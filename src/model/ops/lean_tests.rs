@@ -151,3 +151,26 @@ fn lean_rms_norm_with_a_frozen_weight_gives_the_input_gradient_only() -> Result<
     );
     assert_close("gradient of x", a, b, TOL_F32)
 }
+
+/// A lean op's forward takes a fresh result's storage over (the same memory, no copy); a result
+/// another tensor still holds is copied.
+#[test]
+fn a_precomputed_result_is_moved_unless_shared() -> Result<()> {
+    let address = |s: &candle_core::CpuStorage| -> Result<usize> {
+        Ok(s.as_slice::<f32>()?.as_ptr() as usize)
+    };
+    let fresh = seeded(&[4, 8], 15)?.exp()?.reshape((2, 16))?;
+    let at = {
+        let (s, _) = fresh.storage_and_layout();
+        match &*s {
+            candle_core::Storage::Cpu(s) => address(s)?,
+            _ => unreachable!("a CPU tensor"),
+        }
+    };
+    let (storage, shape) = lean::Precomputed::new(fresh.clone()).cpu()?;
+    assert_ne!(address(&storage)?, at, "held by `fresh` too: a copy");
+    let (storage, shape2) = lean::Precomputed::new(fresh).cpu()?;
+    assert_eq!(address(&storage)?, at, "the only holder: moved");
+    assert_eq!((shape.dims(), shape2.dims()), (&[2, 16][..], &[2, 16][..]));
+    Ok(())
+}

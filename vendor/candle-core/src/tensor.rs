@@ -2781,6 +2781,17 @@ impl Tensor {
         (storage, &self.layout)
     }
 
+    /// The storage of a tensor that no other tensor shares, with its layout, moved out without a
+    /// copy; the tensor itself back when it or its storage is shared. (empathy-gym: lets a custom
+    /// op return a result computed with tensor ops as its own storage; vendor/PATCHES.md.)
+    pub fn into_storage_and_layout(self) -> std::result::Result<(Storage, Layout), Tensor> {
+        let inner = Arc::try_unwrap(self.0).map_err(Tensor)?;
+        match Arc::try_unwrap(inner.storage) {
+            Ok(storage) => Ok((storage.into_inner(), inner.layout)),
+            Err(storage) => Err(Tensor(Arc::new(Tensor_ { storage, ..inner }))),
+        }
+    }
+
     /// Unique key for this tensor's storage. Equal keys mean the tensors share the same allocation.
     #[inline]
     pub(crate) fn storage_key(&self) -> usize {
