@@ -1,7 +1,9 @@
 //! Throughput of SmolLM2-135M: batched decoding (batch 1, 16, 32; and batch 16 through rank-16
 //! LoRA adapters, as rollouts decode) and one LoRA training step (forward + backward + AdamW over
 //! rank-16 adapters, 1 x 512 and 4 x 512 tokens), with the peak resident memory of each case
-//! (VmHWM, reset between cases).
+//! (VmHWM, reset between cases) and the most memory its tensors held at once (on a GPU the memory
+//! pool's high-water mark, which `bench_torch.py` prints as PyTorch's peak allocated; on the CPU
+//! the caching allocator's).
 //!
 //! Run: `cargo bench --bench model` (needs the models from scripts/fetch-models.sh;
 //! fails, listing the places tried, when they are missing). On a GPU build
@@ -32,9 +34,24 @@ use empathy_gym::model::{
 /// New tokens per sequence in the decode cases.
 const DECODE_TOKENS: usize = 32;
 
-/// Resets VmHWM to the current RSS (Linux: "5" in clear_refs).
-fn reset_peak() {
+/// Resets VmHWM to the current RSS (Linux: "5" in clear_refs) and the tensor peak of `dev`.
+fn reset_peak(dev: &Device) -> anyhow::Result<()> {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
+    empathy_gym::alloc::reset_high_water();
+    empathy_gym::model::gpu::reset_pool_used_high(dev)?;
+    Ok(())
+}
+
+/// The most MiB of tensors in use at once since `reset_peak`: on a GPU the memory pool's
+/// high-water mark (as `torch.cuda.max_memory_allocated`), on the CPU the caching allocator's
+/// large blocks (`alloc::high_water_bytes`).
+fn tensor_peak_mib(dev: &Device) -> anyhow::Result<f64> {
+    let bytes = match empathy_gym::model::gpu::pool_used_high_bytes(dev)? {
+        Some(b) => b as f64,
+        None if dev.is_cpu() => empathy_gym::alloc::high_water_bytes() as f64,
+        None => f64::NAN,
+    };
+    Ok(bytes / 1048576.0)
 }
 
 struct Row {
@@ -42,6 +59,7 @@ struct Row {
     tokens: usize,
     times: Vec<Duration>,
     peak_mib: f64,
+    tensor_peak_mib: f64,
 }
 
 impl Row {
@@ -99,8 +117,8 @@ fn run_case(
     name: &str,
     tokens: usize,
     mut f: impl FnMut(),
-) -> Row {
-    reset_peak();
+) -> anyhow::Result<Row> {
+    reset_peak(dev)?;
     let start_ms = unix_ms();
     let mut times = Vec::new();
     let mut group = c.benchmark_group(format!("smollm2-135m-{}", device_name(dev)));
@@ -124,12 +142,13 @@ fn run_case(
     });
     group.finish();
     eprintln!("case {name} {start_ms} {}", unix_ms());
-    Row {
+    Ok(Row {
         case: name.to_string(),
         tokens,
         times,
         peak_mib: common::peak_rss_mib(),
-    }
+        tensor_peak_mib: tensor_peak_mib(dev)?,
+    })
 }
 
 /// Sampled decoding of `batch` copies of one chat prompt, DECODE_TOKENS new tokens each.
@@ -160,12 +179,12 @@ fn decode_case(
         "decode batch {batch}{how} ({}-token prompt, {DECODE_TOKENS} new)",
         prompt.len()
     );
-    Ok(run_case(c, dev, &name, batch * DECODE_TOKENS, || {
+    run_case(c, dev, &name, batch * DECODE_TOKENS, || {
         // As a trainer's rollout decodes: with the adapters merged into copies of the weights
         // (`Trainer::play`), the merge inside each timed call. Without adapters, no copies.
         let _merged = m.model.merge_adapters().expect("merge");
         m.generate(&prompts, &seeds, &params).expect("generate");
-    }))
+    })
 }
 
 /// On a GPU or with BENCH_PHASES=1, outside the timed iterations: five more training steps, the
@@ -258,7 +277,7 @@ fn run() -> anyhow::Result<()> {
                     let loss = loss().expect("forward");
                     opt.backward_step(&loss).expect("step");
                 },
-            ));
+            )?);
             let ran = rows.last().is_some_and(|r: &Row| !r.times.is_empty());
             if ran && (dev.is_cuda() || std::env::var("BENCH_PHASES").is_ok_and(|v| v == "1")) {
                 print_phases(&dev, &name, loss, &mut opt)?;
@@ -266,16 +285,17 @@ fn run() -> anyhow::Result<()> {
         }
     }
     c.final_summary();
-    println!("\n| case | tokens/iter | median s/iter | tokens/s | peak RSS (MiB) |\n|---|---|---|---|---|");
+    println!("\n| case | tokens/iter | median s/iter | tokens/s | peak RSS (MiB) | tensors at most (MiB) |\n|---|---|---|---|---|---|");
     for r in &rows {
         let s = r.median_s();
         println!(
-            "| {} | {} | {:.3} | {:.1} | {:.0} |",
+            "| {} | {} | {:.3} | {:.1} | {:.0} | {:.0} |",
             r.case,
             r.tokens,
             s,
             r.tokens as f64 / s,
-            r.peak_mib
+            r.peak_mib,
+            r.tensor_peak_mib
         );
     }
     Ok(())

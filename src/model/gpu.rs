@@ -68,8 +68,37 @@ pub fn pool_reserved_bytes(device: &Device) -> Result<Option<u64>> {
     Ok(None)
 }
 
+/// The most bytes of the default memory pool of `device` in use at once since the last
+/// [`reset_pool_used_high`] (`CU_MEMPOOL_ATTR_USED_MEM_HIGH`): the tensors' peak, which PyTorch
+/// reads as `torch.cuda.max_memory_allocated`, without the CUDA context and the pool's free
+/// memory that nvidia-smi counts. None for other devices and where cudarc does not allocate from
+/// the pool. The model benchmark prints it per case.
+pub fn pool_used_high_bytes(device: &Device) -> Result<Option<u64>> {
+    #[cfg(feature = "cuda")]
+    if let Device::Cuda(cuda) = device {
+        if pool::in_use(cuda) {
+            return Ok(Some(pool::get(cuda, pool::USED_MEM_HIGH)?));
+        }
+    }
+    let _ = device;
+    Ok(None)
+}
+
+/// Starts [`pool_used_high_bytes`] again (the driver allows a reset to zero only); nothing for
+/// other devices.
+pub fn reset_pool_used_high(device: &Device) -> Result<()> {
+    #[cfg(feature = "cuda")]
+    if let Device::Cuda(cuda) = device {
+        if pool::in_use(cuda) {
+            pool::set(cuda, pool::USED_MEM_HIGH, 0)?;
+        }
+    }
+    let _ = device;
+    Ok(())
+}
+
 /// The attributes of a device's default memory pool (CUDA driver API, "Stream Ordered Memory
-/// Allocator"); both are cuuint64_t.
+/// Allocator"); all three are cuuint64_t.
 #[cfg(feature = "cuda")]
 mod pool {
     use candle_core::cuda_backend::cudarc::driver::{result, sys};
@@ -79,6 +108,7 @@ mod pool {
     pub use sys::CUmemPool_attribute::{
         CU_MEMPOOL_ATTR_RELEASE_THRESHOLD as RELEASE_THRESHOLD,
         CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT as RESERVED_MEM_CURRENT,
+        CU_MEMPOOL_ATTR_USED_MEM_HIGH as USED_MEM_HIGH,
     };
 
     /// Whether cudarc allocates from the device's pool (`cuMemAllocAsync`).

@@ -125,6 +125,22 @@ fn the_gpu_opens_with_the_allocators_settings_and_keeps_freed_memory_in_its_pool
         reserved >= bytes,
         "{reserved} bytes reserved after freeing {bytes}"
     );
+    // The pool's high-water mark of memory in use (the model benchmark's tensor peak): at least
+    // the 256 MiB tensor before a reset, less after it, at least a new 64 MiB tensor then.
+    let high = |what: &str| -> Result<u64> {
+        empathy_gym::model::gpu::pool_used_high_bytes(&dev)?
+            .with_context(|| format!("the pool's high-water mark {what}"))
+    };
+    assert!(high("before the reset")? >= bytes);
+    empathy_gym::model::gpu::reset_pool_used_high(&dev)?;
+    let small = Tensor::ones(16 << 20, DType::F32, &dev)?;
+    dev.synchronize()?;
+    let after = high("after the reset")?;
+    assert!(
+        ((64 << 20)..bytes).contains(&after),
+        "{after} bytes in use at most since the reset, with one 64 MiB tensor"
+    );
+    drop(small);
     assert!(!empathy_gym::model::gpu::allocator_settings_applied(
         &Device::Cpu
     )?);
