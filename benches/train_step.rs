@@ -68,7 +68,7 @@ fn run() -> anyhow::Result<()> {
     let (m, ids, mut opt) = common::lora_training(&path, &Device::Cpu, &opts)?;
     let batch = vec![ids; rows];
     let mib = |bytes: usize| bytes as f64 / 1048576.0;
-    println!("| step | s | tokens/s | user s | system s | minor faults | kept for reuse (MiB) | in use at most (MiB) | peak RSS (MiB) |");
+    println!("| step | s | tokens/s | user s | system s | minor faults | kept for reuse (MiB) | tensors at most (MiB) | peak RSS (MiB) |");
     println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for i in 0..iters {
         alloc::reset_high_water();
