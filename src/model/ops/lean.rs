@@ -254,7 +254,8 @@ impl CustomOp1 for Softmax {
 /// against one more q k^T and softmax per layer.
 pub(super) fn attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let (q, k, v) = (q.contiguous()?, k.contiguous()?, v.contiguous()?);
-    let mask = mask.contiguous()?;
+    // In f32 once, for the forward and the backward's recomputation.
+    let mask = up(mask)?.contiguous()?;
     let y = probs(&q.detach(), &k.detach(), &mask)?.matmul(&v.detach())?;
     q.apply_op3(
         &k,
@@ -267,19 +268,19 @@ pub(super) fn attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor) -> Re
 }
 
 /// The probabilities softmax(q k^T + mask) in q's dtype, outside the graph: the scores in q's
-/// dtype, the mask added and the fused softmax in f32.
-fn probs(q: &Tensor, k: &Tensor, mask: &Tensor) -> Result<Tensor> {
+/// dtype, the mask (`mask_f32`, in the internal dtype) added and the fused softmax in f32.
+fn probs(q: &Tensor, k: &Tensor, mask_f32: &Tensor) -> Result<Tensor> {
     let (b, g, m, _) = q.dims4()?;
-    let (r, n) = super::mask_rows(m, mask)?;
+    let (r, n) = super::mask_rows(m, mask_f32)?;
     let scores = q.matmul(&k.t()?)?;
-    let masked = up(&scores.reshape((b, g, m / r, r, n))?)?.broadcast_add(&up(mask)?)?;
+    let masked = up(&scores.reshape((b, g, m / r, r, n))?)?.broadcast_add(mask_f32)?;
     candle_nn::ops::softmax_last_dim(&masked)?
         .to_dtype(q.dtype())?
         .reshape((b, g, m, n))
 }
 
 struct Attention {
-    /// The additive mask [r, n], contiguous.
+    /// The additive mask [r, n] in the internal dtype, contiguous.
     mask: Tensor,
     out: Precomputed,
 }
