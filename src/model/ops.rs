@@ -232,13 +232,15 @@ pub fn attention_train(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor) -> Res
             mask.dims()
         )
     }
-    let mask = mask.to_dtype(q.dtype())?.reshape((r, n))?;
     if cpu_kernel(q) {
         let op = Attention {
-            mask: mask.contiguous()?,
+            mask: mask.to_dtype(q.dtype())?.reshape((r, n))?.contiguous()?,
         };
         return rows_contiguous(q)?.apply_op3(&rows_contiguous(k)?, &rows_contiguous(v)?, op);
     }
+    // The lean op adds the mask in f32 (bf16's internal dtype): the f32 mask the forward made is
+    // used as it is, shared by the layers, where a conversion per layer was kept by each layer.
+    let mask = mask.to_dtype(internal_dtype(q.dtype()))?.reshape((r, n))?;
     merge_heads(&lean::attention(q, k, v, &mask)?, r)
 }
 

@@ -246,7 +246,8 @@ impl CustomOp1 for Softmax {
 }
 
 /// softmax(q k^T + mask) v for q [b, g, m, d], k and v [b, g, n, d] and mask [r, n] (row i of
-/// every [m, n] block gets mask row i % r), as `super::attention_train` describes. The graph keeps
+/// every [m, n] block gets mask row i % r), as `super::attention_train` describes. The mask is
+/// added in f32 for half-precision q; given in f32, it is kept as it is (no copy per layer). The graph keeps
 /// q, k and v only, as the CPU op does (`attention.rs`): the backward recomputes the
 /// probabilities from them with the forward's kernels (FlashAttention's recomputation, Dao et al.
 /// 2022, sec. 3.1), which gives them the same bits. Keeping them instead held [b, heads, t, keys]
@@ -254,7 +255,6 @@ impl CustomOp1 for Softmax {
 /// against one more q k^T and softmax per layer.
 pub(super) fn attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let (q, k, v) = (q.contiguous()?, k.contiguous()?, v.contiguous()?);
-    // In f32 once, for the forward and the backward's recomputation.
     let mask = up(mask)?.contiguous()?;
     let y = probs(&q.detach(), &k.detach(), &mask)?.matmul(&v.detach())?;
     q.apply_op3(
