@@ -238,10 +238,7 @@ pub fn attention_train(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor) -> Res
         };
         return rows_contiguous(q)?.apply_op3(&rows_contiguous(k)?, &rows_contiguous(v)?, op);
     }
-    // The lean op adds the mask in f32 (bf16's internal dtype): the f32 mask the forward made is
-    // used as it is, shared by the layers, where a conversion per layer was kept by each layer.
-    let mask = mask.to_dtype(internal_dtype(q.dtype()))?.reshape((r, n))?;
-    merge_heads(&lean::attention(q, k, v, &mask)?, r)
+    merge_heads(&lean::attention(q, k, v, &mask.reshape((r, n))?)?, r)
 }
 
 /// Attention at inference, softmax(q k^T + mask) v, for q [b, g, m, d] (grouped-query heads

@@ -16,7 +16,6 @@
 
 use std::sync::Mutex;
 
-use candle_core::backend::BackendStorage;
 use candle_core::{
     CpuStorage, CudaStorage, CustomOp1, CustomOp2, CustomOp3, DType, Layout, Result, Shape,
     Storage, Tensor, D,
@@ -57,11 +56,7 @@ impl Precomputed {
             Ok((storage, _)) => storage,
             Err(shared) => {
                 let (s, layout) = shared.storage_and_layout();
-                match &*s {
-                    Storage::Cpu(s) => Storage::Cpu(s.try_clone(layout)?),
-                    Storage::Cuda(s) => Storage::Cuda(s.try_clone(layout)?),
-                    Storage::Metal(_) => candle_core::bail!("lean op: no Metal support"),
-                }
+                s.try_clone(layout)?
             }
         };
         Ok((storage, shape))
@@ -247,15 +242,17 @@ impl CustomOp1 for Softmax {
 
 /// softmax(q k^T + mask) v for q [b, g, m, d], k and v [b, g, n, d] and mask [r, n] (row i of
 /// every [m, n] block gets mask row i % r), as `super::attention_train` describes. The mask is
-/// added in f32 for half-precision q; given in f32, it is kept as it is (no copy per layer). The graph keeps
-/// q, k and v only, as the CPU op does (`attention.rs`): the backward recomputes the
-/// probabilities from them with the forward's kernels (FlashAttention's recomputation, Dao et al.
-/// 2022, sec. 3.1), which gives them the same bits. Keeping them instead held [b, heads, t, keys]
-/// per layer until the backward: 566 MB in bf16 at 4 x 512 tokens over SmolLM2-135M's 30 layers,
-/// against one more q k^T and softmax per layer.
+/// added in q's internal dtype (f32 for half precision): the f32 mask the model's forward makes
+/// is then used as it is, shared by the layers, where a converted copy was kept per layer.
+///
+/// The graph keeps q, k and v only, as the CPU op does (`attention.rs`): the backward recomputes
+/// the probabilities from them with the forward's kernels (FlashAttention's recomputation, Dao et
+/// al. 2022, sec. 3.1), which gives them the same bits. Keeping them instead held [b, heads, t,
+/// keys] per layer until the backward: 566 MB in bf16 at 4 x 512 tokens over SmolLM2-135M's 30
+/// layers, against one more q k^T and softmax per layer.
 pub(super) fn attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let (q, k, v) = (q.contiguous()?, k.contiguous()?, v.contiguous()?);
-    let mask = up(mask)?.contiguous()?;
+    let mask = mask.to_dtype(internal_dtype(q.dtype()))?.contiguous()?;
     let y = probs(&q.detach(), &k.detach(), &mask)?.matmul(&v.detach())?;
     q.apply_op3(
         &k,
@@ -268,12 +265,12 @@ pub(super) fn attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor) -> Re
 }
 
 /// The probabilities softmax(q k^T + mask) in q's dtype, outside the graph: the scores in q's
-/// dtype, the mask (`mask_f32`, in the internal dtype) added and the fused softmax in f32.
-fn probs(q: &Tensor, k: &Tensor, mask_f32: &Tensor) -> Result<Tensor> {
+/// dtype, the mask (in the internal dtype) added and the fused softmax in the internal dtype.
+fn probs(q: &Tensor, k: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let (b, g, m, _) = q.dims4()?;
-    let (r, n) = super::mask_rows(m, mask_f32)?;
+    let (r, n) = super::mask_rows(m, mask)?;
     let scores = q.matmul(&k.t()?)?;
-    let masked = up(&scores.reshape((b, g, m / r, r, n))?)?.broadcast_add(mask_f32)?;
+    let masked = up(&scores.reshape((b, g, m / r, r, n))?)?.broadcast_add(mask)?;
     candle_nn::ops::softmax_last_dim(&masked)?
         .to_dtype(q.dtype())?
         .reshape((b, g, m, n))
