@@ -59,10 +59,8 @@ pub fn allocator_settings_applied(device: &Device) -> Result<bool> {
 /// that freed memory stays there.
 pub fn pool_reserved_bytes(device: &Device) -> Result<Option<u64>> {
     #[cfg(feature = "cuda")]
-    if let Device::Cuda(cuda) = device {
-        if pool::in_use(cuda) {
-            return Ok(Some(pool::get(cuda, pool::RESERVED_MEM_CURRENT)?));
-        }
+    if let Some(cuda) = pool::of(device) {
+        return Ok(Some(pool::get(cuda, pool::RESERVED_MEM_CURRENT)?));
     }
     let _ = device;
     Ok(None)
@@ -75,10 +73,8 @@ pub fn pool_reserved_bytes(device: &Device) -> Result<Option<u64>> {
 /// the pool. The model benchmark prints it per case.
 pub fn pool_used_high_bytes(device: &Device) -> Result<Option<u64>> {
     #[cfg(feature = "cuda")]
-    if let Device::Cuda(cuda) = device {
-        if pool::in_use(cuda) {
-            return Ok(Some(pool::get(cuda, pool::USED_MEM_HIGH)?));
-        }
+    if let Some(cuda) = pool::of(device) {
+        return Ok(Some(pool::get(cuda, pool::USED_MEM_HIGH)?));
     }
     let _ = device;
     Ok(None)
@@ -88,10 +84,8 @@ pub fn pool_used_high_bytes(device: &Device) -> Result<Option<u64>> {
 /// other devices.
 pub fn reset_pool_used_high(device: &Device) -> Result<()> {
     #[cfg(feature = "cuda")]
-    if let Device::Cuda(cuda) = device {
-        if pool::in_use(cuda) {
-            pool::set(cuda, pool::USED_MEM_HIGH, 0)?;
-        }
+    if let Some(cuda) = pool::of(device) {
+        pool::set(cuda, pool::USED_MEM_HIGH, 0)?;
     }
     let _ = device;
     Ok(())
@@ -103,7 +97,7 @@ pub fn reset_pool_used_high(device: &Device) -> Result<()> {
 mod pool {
     use candle_core::cuda_backend::cudarc::driver::{result, sys};
     use candle_core::cuda_backend::CudaDevice;
-    use candle_core::{Error, Result};
+    use candle_core::{Device, Error, Result};
 
     pub use sys::CUmemPool_attribute::{
         CU_MEMPOOL_ATTR_RELEASE_THRESHOLD as RELEASE_THRESHOLD,
@@ -114,6 +108,14 @@ mod pool {
     /// Whether cudarc allocates from the device's pool (`cuMemAllocAsync`).
     pub fn in_use(cuda: &CudaDevice) -> bool {
         cuda.cuda_stream().context().has_async_alloc()
+    }
+
+    /// The CUDA device of `device` where cudarc allocates from its pool; None otherwise.
+    pub fn of(device: &Device) -> Option<&CudaDevice> {
+        match device {
+            Device::Cuda(cuda) if in_use(cuda) => Some(cuda),
+            _ => None,
+        }
     }
 
     fn default_pool(cuda: &CudaDevice) -> Result<sys::CUmemoryPool> {
