@@ -24,7 +24,7 @@ mod common;
 #[global_allocator]
 static ALLOC: empathy_gym::alloc::CachingAlloc = empathy_gym::alloc::CachingAlloc;
 
-use candle_core::{DType, Device};
+use candle_core::Device;
 use criterion::{Criterion, SamplingMode, Throughput};
 use empathy_gym::model::{
     load_model, AdapterMode, ChatMessage, ChatModel, LoadOptions, Pass, Role, SamplingParams,
@@ -83,11 +83,7 @@ fn setup() -> anyhow::Result<(Device, LoadOptions, Vec<usize>)> {
         "cuda" => empathy_gym::model::open_cuda(0)?,
         other => anyhow::bail!("BENCH_DEVICE={other}: expected cpu or cuda"),
     };
-    let dtype = match var("BENCH_DTYPE", "f32").as_str() {
-        "f32" => DType::F32,
-        "bf16" => DType::BF16,
-        other => anyhow::bail!("BENCH_DTYPE={other}: expected f32 or bf16"),
-    };
+    let dtype = common::dtype_from_env("BENCH_DTYPE")?;
     let bf16_products = match var("BENCH_CPU_MATMUL", "f32").as_str() {
         "f32" => false,
         "bf16" => true,

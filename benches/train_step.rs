@@ -16,7 +16,7 @@ mod common;
 
 use std::time::Instant;
 
-use candle_core::{DType, Device};
+use candle_core::Device;
 use empathy_gym::alloc;
 use empathy_gym::model::{AdapterMode, LoadOptions, Pass, DEFAULT_POLICY};
 
@@ -55,14 +55,9 @@ fn main() -> anyhow::Result<()> {
 fn run() -> anyhow::Result<()> {
     let rows = env_usize("ROWS", 4)?;
     let iters = env_usize("ITERS", 4)?;
-    let dtype = match std::env::var("DTYPE").as_deref() {
-        Ok("f32") | Err(_) => DType::F32,
-        Ok("bf16") => DType::BF16,
-        Ok(other) => anyhow::bail!("DTYPE={other}: expected f32 or bf16"),
-    };
     let path = common::bench_model(DEFAULT_POLICY)?;
     let opts = LoadOptions {
-        dtype,
+        dtype: common::dtype_from_env("DTYPE")?,
         ..LoadOptions::default()
     };
     let (m, ids, mut opt) = common::lora_training(&path, &Device::Cpu, &opts)?;

@@ -36,6 +36,16 @@ pub fn peak_rss_mib() -> f64 {
         .map_or(f64::NAN, |kb| kb / 1024.0)
 }
 
+/// The dtype the environment variable `key` names, f32 or bf16; f32 when it is unset.
+#[allow(dead_code)] // not every includer picks a dtype
+pub fn dtype_from_env(key: &str) -> anyhow::Result<DType> {
+    match std::env::var(key).as_deref() {
+        Ok("f32") | Err(_) => Ok(DType::F32),
+        Ok("bf16") => Ok(DType::BF16),
+        Ok(other) => anyhow::bail!("{key}={other}: expected f32 or bf16"),
+    }
+}
+
 /// The optimizer of the training cases: the trainer's own AdamW (grpo::optim: the norm, the
 /// clip, the non-finite guard), or with BENCH_OPTIMIZER=candle_nn candle_nn's AdamW, which the
 /// benchmarks ran before 2026-11-27 (one parameter at a time, no norm).
