@@ -290,8 +290,10 @@ impl CustomOp3 for Attention {
     precomputed_fwd!(_s1 _l1, _s2 _l2, _s3 _l3);
 
     /// With p recomputed, the products' gradients as candle's matmul backward writes them
-    /// (y = p v: dp = dy v^T, dv = p^T dy; s = q k^T: dq = ds k, dk = (q^T ds)^T) and the
-    /// softmax's between them (ds = p (dp - sum(dp p))): the bits of the composition that kept p.
+    /// (y = p v: dp = dy v^T, dv = p^T dy; s = q k^T: dq = ds k, and dk = ds^T q, the transpose
+    /// of the rule's (q^T ds)^T with the same sums, in k's layout where the rule's transposed view
+    /// took a copy when stored) and the softmax's between them (ds = p (dp - sum(dp p))): the
+    /// bits of the composition that kept p.
     fn bwd(
         &self,
         q: &Tensor,
@@ -305,11 +307,7 @@ impl CustomOp3 for Attention {
         let dv = p.t()?.matmul(grad)?;
         let ds = softmax_grad(&p, &grad.matmul(&v.t()?)?)?;
         drop(p);
-        Ok((
-            Some(ds.matmul(&k)?),
-            Some(q.t()?.matmul(&ds)?.t()?),
-            Some(dv),
-        ))
+        Ok((Some(ds.matmul(&k)?), Some(ds.t()?.matmul(&q)?), Some(dv)))
     }
 }
 

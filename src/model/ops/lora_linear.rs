@@ -7,14 +7,14 @@
 //! needs none of them. At 4 x 512 tokens that is 85 MB per layer of SmolLM2-135M in f32, 2.5 GB
 //! over 30 layers. This op runs the composition's forward with the backend's own kernels on the
 //! storages, the same operations in the same order (so its output equals the composition's bit for
-//! bit), and keeps only its inputs and output; its backward recomputes the small s x A^T
-//! ([rows, r]) and applies the composition's backward rules op for op. The generic forward runs
-//! on any backend; on the CPU in f32, `lora_linear_cpu.rs` computes the same bits in fewer passes.
+//! bit), and keeps only its inputs, its output and the small s x A^T ([rows, r]); its backward
+//! applies the composition's backward rules op for op. The generic forward runs on any backend;
+//! on the CPU in f32, `lora_linear_cpu.rs` computes the same bits in fewer passes.
 
 use std::sync::{Arc, OnceLock};
 
 use candle_core::backend::BackendStorage;
-use candle_core::op::Add;
+use candle_core::op::{Add, BackpropOp};
 use candle_core::{
     CpuStorage, CudaStorage, CustomOp3, DType, Layout, Result, Shape, Storage, Tensor,
 };
@@ -28,8 +28,10 @@ pub(super) struct LoraLinear {
     pub(super) weight: Tensor,
     pub(super) bias: Option<Tensor>,
     pub(super) scale: f64,
-    /// hs [rows, r] of the CPU f32 forward, which the backward then reads rather than recomputes.
-    pub(super) hs: OnceLock<Vec<f32>>,
+    /// hs = s (x A^T) [rows, r] of the forward, which the backward then reads rather than
+    /// recomputes: a matmul and a scale fewer per projection (two kernel launches on a GPU) for
+    /// 128 KiB per projection at 2048 rows.
+    pub(super) hs: OnceLock<Tensor>,
     /// W packed for bf16 products (`model.cpu_matmul: bf16`): the base's two products are then
     /// bf16 products on the CPU.
     pub(super) bf16: Option<Arc<Bf16Weight>>,
@@ -73,11 +75,18 @@ impl LoraLinear {
         h.affine(&Layout::contiguous((m, r)), self.scale, 0.0)
     }
 
+    /// Keeps hs [rows, r] for the backward.
+    fn keep_hs(&self, hs: Storage, rows: usize, r: usize) {
+        let hs = Tensor::from_storage(hs, (rows, r), BackpropOp::none(), false);
+        let _ = self.hs.set(hs); // set once: one op per forward call
+    }
+
     /// The forward on storages of one backend; `pick` takes that backend's storage out of a
-    /// frozen tensor's.
+    /// frozen tensor's, `wrap` puts one back into a `Storage`.
     fn forward<S: BackendStorage>(
         &self,
         pick: impl Fn(&Storage) -> Option<&S>,
+        wrap: impl Fn(S) -> Storage,
         (x, xl): (&S, &Layout),
         (a, al): (&S, &Layout),
         (b, bl): (&S, &Layout),
@@ -100,6 +109,7 @@ impl LoraLinear {
         if x.dtype() != DType::F32 {
             d = d.to_dtype(&out_l, x.dtype())?;
         }
+        self.keep_hs(wrap(hs), m, r);
         Ok((
             y.binary_impl::<Add>(&d, &out_l, &out_l)?,
             Shape::from((m, n)),
@@ -136,7 +146,7 @@ impl LoraLinear {
             super::kernels::contiguous_slice::<f32>(b, bl)?,
             dims,
         )?;
-        let _ = self.hs.set(hs); // set once: one op per forward call
+        self.keep_hs(Storage::Cpu(CpuStorage::F32(hs)), m, r);
         Ok(Some((y, Shape::from((m, n)))))
     }
 }
@@ -176,6 +186,7 @@ impl CustomOp3 for LoraLinear {
                 Storage::Cpu(s) => Some(s),
                 _ => None,
             },
+            Storage::Cpu,
             (x, xl),
             (a, al),
             (b, bl),
@@ -196,6 +207,7 @@ impl CustomOp3 for LoraLinear {
                 Storage::Cuda(s) => Some(s),
                 _ => None,
             },
+            Storage::Cuda,
             (x, xl),
             (a, al),
             (b, bl),
@@ -203,11 +215,12 @@ impl CustomOp3 for LoraLinear {
     }
 
     /// The composition's backward, rule by rule: the base's dx = g W (frozen_matmul); through the
-    /// cast, gd = g in f32; through hs B^T, d hs = gd B and dB = (hs^T gd)^T; through the scale,
-    /// dh = s d hs; through xf A^T, dxf = dh A and dA = dh^T xf (the transpose of the rule's
-    /// (xf^T dh)^T, the same sums: gemm then runs its wide kernels over A's `in` columns, not
-    /// r = 16 rows, ~1.1x faster); through the cast, dxf in x's dtype. hs = s (x A^T)
-    /// ([rows, r]) is the one the CPU f32 forward kept, else recomputed.
+    /// cast, gd = g in f32; through hs B^T, d hs = gd B and dB = gd^T hs (the transpose of the
+    /// rule's (hs^T gd)^T, the same sums, computed in B's own layout where the rule's transposed
+    /// view took a copy when stored); through the scale, dh = s d hs; through xf A^T,
+    /// dxf = dh A and dA = dh^T xf (likewise for (xf^T dh)^T: gemm then runs its wide kernels
+    /// over A's `in` columns, not r = 16 rows, ~1.1x faster); through the cast, dxf in x's dtype.
+    /// hs = s (x A^T) ([rows, r]) is the one the forward kept.
     fn bwd(
         &self,
         x: &Tensor,
@@ -219,13 +232,12 @@ impl CustomOp3 for LoraLinear {
         let grad = grad.contiguous()?;
         let xf = x.detach().to_dtype(DType::F32)?;
         let (a, b) = (a.detach(), b.detach());
-        let hs = match self.hs.get() {
-            Some(hs) => Tensor::from_slice(hs, (xf.dim(0)?, a.dim(0)?), xf.device())?,
-            None => (xf.matmul(&a.t()?)? * self.scale)?,
-        };
+        let hs = self.hs.get().ok_or_else(|| {
+            candle_core::Error::Msg("lora_linear_train: the backward ran before the forward".into())
+        })?;
         let gd = grad.to_dtype(DType::F32)?;
         let d_hs = gd.matmul(&b)?;
-        let db = hs.t()?.matmul(&gd)?.t()?;
+        let db = gd.t()?.matmul(hs)?;
         let dh = (d_hs * self.scale)?;
         let da = dh.t()?.matmul(&xf)?;
         let f32_cpu = [grad.dtype(), self.weight.dtype()] == [DType::F32; 2];
