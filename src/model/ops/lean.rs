@@ -345,8 +345,8 @@ impl CustomOp2 for SwiGlu {
     ) -> Result<(Option<Tensor>, Option<Tensor>)> {
         let (g, u, gr) = (up(gate)?, up(up_)?, up(grad)?);
         // candle's fused sigmoid: 1 / (1 + exp(-g)), the same operations as neg, exp, + 1 and
-        // recip (the same bits on the CPU, checked once; the same expression in its CUDA kernel), one
-        // kernel for four.
+        // recip (the same bits on the CPU, checked once; the same expression in its CUDA
+        // kernel), one kernel for four.
         let s = candle_nn::ops::sigmoid(&g)?;
         let y = (&g * &s)?;
         let dsilu = ((&s * (1.0 - &y)?)? + &y)?;
