@@ -2,7 +2,7 @@
 """Markdown report of benches/compare_torch/run.sh: per case, tokens/s of each stack in each round,
 the ratio (ours / torch) per round, and peak memory; the load average around each run.
 
-  report.py LOGDIR ROUNDS THREADS [MATMUL [ISA]]  > results/perf/vs-torch.md
+  report.py LOGDIR ROUNDS THREADS [MATMUL [ISA [CASES]]]  > results/perf/vs-torch.md
 
 LOGDIR holds ours-R.md / torch-R.md (the markdown rows the benches print) and *.load files
 (/proc/loadavg before and after each run).
@@ -66,6 +66,8 @@ def main():
     logdir, rounds, threads = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     matmul = sys.argv[4] if len(sys.argv) > 4 else "f32"
     isa = sys.argv[5] if len(sys.argv) > 5 else "native"
+    selected = sys.argv[6] if len(sys.argv) > 6 else "decode,train"
+    cases_env = "" if selected == "decode,train" else f"CASES={selected} "
     precision = ("f32 throughout" if matmul == "f32" else
                  "f32 weights with bf16 products: ours with model.cpu_matmul: bf16 (AMX where "
                  "the CPU has it, else AVX-512 or AVX2), PyTorch under torch.autocast(bfloat16)")
@@ -73,7 +75,7 @@ def main():
     torch = [rows(os.path.join(logdir, f"torch-{r}.md")) for r in range(1, rounds + 1)]
     cases = list(dict.fromkeys(c for d in ours + torch for c in d))
     print("# empathy-gym (candle) vs PyTorch + transformers + peft, same machine\n")
-    print(f"Written by `benches/compare_torch/run.sh {rounds}` on "
+    print(f"Written by `{cases_env}benches/compare_torch/run.sh {rounds}` on "
           f"{datetime.date.today()} at commit {commit()} ({cpu()}; {os.cpu_count()} cores, "
           f"{threads} threads each). SmolLM2-135M-Instruct, the Q4_1 GGUF dequantized to f32 by "
           f"both stacks; {precision}; the two stacks alternate, round after round.\n")

@@ -6,7 +6,8 @@
 # Env: VENV (default target/torch-venv), THREADS (default: nproc), OUT (default results/perf/vs-torch.md),
 # MATMUL (f32, default; bf16: ours with model.cpu_matmul: bf16, PyTorch under autocast bf16),
 # ISA (native, default; avx2: both stacks as on a CPU with AVX2 only, on any AVX-512 machine: ours
-# built without its feature avx512, PyTorch with ATen, MKL and oneDNN capped at AVX2).
+# built without its feature avx512, PyTorch with ATen, MKL and oneDNN capped at AVX2),
+# CASES (decode,train, default; train: the training cases alone, as scripts/gpu/run.sh's CASES).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS=${1:-2}
@@ -20,6 +21,12 @@ case "$MATMUL" in
   *) echo "MATMUL=$MATMUL: expected f32 or bf16" >&2; exit 2 ;;
 esac
 ISA=${ISA:-native}
+CASES=${CASES:-decode,train}
+case "$CASES" in
+  decode,train) FILTER=() ;;
+  train) FILTER=(train) ;;
+  *) echo "CASES=$CASES: expected decode,train or train" >&2; exit 2 ;;
+esac
 case "$ISA" in
   native) BUILD=() ;;
   avx2)
@@ -42,13 +49,17 @@ GGUF=models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf
 for r in $(seq 1 "$ROUNDS"); do
   echo "== round $r: empathy-gym (candle)"
   cat /proc/loadavg >"$LOGS/ours-$r.load"
-  BENCH_CPU_MATMUL=$MATMUL RAYON_NUM_THREADS=$THREADS cargo bench --bench model "${BUILD[@]}" 2>/dev/null | grep '^|' >"$LOGS/ours-$r.md"
+  BENCH_CPU_MATMUL=$MATMUL RAYON_NUM_THREADS=$THREADS cargo bench --bench model "${BUILD[@]}" -- "${FILTER[@]}" 2>/dev/null | grep '^|' >"$LOGS/ours-$r.md"
   cat /proc/loadavg >>"$LOGS/ours-$r.load"
   echo "== round $r: PyTorch"
   cat /proc/loadavg >"$LOGS/torch-$r.load"
   "$VENV/bin/python" benches/compare_torch/bench_torch.py --gguf "$GGUF" --threads "$THREADS" \
-    "${TORCH_MIXED[@]}" 2>/dev/null | grep -E '^\||^torch' >"$LOGS/torch-$r.md"
+    --cases "$CASES" "${TORCH_MIXED[@]}" 2>/dev/null | grep -E '^\||^torch' >"$LOGS/torch-$r.md"
   cat /proc/loadavg >>"$LOGS/torch-$r.load"
 done
-"$VENV/bin/python" benches/compare_torch/report.py "$LOGS" "$ROUNDS" "$THREADS" "$MATMUL" "$ISA" >"$OUT"
+"$VENV/bin/python" benches/compare_torch/report.py "$LOGS" "$ROUNDS" "$THREADS" "$MATMUL" "$ISA" "$CASES" \
+  >"$OUT.tmp"
+# Written aside, then moved: redirecting into $OUT would empty it before report.py asks git
+# whether the checkout has uncommitted changes, and label every run -dirty.
+mv "$OUT.tmp" "$OUT"
 cat "$OUT"
