@@ -64,10 +64,11 @@ quickstart)
     tail -n 60 | tee "$OUT/quickstart.log"
   echo "wall seconds: $(($(date +%s) - start))" | tee -a "$OUT/quickstart.log"
   kill $SAMPLER
-  # the last checkpoint's adapters come back too, for `eval empathy --checkpoint` on a CPU
+  # the last checkpoint's adapters come back too, with the run's pointer to it, for
+  # `eval empathy --checkpoint RUN_DIR` on a CPU
   last=$(ls -d /root/results/quickstart-gpu/checkpoints/step-* | sort -V | tail -n 1)
   tar -cf /root/quickstart-gpu.tar -C /root/results --exclude=checkpoints quickstart-gpu
-  tar -rf /root/quickstart-gpu.tar -C /root/results \
+  tar -rf /root/quickstart-gpu.tar -C /root/results quickstart-gpu/checkpoints/latest \
     "${last#/root/results/}"/{adapters.safetensors,state.json}
   # in pieces under the 16 MiB a returned file may hold (the adapters alone are ~19 MB in f32);
   # here: cat quickstart-gpu.tar.gz.part-* | tar -xz
