@@ -63,6 +63,12 @@ struct Row {
 }
 
 impl Row {
+    /// Whether the case ran: a criterion filter (`cargo bench --bench model -- train`) leaves
+    /// the others without an iteration.
+    fn ran(&self) -> bool {
+        !self.times.is_empty()
+    }
+
     fn median_s(&self) -> f64 {
         let mut t: Vec<f64> = self.times.iter().map(Duration::as_secs_f64).collect();
         t.sort_by(f64::total_cmp);
@@ -274,7 +280,7 @@ fn run() -> anyhow::Result<()> {
                     opt.backward_step(&loss).expect("step");
                 },
             )?);
-            let ran = rows.last().is_some_and(|r: &Row| !r.times.is_empty());
+            let ran = rows.last().is_some_and(Row::ran);
             if ran && (dev.is_cuda() || std::env::var("BENCH_PHASES").is_ok_and(|v| v == "1")) {
                 print_phases(&dev, &name, loss, &mut opt)?;
             }
@@ -282,8 +288,7 @@ fn run() -> anyhow::Result<()> {
     }
     c.final_summary();
     println!("\n| case | tokens/iter | median s/iter | tokens/s | peak RSS (MiB) | tensors at most (MiB) |\n|---|---|---|---|---|---|");
-    // Cases a filter left out (`cargo bench --bench model -- train`) ran no iteration.
-    for r in rows.iter().filter(|r| !r.times.is_empty()) {
+    for r in rows.iter().filter(|r| r.ran()) {
         let s = r.median_s();
         println!(
             "| {} | {} | {:.3} | {:.1} | {:.0} | {:.0} |",
