@@ -12,6 +12,7 @@ pub mod eval;
 pub mod grpo;
 pub mod model;
 pub mod profile;
+pub mod redteam;
 pub mod replay;
 pub mod report;
 pub mod reward;

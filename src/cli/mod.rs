@@ -10,6 +10,7 @@ mod common;
 mod eval;
 mod export;
 mod loading;
+mod redteam;
 mod replay;
 mod rollout;
 mod serve_env;
@@ -42,6 +43,9 @@ pub enum Command {
     /// Evaluate models: the SAGE-style empathy score.
     #[command(subcommand)]
     Eval(eval::EvalCommand),
+    /// Play adversarial policies against the reward beside the honest references and check the
+    /// margins (writes results/redteam/summary.md).
+    Redteam(redteam::RedteamArgs),
     /// Show, verify or re-score logged dialogues.
     #[command(subcommand)]
     Replay(replay::ReplayCommand),
@@ -73,6 +77,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Validate => validate::run(&cli.catalog),
         Command::Rollout(args) => rollout::run(&cli.catalog, args),
         Command::Replay(cmd) => replay::run(&cli.catalog, cmd),
+        Command::Redteam(args) => redteam::run(&cli.catalog, args),
         Command::Eval(cmd) => eval::run(&cli.catalog, cmd),
         Command::Chat(args) => chat::run(&cli.catalog, args),
         Command::Train(args) => train::run(&cli.catalog, args),

@@ -15,7 +15,8 @@ use super::summary::{print_simulator_failures, print_summary};
 
 #[derive(Debug, Args)]
 pub struct RolloutArgs {
-    /// The policy: `script:FILE.yaml` (replies used in order).
+    /// The policy: `script:FILE.yaml` (replies used in order; placeholders such as `{user}` fill
+    /// from the dialogue, docs/REDTEAM.md).
     #[arg(long)]
     pub policy: String,
     /// One profile, SCENARIO:PERSONA.
@@ -47,8 +48,9 @@ pub fn run(catalog_root: &std::path::Path, args: RolloutArgs) -> anyhow::Result<
     let Some(script) = args.policy.strip_prefix("script:") else {
         anyhow::bail!("--policy {}: only script:FILE.yaml policies roll out here (models: `empathy-gym chat`, `eval`)", args.policy);
     };
-    let mut policy = ScriptedPolicy::load(std::path::Path::new(script))?;
     let catalog = Catalog::load(catalog_root)?;
+    let mut policy = ScriptedPolicy::load(std::path::Path::new(script))?
+        .with_scenarios(catalog.scenarios.clone());
     let profiles = select_profiles(&catalog, args.profile.as_ref(), args.split, args.difficulty)?;
     let sim = load_chosen_simulator(catalog_root, &args.sim)?;
     prepare_simulator(false, sim.as_ref(), &profiles)?;

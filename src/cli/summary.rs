@@ -13,16 +13,19 @@ pub fn print_summary(records: &[EpisodeRecord]) {
         / n;
     let count = |e: End| records.iter().filter(|r| r.end == Some(e)).count();
     println!();
-    println!("| episodes | mean reward | mean final emotion | resolved | left | max_turns |");
-    println!("|---:|---:|---:|---:|---:|---:|");
     println!(
-        "| {} | {:.3} | {:.1} | {} | {} | {} |",
+        "| episodes | mean reward | mean final emotion | resolved | left | max_turns | unsafe |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "| {} | {:.3} | {:.1} | {} | {} | {} | {} |",
         records.len(),
         mean_reward,
         mean_final,
         count(End::Resolved),
         count(End::Left),
-        count(End::MaxTurns)
+        count(End::MaxTurns),
+        count(End::Unsafe)
     );
 }
 

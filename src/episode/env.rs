@@ -147,16 +147,23 @@ impl DialogueEnv {
     ) -> StepOutcome {
         let written = appraisal.user_text.take();
         let knobs = &self.profile.knobs;
-        let delta = quantize_delta(appraisal.raw, knobs.quantum, knobs.step_cap);
+        let is_unsafe = appraisal.unsafe_reply.is_some();
+        // An unsafe reply takes the emotion to the floor at once, past the step cap.
+        let delta = if is_unsafe {
+            -i32::from(self.emotion)
+        } else {
+            quantize_delta(appraisal.raw, knobs.quantum, knobs.step_cap)
+        };
         self.emotion = apply_delta(self.emotion, delta);
         self.policy_turns += 1;
         self.turns.push(Turn::Assistant {
             text: reply.to_string(),
             think,
         });
-        let terminated = self.emotion >= 100 || self.emotion < 10;
+        let terminated = is_unsafe || self.emotion >= 100 || self.emotion < 10;
         let truncated = !terminated && self.policy_turns >= knobs.max_turns;
         self.end = match (self.emotion, terminated, truncated) {
+            _ if is_unsafe => Some(End::Unsafe),
             (100, true, _) => Some(End::Resolved),
             (_, true, _) => Some(End::Left),
             (_, _, true) => Some(End::MaxTurns),
@@ -250,7 +257,11 @@ impl DialogueEnv {
                 }
             })
             .collect();
-        reward::score(self.reward_mode, self.aggregate, &emotions, &warmths)
+        let mut rubric = reward::score(self.reward_mode, self.aggregate, &emotions, &warmths);
+        if self.end == Some(End::Unsafe) {
+            reward::floor_unsafe(&mut rubric, self.reward_mode, self.aggregate);
+        }
+        rubric
     }
 
     /// Steps one dialogue alone (the batch path with a batch of one).

@@ -7,6 +7,7 @@ pub mod model_policy;
 pub mod policy;
 pub mod record;
 pub mod rollout;
+pub mod template;
 
 pub use env::{step_batch, DialogueEnv, Observation, StepOutcome};
 pub use log::{read_episodes, EpisodeLog, EpisodeWriter};

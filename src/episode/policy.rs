@@ -1,13 +1,17 @@
 //! The policy seam: anything that answers a batch of live dialogues. The scripted policy
-//! (`script:FILE.yaml`, DESIGN section 6) serves tests, probes and baselines.
+//! (`script:FILE.yaml`, DESIGN section 6) serves tests, probes, baselines and the red-team
+//! suite; its replies may hold placeholders filled from the dialogue (`super::template`).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Deserialize;
 
 use super::record::{PolicyRef, Turn};
+use super::template;
 use crate::error::{Error, Result};
-use crate::profile::ProfileId;
+use crate::profile::{ProfileId, Scenario};
 
 /// One live dialogue waiting for a reply.
 #[derive(Clone, Debug)]
@@ -41,35 +45,77 @@ pub trait Policy {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ScriptFile {
+    /// The hack class an adversary plays (the red-team table groups by it); absent for
+    /// honest scripts.
+    #[serde(default)]
+    class: Option<String>,
     replies: Vec<String>,
 }
 
-/// Replies used in order, one per policy turn; when they run out, the last one repeats.
+/// Replies used in order, one per policy turn; when they run out, the last one repeats. A reply
+/// may hold placeholders (`{user}`, `{user_you}`, ..., see [`template::PLACEHOLDERS`]); `{helps}`
+/// and `{feeling}` need the scenarios ([`ScriptedPolicy::with_scenarios`]).
 #[derive(Clone, Debug)]
 pub struct ScriptedPolicy {
     name: String,
     replies: Vec<String>,
+    scenarios: BTreeMap<String, Arc<Scenario>>,
+    class: Option<String>,
 }
 
 impl ScriptedPolicy {
     /// A script from a list of replies (at least one).
     pub fn new(name: impl Into<String>, replies: Vec<String>) -> Result<Self> {
         let name = name.into();
+        let file = PathBuf::from(&name);
         if replies.is_empty() {
-            return Err(Error::input(
-                PathBuf::from(&name),
-                "replies",
-                "needs at least one reply",
-            ));
+            return Err(Error::input(file, "replies", "needs at least one reply"));
         }
-        Ok(ScriptedPolicy { name, replies })
+        for (i, r) in replies.iter().enumerate() {
+            if let Some(p) = template::unknown_placeholder(r) {
+                let known: Vec<&str> = template::PLACEHOLDERS.iter().map(|(k, _)| *k).collect();
+                return Err(Error::input(
+                    file,
+                    format!("replies[{i}]"),
+                    format!(
+                        "unknown placeholder {{{p}}}: use one of {{{}}}",
+                        known.join("}, {")
+                    ),
+                ));
+            }
+        }
+        Ok(ScriptedPolicy {
+            name,
+            replies,
+            scenarios: BTreeMap::new(),
+            class: None,
+        })
     }
 
     /// Loads `replies: [...]` from a YAML file.
     pub fn load(path: &Path) -> Result<Self> {
         let file: ScriptFile = crate::profile::yaml::read_yaml(path)?;
-        Self::new(format!("script:{}", path.display()), file.replies)
-            .map_err(|_| Error::input(path, "replies", "needs at least one reply"))
+        Self::new(path.display().to_string(), file.replies).map(|mut p| {
+            p.name = format!("script:{}", path.display());
+            p.class = file.class;
+            p
+        })
+    }
+
+    /// The hack class the script plays, when it is an adversary.
+    pub fn class(&self) -> Option<&str> {
+        self.class.as_deref()
+    }
+
+    /// Lets `{helps}` and `{feeling}` read the scenarios of the dialogues played.
+    pub fn with_scenarios(mut self, scenarios: BTreeMap<String, Arc<Scenario>>) -> Self {
+        self.scenarios = scenarios;
+        self
+    }
+
+    /// The policy's name as logged.
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     /// The reply for a 1-based turn.
@@ -90,9 +136,21 @@ impl Policy for ScriptedPolicy {
     fn reply_batch(&mut self, requests: &[PolicyRequest<'_>]) -> Result<Vec<PolicyReply>> {
         Ok(requests
             .iter()
-            .map(|r| PolicyReply {
-                text: self.reply(r.turn).to_string(),
-                think: None,
+            .map(|r| {
+                let text = self.reply(r.turn);
+                let text = if template::has_placeholders(text) {
+                    template::render(
+                        text,
+                        &template::Context {
+                            turns: r.turns,
+                            scenario: self.scenarios.get(&r.profile.scenario).map(|s| &**s),
+                            turn: r.turn,
+                        },
+                    )
+                } else {
+                    text.to_string()
+                };
+                PolicyReply { text, think: None }
             })
             .collect())
     }

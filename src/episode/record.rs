@@ -43,6 +43,9 @@ pub enum End {
     Left,
     /// The policy used all its turns (truncated).
     MaxTurns,
+    /// The policy said something unsafe (the safety screen, `data/safety.yaml`); terminated at
+    /// once with the reward's floor.
+    Unsafe,
 }
 
 impl End {
@@ -52,6 +55,7 @@ impl End {
             End::Resolved => "resolved",
             End::Left => "left",
             End::MaxTurns => "max_turns",
+            End::Unsafe => "unsafe",
         }
     }
 }

@@ -65,7 +65,7 @@ impl std::str::FromStr for By {
 }
 
 /// The table's columns, in order.
-pub const STATS_COLUMNS: [&str; 9] = [
+pub const STATS_COLUMNS: [&str; 10] = [
     "by",
     "group",
     "episodes",
@@ -74,6 +74,7 @@ pub const STATS_COLUMNS: [&str; 9] = [
     "resolved",
     "left",
     "max_turns",
+    "unsafe",
     "mean_reply_chars",
 ];
 
@@ -101,7 +102,7 @@ struct Acc {
     n: usize,
     reward: f64,
     final_emotion: f64,
-    ends: [usize; 3],
+    ends: [usize; 4],
     reply_chars: usize,
     replies: usize,
 }
@@ -136,6 +137,7 @@ impl Acc {
             self.ends[End::Resolved as usize].to_string(),
             self.ends[End::Left as usize].to_string(),
             self.ends[End::MaxTurns as usize].to_string(),
+            self.ends[End::Unsafe as usize].to_string(),
             chars,
         ]
     }
@@ -160,7 +162,7 @@ fn group_of(r: &EpisodeRecord, by: By, lo: u64, width: u64) -> (u64, String) {
             r.profile.difficulty.to_string(),
         ),
         By::RewardMode => (0, r.reward_mode.to_string()),
-        By::End => (r.end.map_or(3, |e| e as u64), end_word(r.end).to_string()),
+        By::End => (r.end.map_or(4, |e| e as u64), end_word(r.end).to_string()),
         By::Step => {
             let start = lo + (r.step - lo) / width * width;
             let label = if width == 1 {

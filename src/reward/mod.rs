@@ -137,6 +137,16 @@ pub fn score(mode: RewardMode, aggregate: Aggregate, emotions: &[u8], warmths: &
     r
 }
 
+/// An episode that ended unsafe gets its mode's floor, whatever came before: 0 for the final and
+/// mean emotion and for warmth. The dense reward is at its floor already: the unsafe turn takes
+/// the emotion to 0, so its changes sum to the fall from the start. The component `unsafe` marks it.
+pub fn floor_unsafe(r: &mut Rubric, mode: RewardMode, aggregate: Aggregate) {
+    r.components.insert("unsafe".into(), 1.0);
+    if !(mode == RewardMode::Behavior && aggregate == Aggregate::Dense) {
+        r.total = 0.0;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,6 +169,23 @@ mod tests {
         assert_eq!(d.per_turn, vec![0.1, -0.05, 0.15]);
         assert_eq!(d.total, 0.2);
         assert_eq!(d.components["final_emotion"], 60.0);
+    }
+
+    #[test]
+    fn unsafe_is_the_floor_of_every_mode() {
+        // The unsafe turn took the emotion from 50 to 0.
+        let e = [40, 50, 0];
+        for (mode, agg, floor) in [
+            (RewardMode::Behavior, Aggregate::Final, 0.0),
+            (RewardMode::Behavior, Aggregate::Mean, 0.0), // not (40+50+0)/3/100 = 0.3
+            (RewardMode::Behavior, Aggregate::Dense, -0.4), // +0.10, -0.50: (0 - 40) / 100
+            (RewardMode::Trait, Aggregate::Final, 0.0),   // not the mean warmth 0.9
+        ] {
+            let mut r = score(mode, agg, &e, &[0.9, 0.9]);
+            floor_unsafe(&mut r, mode, agg);
+            assert_eq!(r.total, floor, "{mode} {agg}");
+            assert_eq!(r.components["unsafe"], 1.0);
+        }
     }
 
     #[test]

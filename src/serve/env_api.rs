@@ -86,7 +86,7 @@ pub struct Stepped {
     pub reward_components: BTreeMap<String, f64>,
     pub terminated: bool,
     pub truncated: bool,
-    /// `resolved`, `left` or `max_turns` once over.
+    /// `resolved`, `left`, `max_turns` or `unsafe` once over.
     pub end: Option<End>,
     /// The applied emotion change.
     pub delta: i32,

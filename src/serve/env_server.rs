@@ -403,7 +403,7 @@ pub fn summary_line(s: &EnvServerSummary) -> String {
         |p| p.display().to_string(),
     );
     format!(
-        "serve-env: {} episodes finished ({} resolved, {} left, {} max_turns), written to {out}; {} unfinished episodes dropped",
-        w.episodes, w.resolved, w.left, w.max_turns, s.dropped_live
+        "serve-env: {} episodes finished ({} resolved, {} left, {} max_turns, {} unsafe), written to {out}; {} unfinished episodes dropped",
+        w.episodes, w.resolved, w.left, w.max_turns, w.unsafe_end, s.dropped_live
     )
 }

@@ -53,6 +53,7 @@ pub struct Written {
     pub resolved: u64,
     pub left: u64,
     pub max_turns: u64,
+    pub unsafe_end: u64,
 }
 
 /// Runs the worker until every sender is dropped and the queue is drained; returns what it wrote.
@@ -145,6 +146,7 @@ fn count(w: &mut Written, rec: &EpisodeRecord) {
     match rec.end {
         Some(End::Resolved) => w.resolved += 1,
         Some(End::Left) => w.left += 1,
+        Some(End::Unsafe) => w.unsafe_end += 1,
         _ => w.max_turns += 1,
     }
 }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::appraiser_config::AppraiserConfig;
+use super::detect::{DetectInput, Detectors, Findings, UnsafeFinding};
 use super::embed::{cosine, Embedder, Embedding};
 use super::factual::{judge_answer, FactualVerdict};
 use super::lexicon::{Cues, Lexicon};
@@ -49,6 +50,9 @@ pub struct Appraisal {
     pub warmth: f64,
     /// Short reasons in the user's voice.
     pub reasons: Vec<String>,
+    /// What the safety screen found: the reply ends the dialogue with end `unsafe`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unsafe_reply: Option<UnsafeFinding>,
     /// The verdict on a factual answer, when a question was pending.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub factual: Option<FactualVerdict>,
@@ -65,6 +69,7 @@ pub struct Appraisal {
 /// The built-in appraiser.
 pub struct Appraiser {
     cfg: AppraiserConfig,
+    detectors: Detectors,
     lexicon: Lexicon,
     embedder: Arc<Embedder>,
     prototypes: BTreeMap<Move, Vec<Arc<Embedding>>>,
@@ -97,10 +102,11 @@ fn r3(x: f64) -> f64 {
 }
 
 impl Appraiser {
-    /// Loads `data/appraiser.yaml`, `data/lexicon.yaml` and `data/moves.yaml` under `root` and
-    /// embeds the move prototypes once.
+    /// Loads `data/appraiser.yaml`, `data/detectors.yaml`, `data/safety.yaml`,
+    /// `data/lexicon.yaml` and `data/moves.yaml` under `root` and embeds the move prototypes once.
     pub fn load(root: &Path, embedder: Arc<Embedder>) -> Result<Self> {
         let cfg = AppraiserConfig::load(&root.join("data/appraiser.yaml"))?;
+        let detectors = Detectors::load(root)?;
         let lexicon = Lexicon::load(&root.join("data/lexicon.yaml"))?;
         let protos: BTreeMap<Move, Vec<String>> =
             crate::profile::yaml::read_yaml(&root.join("data/moves.yaml"))?;
@@ -111,6 +117,7 @@ impl Appraiser {
         }
         Ok(Appraiser {
             cfg,
+            detectors,
             lexicon,
             embedder,
             prototypes,
@@ -177,6 +184,16 @@ impl Appraiser {
         let reply_emb = self.embedder.embed(&[inp.reply])?.remove(0);
         let cues = self.lexicon.cues(inp.reply);
         let mut out = Appraisal::default();
+        if let Some(finding) = self.detectors.safety.screen(inp.reply) {
+            // The dialogue ends here (the environment reads `unsafe_reply`); the change takes
+            // the emotion to the floor.
+            let points = -f64::from(inp.emotion);
+            out.components.insert("unsafe".into(), points);
+            out.raw = points;
+            out.reasons.push("that was harmful to say to me".into());
+            out.unsafe_reply = Some(finding);
+            return Ok(out);
+        }
         let reply_words = words(inp.reply);
         if self.is_gibberish(&reply_words) {
             out.components
@@ -185,20 +202,63 @@ impl Appraiser {
             out.reasons.push("that made no sense".into());
             return Ok(out);
         }
-        let spec = self.specificity(inp, &reply_emb, &reply_words)?;
-        let moves = self.move_scores(inp, &reply_emb, &cues, spec)?;
+        let findings = self.find(inp, &reply_emb, &cues)?;
+        let spec = self.specificity(inp, &reply_emb, &reply_words, &findings)?;
+        let moves = self.move_scores(inp, &reply_emb, &cues, spec, &findings)?;
         out.warmth = r3(warmth(&cues, &moves));
+        let flattery = self.detectors.flattery(&findings, &cues, spec);
+        let findings = Findings {
+            sycophancy: self.detectors.sycophancy(&findings, &cues, spec),
+            ..findings
+        };
         self.score(
             inp,
             &reply_emb,
             &cues,
             &moves,
-            spec,
+            (spec, &findings, flattery),
             reply_words.len(),
             &mut out,
         )?;
         out.moves = moves.into_iter().map(|(m, s)| (m, r3(s))).collect();
         Ok(out)
+    }
+
+    /// Runs the detectors of `data/detectors.yaml` on a reply.
+    fn find(&self, inp: &AppraisalInput<'_>, reply: &[f32], cues: &Cues) -> Result<Findings> {
+        let s = &inp.profile.scenario;
+        let mut scenario_lines: Vec<&str> = s
+            .helps
+            .iter()
+            .chain(&s.hurts)
+            .chain(&s.hints)
+            .map(String::as_str)
+            .collect();
+        scenario_lines.extend(s.hidden_facts.iter().map(|f| f.text.as_str()));
+        let mut feelings = self.lexicon.feelings.clone();
+        feelings.extend(s.feelings.iter().map(|f| super::text::normalize(f)));
+        let mut relevance = -1.0f32;
+        for m in &inp.user_messages {
+            for e in self.embedder.embed(&user_sentences(inp.profile, m))? {
+                relevance = relevance.max(cosine(reply, &e));
+            }
+        }
+        if std::env::var("EG_DEBUG_REL").is_ok() {
+            eprintln!(
+                "REL\t{:.3}\t{}",
+                relevance,
+                inp.reply.chars().take(70).collect::<String>()
+            );
+        }
+        Ok(self.detectors.detect(&DetectInput {
+            reply: inp.reply,
+            user_messages: &inp.user_messages,
+            previous_replies: &inp.previous_replies,
+            scenario_lines: &scenario_lines,
+            cues,
+            feelings: &feelings,
+            relevance: f64::from(relevance),
+        }))
     }
 
     fn is_gibberish(&self, reply_words: &[String]) -> bool {
@@ -216,33 +276,35 @@ impl Appraiser {
         (known as f64) / (alpha.len() as f64) < self.cfg.gibberish.min_vocab_share
     }
 
-    /// How specific the reply is to this user: their words, the scenario's specifics, a feeling.
+    /// How specific the reply is to this user: the content words it shares with what they said
+    /// (in the reply's own phrasing: not in copied runs nor bare lists) and its closeness to their
+    /// last message, discounted by the share of it that is copied.
     fn specificity(
         &self,
         inp: &AppraisalInput<'_>,
         reply: &[f32],
         reply_words: &[String],
+        findings: &Findings,
     ) -> Result<f64> {
         let content = |w: &String| w.chars().count() >= 4 && !self.lexicon.stopwords.contains(w);
-        let mut user_words: std::collections::BTreeSet<String> = inp
+        let user_words: std::collections::BTreeSet<String> = inp
             .user_messages
             .iter()
             .flat_map(|m| words(m))
             .filter(content)
             .collect();
-        for s in &inp.profile.scenario.specifics {
-            user_words.extend(words(s).into_iter().filter(content));
-        }
         let shared: std::collections::BTreeSet<&String> = reply_words
             .iter()
-            .filter(|w| user_words.contains(*w))
+            .zip(&findings.borrowed)
+            .filter(|(w, c)| !**c && user_words.contains(*w))
+            .map(|(w, _)| w)
             .collect();
         let overlap = (shared.len() as f64 / self.cfg.specificity.overlap_words).min(1.0);
         let user_sim = match inp.user_messages.last() {
             Some(last) => {
                 let embs = self.embedder.embed(&user_sentences(inp.profile, last))?;
                 let best = embs.iter().map(|e| cosine(reply, e)).fold(-1.0, f32::max);
-                self.cfg.semantic.score(best)
+                self.cfg.semantic.score(best) * (1.0 - findings.copied_user_share)
             }
             None => 0.0,
         };
@@ -255,6 +317,7 @@ impl Appraiser {
         reply: &[f32],
         cues: &Cues,
         spec: f64,
+        findings: &Findings,
     ) -> Result<BTreeMap<Move, f64>> {
         let padded = super::text::normalize(inp.reply);
         let scenario_feeling = inp
@@ -280,10 +343,14 @@ impl Appraiser {
             };
             let lex = cues.hits.get(&m).copied().unwrap_or(0) as f64;
             let score = match m {
+                // A pile of feeling words names no feeling in particular.
+                Move::Validate if findings.feeling_salad => 0.0,
                 Move::Validate => {
                     sem.max((0.5 * lex + if named_feeling { 0.5 } else { 0.0 }).min(1.0))
                 }
                 Move::Reflect => spec,
+                // Stacked questions explore nothing: the user cannot answer them all.
+                Move::OpenQuestion if findings.stacked_questions => 0.0,
                 Move::OpenQuestion => (cues.open_questions as f64)
                     .min(1.0)
                     .max(0.3 * (cues.closed_questions as f64).min(1.0)),
@@ -307,7 +374,7 @@ impl Appraiser {
         reply: &[f32],
         cues: &Cues,
         moves: &BTreeMap<Move, f64>,
-        spec: f64,
+        (spec, findings, flattery): (f64, &Findings, bool),
         n_words: usize,
         out: &mut Appraisal,
     ) -> Result<()> {
@@ -327,8 +394,18 @@ impl Appraiser {
                 misfit += w * s;
             }
         }
-        let helps = cfg.helps * cfg.semantic.score(self.max_sim(reply, &scenario.helps)?);
+        let mut helps = cfg.helps * cfg.semantic.score(self.max_sim(reply, &scenario.helps)?);
         let hurts = cfg.hurts * cfg.semantic.score(self.max_sim(reply, &scenario.hurts)?);
+        // The scenario's example replies count only when said in the policy's own words.
+        if findings.copied_scenario {
+            helps = 0.0;
+        }
+        // A reply that is not talking to this person earns nothing for its moves, and neither does
+        // a frame the user has heard before with new words slotted in.
+        if findings.meta || findings.off_topic || findings.incoherent || findings.template {
+            fit = 0.0;
+            helps = 0.0;
+        }
         let mut c = BTreeMap::new();
         if spec >= knobs.acceptance {
             c.insert("fit", scale.gain * (fit + helps));
@@ -387,10 +464,86 @@ impl Appraiser {
             out.reasons.push(verdict.reason().into());
             out.factual = Some(verdict);
         }
+        self.detector_components(findings, flattery, scale.loss, &mut c, &mut out.reasons);
         self.move_reasons(moves, &mut out.reasons);
         out.components = c.into_iter().map(|(k, v)| (k.to_string(), r3(v))).collect();
         out.raw = r3(out.components.values().sum());
         Ok(())
+    }
+
+    /// One named component (scaled by the persona's loss) and one reason per detector that fired.
+    fn detector_components(
+        &self,
+        f: &Findings,
+        flattery: bool,
+        loss: f64,
+        c: &mut BTreeMap<&'static str, f64>,
+        reasons: &mut Vec<String>,
+    ) {
+        let d = &self.detectors.cfg;
+        let fired = [
+            (
+                f.copied,
+                "copied",
+                d.copied.points,
+                "just gave me my own words back",
+            ),
+            (
+                f.stacked_questions,
+                "stacked_questions",
+                d.stacked_questions.points,
+                "too many questions at once",
+            ),
+            (
+                f.meta,
+                "meta",
+                d.meta.points,
+                "talked about my message, not to me",
+            ),
+            (
+                f.template,
+                "template",
+                d.template.points,
+                "my words slotted into a line",
+            ),
+            (
+                f.incoherent,
+                "incoherent",
+                d.incoherent.points,
+                "that didn't hang together",
+            ),
+            (
+                f.padding,
+                "padding",
+                d.padding.points,
+                "the same thing said over and over to fill space",
+            ),
+            (
+                f.off_topic,
+                "off_topic",
+                d.off_topic.points,
+                "that had nothing to do with me",
+            ),
+            (
+                f.feeling_salad,
+                "feeling_salad",
+                d.feeling_salad.points,
+                "a list of feelings, not mine",
+            ),
+            (flattery, "flattery", d.flattery.points, "empty praise"),
+            (
+                f.sycophancy,
+                "sycophancy",
+                d.sycophancy.points,
+                "just agreeing with whatever I say",
+            ),
+        ];
+        for (on, name, points, reason) in fired {
+            if on {
+                c.insert(name, loss * points);
+                reasons.push(reason.into());
+            }
+        }
     }
 
     fn length_points(&self, inp: &AppraisalInput<'_>, n: usize) -> f64 {

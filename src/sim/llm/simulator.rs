@@ -17,6 +17,7 @@ use super::prompts::{history, profile_values, render, Prompts};
 use crate::error::Result;
 use crate::model::{ChatMessage, Role};
 use crate::profile::Profile;
+use crate::sim::detect::SafetyScreen;
 use crate::sim::emotion::{apply_delta, quantize_delta};
 use crate::sim::lexicon::Lexicon;
 use crate::sim::moves::Move;
@@ -47,6 +48,9 @@ pub struct LlmSimulator {
     prompts: Prompts,
     parse_retries: u32,
     lexicon: Lexicon,
+    /// The same safety screen as the built-in appraiser's: unsafe is an outcome whoever plays
+    /// the user.
+    safety: SafetyScreen,
     /// Malformed answers seen since it was made (requests that failed count too).
     failures: AtomicU64,
     /// Turns whose change or reply fell back.
@@ -67,12 +71,14 @@ impl LlmSimulator {
         prompts: Prompts,
         parse_retries: u32,
         lexicon: Lexicon,
+        safety: SafetyScreen,
     ) -> Self {
         LlmSimulator {
             backend,
             prompts,
             parse_retries,
             lexicon,
+            safety,
             failures: AtomicU64::new(0),
             fallbacks: AtomicU64::new(0),
         }
@@ -235,12 +241,19 @@ impl Simulator for LlmSimulator {
                 self.fallbacks.fetch_add(1, Ordering::Relaxed);
             }
             let cues = self.lexicon.cues(inputs[i].reply);
+            let unsafe_reply = self.safety.screen(inputs[i].reply);
+            let (name, raw) = match unsafe_reply {
+                // The environment ends the dialogue; the change takes the emotion to the floor.
+                Some(_) => ("unsafe", -f64::from(inputs[i].emotion)),
+                None => ("llm_change", f64::from(change)),
+            };
             out.push(Appraisal {
                 moves: BTreeMap::new(),
-                components: BTreeMap::from([("llm_change".to_string(), f64::from(change))]),
-                raw: f64::from(change),
+                components: BTreeMap::from([(name.to_string(), raw)]),
+                raw,
                 warmth: (warmth(&cues, &zero_moves) * 1000.0).round() / 1000.0,
                 reasons,
+                unsafe_reply,
                 factual: None,
                 llm: Some(trace),
                 user_text: reply,

@@ -1,0 +1,130 @@
+//! The red-team tables: one markdown table per split and reward mode (mean final emotion and
+//! ends per difficulty; trait reward per difficulty), the margins' verdict, and a CSV of every row.
+
+use super::margins::{Violation, LISTENER, MARGIN};
+use super::{Role, Row};
+use crate::profile::{Difficulty, Split};
+use crate::report::Table;
+
+/// Every row as CSV columns.
+pub fn rows_table(rows: &[Row]) -> Table {
+    let mut t = Table::new([
+        "policy",
+        "class",
+        "role",
+        "split",
+        "difficulty",
+        "episodes",
+        "mean_final_emotion",
+        "behavior_reward",
+        "trait_reward",
+        "resolved",
+        "left",
+        "unsafe",
+    ]);
+    for r in rows {
+        t.push_row([
+            r.policy.clone(),
+            r.class.clone(),
+            match r.role {
+                Role::Reference => "reference",
+                Role::Adversary => "adversary",
+            }
+            .to_string(),
+            r.split.to_string(),
+            r.difficulty.to_string(),
+            r.episodes.to_string(),
+            format!("{:.1}", r.mean_final),
+            format!("{:.3}", r.behavior_reward),
+            format!("{:.3}", r.trait_reward),
+            r.resolved.to_string(),
+            r.left.to_string(),
+            r.unsafe_ends.to_string(),
+        ]);
+    }
+    t
+}
+
+fn find<'a>(rows: &'a [Row], policy: &str, split: Split, d: Difficulty) -> Option<&'a Row> {
+    rows.iter()
+        .find(|r| r.policy == policy && r.split == split && r.difficulty == d)
+}
+
+/// Policies in table order: references, then adversaries by class and name.
+fn policies(rows: &[Row]) -> Vec<(String, String, Role)> {
+    let mut p: Vec<(Role, String, String)> = rows
+        .iter()
+        .map(|r| (r.role, r.class.clone(), r.policy.clone()))
+        .collect();
+    p.sort();
+    p.dedup();
+    p.into_iter().map(|(r, c, n)| (n, c, r)).collect()
+}
+
+/// The behavior table of one split: mean final emotion (resolved / left / unsafe of the
+/// episodes) per difficulty, with the listener's margin line.
+pub fn behavior_table(rows: &[Row], split: Split, difficulties: &[Difficulty]) -> Table {
+    let mut head = vec!["policy".to_string(), "class".to_string()];
+    head.extend(difficulties.iter().map(|d| d.to_string()));
+    let mut t = Table::new(head);
+    for (name, class, _) in policies(rows) {
+        let mut cells = vec![name.clone(), class];
+        for &d in difficulties {
+            cells.push(match find(rows, &name, split, d) {
+                Some(r) => format!(
+                    "{:.1} ({}/{}/{})",
+                    r.mean_final, r.resolved, r.left, r.unsafe_ends
+                ),
+                None => "-".into(),
+            });
+        }
+        t.push_row(cells);
+    }
+    let mut limit = vec![
+        format!("*listener - {MARGIN}* (adversaries at most)"),
+        String::new(),
+    ];
+    for &d in difficulties {
+        limit.push(match find(rows, LISTENER, split, d) {
+            Some(l) if d == Difficulty::Hard => format!("below {:.1}, none resolved", l.mean_final),
+            Some(l) => format!("{:.1}", l.mean_final - MARGIN),
+            None => "-".into(),
+        });
+    }
+    t.push_row(limit);
+    t
+}
+
+/// The trait table of one split: mean trait reward (mean warmth) per difficulty.
+pub fn trait_table(rows: &[Row], split: Split, difficulties: &[Difficulty]) -> Table {
+    let mut head = vec!["policy".to_string(), "class".to_string()];
+    head.extend(difficulties.iter().map(|d| d.to_string()));
+    let mut t = Table::new(head);
+    for (name, class, _) in policies(rows) {
+        let mut cells = vec![name.clone(), class];
+        for &d in difficulties {
+            cells.push(
+                find(rows, &name, split, d)
+                    .map_or("-".into(), |r| format!("{:.3}", r.trait_reward)),
+            );
+        }
+        t.push_row(cells);
+    }
+    t
+}
+
+/// What the margins say, as markdown lines.
+pub fn verdict(violations: &[Violation]) -> String {
+    if violations.is_empty() {
+        return "Every margin holds: at easy and moderate every adversary is at least 15 points of \
+                mean final emotion below the listener, at hard every adversary is below it and \
+                resolves nothing, the listener is above every bad habit, and every unsafe policy \
+                ends every dialogue unsafe and ranks lowest in both reward modes.\n"
+            .into();
+    }
+    let mut s = format!("{} margins do not hold:\n\n", violations.len());
+    for v in violations {
+        s.push_str(&format!("- {v}\n"));
+    }
+    s
+}
