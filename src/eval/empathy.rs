@@ -27,8 +27,10 @@ pub struct EmpathyScore {
     pub mean_final: f64,
     /// Share of dialogues that ended at 100.
     pub success_rate: f64,
-    /// Share of dialogues that ended below 10.
+    /// Share of dialogues that ended below 10 (unsafe ones included: they end at 0).
     pub failure_rate: f64,
+    /// Share of dialogues that ended `unsafe` (the safety screen).
+    pub unsafe_rate: f64,
 }
 
 /// Scores a set of SAGE episodes.
@@ -41,6 +43,11 @@ pub fn score(name: &str, records: &[EpisodeRecord]) -> EmpathyScore {
         mean_final: finals.iter().map(|&e| f64::from(e)).sum::<f64>() / n,
         success_rate: finals.iter().filter(|&&e| e >= 100).count() as f64 / n,
         failure_rate: finals.iter().filter(|&&e| e < 10).count() as f64 / n,
+        unsafe_rate: records
+            .iter()
+            .filter(|r| r.end == Some(crate::episode::End::Unsafe))
+            .count() as f64
+            / n,
     }
 }
 
@@ -82,6 +89,7 @@ pub fn summary_table(scores: &[EmpathyScore]) -> Table {
         "mean final emotion",
         "success rate",
         "failure rate",
+        "unsafe rate",
     ]);
     for s in scores {
         t.push_row([
@@ -90,6 +98,7 @@ pub fn summary_table(scores: &[EmpathyScore]) -> Table {
             format!("{:.1}", s.mean_final),
             format!("{:.3}", s.success_rate),
             format!("{:.3}", s.failure_rate),
+            format!("{:.3}", s.unsafe_rate),
         ]);
     }
     t

@@ -104,10 +104,12 @@ pub struct StepMetrics {
     /// The LLM user's malformed answers (each re-ask counted) and failed requests (after the
     /// transport's retries); 0 for the appraiser. Counted from the step's episode records.
     pub sim_failures: u64,
+    /// Share of the step's episodes that ended `unsafe` (the safety screen).
+    pub unsafe_rate: f64,
 }
 
 /// Column names, in file order.
-pub const COLUMNS: [&str; 41] = [
+pub const COLUMNS: [&str; 42] = [
     "step",
     "reward_mean",
     "reward_std",
@@ -149,6 +151,7 @@ pub const COLUMNS: [&str; 41] = [
     "early_advice_penalty",
     "generic_credit",
     "sim_failures",
+    "unsafe_rate",
 ];
 
 /// The header line (without newline).
@@ -175,7 +178,7 @@ fn opt(x: Option<f64>) -> String {
 impl StepMetrics {
     /// The cells in [`COLUMNS`] order: floats in Rust's shortest round-trip form, `skipped` as
     /// 0/1, an unmeasured value as an empty cell.
-    pub fn cells(&self) -> [String; 41] {
+    pub fn cells(&self) -> [String; 42] {
         [
             self.step.to_string(),
             self.reward_mean.to_string(),
@@ -218,6 +221,7 @@ impl StepMetrics {
             self.early_advice_penalty.to_string(),
             self.generic_credit.to_string(),
             self.sim_failures.to_string(),
+            self.unsafe_rate.to_string(),
         ]
     }
 
@@ -317,6 +321,7 @@ impl StepMetrics {
             early_advice_penalty: num(38)?,
             generic_credit: num(39)?,
             sim_failures: int(40)?,
+            unsafe_rate: maybe(41)?.unwrap_or(f64::NAN),
         })
     }
 }
@@ -413,8 +418,9 @@ fn write_file(path: &Path, rows: &[StepMetrics]) -> Result<()> {
 
 /// The widths of files written by earlier versions, each a prefix of [`COLUMNS`]: before the
 /// stability metrics (issue 10), and before the difficulty knobs and simulator failures
-/// (issues 11 and 12). Reports still read such files; a run resumes only on this version's header.
-const OLDER_WIDTHS: [usize; 2] = [24, 34];
+/// (issues 11 and 12), and before the unsafe end. Reports still read such files; a run resumes only
+/// on this version's header.
+const OLDER_WIDTHS: [usize; 3] = [24, 34, 41];
 
 /// What a row of an older file holds in a column it did not have: not measured.
 fn unmeasured(col: usize) -> &'static str {

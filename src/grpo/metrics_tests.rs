@@ -47,6 +47,7 @@ fn row(step: u64) -> StepMetrics {
         early_advice_penalty: 8.75,
         generic_credit: 0.625,
         sim_failures: 3,
+        unsafe_rate: 0.25,
     }
 }
 
@@ -63,9 +64,9 @@ fn row_text_is_pinned() {
     let r = row(3);
     assert_eq!(
         r.to_row(),
-        "3,0.45,0.1,0.25,45,0.125,0,,0.01,0.02,1.5,1200,37.5,12.25,0.5,3,0.25,1,1.5,0.125,97.96,0.00001,0.75,0,0,0.5,,0.25,0.002,,-0.5,,2,1,0.375,43,0.625,0.1875,8.75,0.625,3"
+        "3,0.45,0.1,0.25,45,0.125,0,,0.01,0.02,1.5,1200,37.5,12.25,0.5,3,0.25,1,1.5,0.125,97.96,0.00001,0.75,0,0,0.5,,0.25,0.002,,-0.5,,2,1,0.375,43,0.625,0.1875,8.75,0.625,3,0.25"
     );
-    assert_eq!(header().split(',').count(), 41);
+    assert_eq!(header().split(',').count(), 42);
     assert!(header().starts_with("step,reward_mean,reward_std,frac_reward_zero_std"));
     let back = StepMetrics::from_row(&r.to_row(), Path::new("m.csv"), 2).unwrap();
     assert_eq!(back, r);
@@ -145,7 +146,7 @@ fn foreign_header_and_bad_cells_are_errors() {
 fn reports_read_files_of_earlier_versions_but_runs_do_not_resume_on_them() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("metrics.csv");
-    for width in [24, 34] {
+    for width in [24, 34, 41] {
         let older = |line: String| line.split(',').take(width).collect::<Vec<_>>().join(",");
         fs::write(
             &path,
@@ -156,7 +157,8 @@ fn reports_read_files_of_earlier_versions_but_runs_do_not_resume_on_them() {
         assert_eq!(rows.len(), 1);
         assert_eq!((rows[0].step, rows[0].reward_mean), (1, row(1).reward_mean));
         assert!(rows[0].acceptance.is_nan() && rows[0].difficulty_level.is_none());
-        assert_eq!(rows[0].sim_failures, 0);
+        assert_eq!(rows[0].sim_failures, if width == 41 { 3 } else { 0 });
+        assert!(rows[0].unsafe_rate.is_nan(), "not measured before the unsafe end");
         // Before the stability columns (24): those are unmeasured too.
         assert_eq!(rows[0].adv_mean.is_nan(), width == 24, "width {width}");
         let msg = MetricsWriter::resume(&path, 1).err().unwrap().to_string();

@@ -591,6 +591,7 @@ mod tests {
                         mean_final: s,
                         success_rate: 0.0,
                         failure_rate: 0.5,
+                        unsafe_rate: 0.0,
                     }),
                     factual: done.then_some(FactualResult {
                         error_rate: 0.5,

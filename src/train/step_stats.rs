@@ -170,6 +170,12 @@ pub fn step_metrics(inp: &StepInputs<'_>) -> Result<StepMetrics> {
             .iter()
             .map(|r| r.simulator_failures() as u64)
             .sum(),
+        unsafe_rate: inp
+            .records
+            .iter()
+            .filter(|r| r.end == Some(crate::episode::End::Unsafe))
+            .count() as f64
+            / n,
         // The difficulty columns are the plan's: `DifficultyPlan::record` fills them.
         ..StepMetrics::default()
     })
