@@ -31,6 +31,8 @@ mod model;
 mod model_fixtures;
 #[path = "integration/readme.rs"]
 mod readme;
+#[path = "integration/redteam.rs"]
+mod redteam;
 #[path = "integration/replay_html.rs"]
 mod replay_html;
 #[path = "integration/replay_stats.rs"]

@@ -158,7 +158,11 @@ fn swap_word(w: &str) -> String {
         "you'd" => "I'd",
         _ => return w.to_string(),
     };
-    let upper = w.chars().next().is_some_and(char::is_uppercase) && swapped != "I";
+    // "I" is capitalized wherever it stands, so only other words pass their capital on.
+    let upper = w.chars().next().is_some_and(char::is_uppercase)
+        && !lower.starts_with("i'")
+        && lower != "i"
+        && swapped != "I";
     if upper {
         let mut c = swapped.chars();
         c.next()

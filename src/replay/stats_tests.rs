@@ -67,7 +67,7 @@ fn all_row_sums_every_episode() {
     // reply chars (4 + 4 + 2 + 6 + 0) / 5 = 3.2
     assert_eq!(
         row(&t, "all", "all"),
-        ["all", "all", "4", "0.450", "41.5", "1", "2", "1", "3"]
+        ["all", "all", "4", "0.450", "41.5", "1", "2", "1", "0", "3"]
     );
 }
 

@@ -117,10 +117,14 @@ fn meta_talk_about_the_message_is_flagged() {
 
 #[test]
 fn the_same_frame_every_turn_is_a_template() {
-    let t1 = "It sounds like best, friend and parents have been weighing on you. That must feel so painful. How are you holding up with all of that?";
-    let t2 = "It sounds like know, feel and overreacting have been weighing on you. That must feel so painful. How are you holding up with all of that?";
+    let t1 = "It sounds like the group chat has been weighing on you. That must feel so painful. How are you holding up with all of that?";
+    let t2 = "It sounds like the overreacting comments have been weighing on you. That must feel so painful. How are you holding up with all of that?";
     assert!(find(t2, &[t1]).template);
     assert!(!find(t2, &[]).template, "nothing earlier");
+    // A bare list of the user's words is a filled slot, even the first time.
+    let listed = "It sounds like friend, chat and joke have been weighing on you.";
+    let f = find(listed, &[]);
+    assert!(f.template && f.slotted, "{f:?}");
     let other = "Being told you're overreacting when you're the one who was let down is its own kind of lonely. Who has actually listened?";
     assert!(!find(other, &[HONEST]).template, "two different replies");
 }
