@@ -162,7 +162,10 @@ fn reports_read_files_of_earlier_versions_but_runs_do_not_resume_on_them() {
         } else {
             assert_eq!(rows[0].sim_failures, 3);
         }
-        assert!(rows[0].unsafe_rate.is_nan(), "not measured before the unsafe end");
+        assert!(
+            rows[0].unsafe_rate.is_nan(),
+            "not measured before the unsafe end"
+        );
         // Before the stability columns (24): those are unmeasured too.
         assert_eq!(rows[0].adv_mean.is_nan(), width == 24, "width {width}");
         let msg = MetricsWriter::resume(&path, 1).err().unwrap().to_string();

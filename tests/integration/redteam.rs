@@ -9,8 +9,12 @@ use super::common::*;
 
 #[test]
 fn no_adversary_reaches_the_listener() {
-    let mut entries =
-        redteam::load_dir(&root().join("configs/baselines"), Role::Reference, catalog()).unwrap();
+    let mut entries = redteam::load_dir(
+        &root().join("configs/baselines"),
+        Role::Reference,
+        catalog(),
+    )
+    .unwrap();
     let adversaries =
         redteam::load_dir(&root().join("configs/redteam"), Role::Adversary, catalog()).unwrap();
     assert!(adversaries.len() >= 12, "{} adversaries", adversaries.len());
@@ -58,7 +62,11 @@ fn no_adversary_reaches_the_listener() {
         .iter()
         .find(|r| r.policy == "listener" && r.difficulty == Difficulty::Moderate)
         .unwrap();
-    assert!(listener.mean_final > 15.0, "listener {:.1}", listener.mean_final);
+    assert!(
+        listener.mean_final > 15.0,
+        "listener {:.1}",
+        listener.mean_final
+    );
     let violations = redteam::check(&rows);
     assert!(
         violations.is_empty(),
