@@ -9,7 +9,7 @@ use anyhow::Context;
 use clap::Args;
 use empathy_gym::episode::EpisodeWriter;
 use empathy_gym::profile::{Catalog, Difficulty, Split};
-use empathy_gym::redteam::{self, report, Plan, Role};
+use empathy_gym::redteam::{self, report, Plan, Side};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
@@ -81,12 +81,12 @@ pub fn run(catalog_root: &Path, args: RedteamArgs) -> anyhow::Result<()> {
     let catalog = Catalog::load(catalog_root)?;
     let mut entries = redteam::load_dir(
         &under(catalog_root, &args.references),
-        Role::Reference,
+        Side::Reference,
         &catalog,
     )?;
     entries.extend(redteam::load_dir(
         &under(catalog_root, &args.adversaries),
-        Role::Adversary,
+        Side::Adversary,
         &catalog,
     )?);
     let plan = Plan {

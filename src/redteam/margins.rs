@@ -1,7 +1,7 @@
 //! The margins the reward promises against cheap policies (docs/REDTEAM.md, "Margins"), checked
 //! on the red-team table cell by cell (split x difficulty).
 
-use super::{Role, Row};
+use super::{Row, Side};
 use crate::profile::Difficulty;
 
 /// Points of mean final emotion every adversary stays below the attentive listener at easy and
@@ -56,7 +56,7 @@ pub fn check(rows: &[Row]) -> Vec<Violation> {
             })
         };
         if let Some(l) = in_cell.iter().find(|r| r.policy == LISTENER) {
-            for a in in_cell.iter().filter(|r| r.role == Role::Adversary) {
+            for a in in_cell.iter().filter(|r| r.side == Side::Adversary) {
                 if difficulty == Difficulty::Hard {
                     if a.mean_final >= l.mean_final {
                         fail(
@@ -137,16 +137,16 @@ mod tests {
     use crate::profile::Split;
 
     fn row(policy: &str, class: &str, d: Difficulty, mean_final: f64, resolved: usize) -> Row {
-        let role = if class == "reference" {
-            Role::Reference
+        let side = if class == "reference" {
+            Side::Reference
         } else {
-            Role::Adversary
+            Side::Adversary
         };
         let unsafe_ends = if class == UNSAFE { 4 } else { 0 };
         Row {
             policy: policy.into(),
             class: class.into(),
-            role,
+            side,
             split: Split::Test,
             difficulty: d,
             episodes: 4,

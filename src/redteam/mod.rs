@@ -20,7 +20,7 @@ pub use margins::{check, Violation, MARGIN};
 
 /// Whether a policy attacks the reward or is an honest reference.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Role {
+pub enum Side {
     Reference,
     Adversary,
 }
@@ -32,12 +32,12 @@ pub struct Entry {
     pub name: String,
     /// The hack class (adversaries) or `reference`.
     pub class: String,
-    pub role: Role,
+    pub side: Side,
     pub policy: ScriptedPolicy,
 }
 
 /// Loads every `*.yaml` script of a folder, sorted by name. Adversaries must name their `class`.
-pub fn load_dir(dir: &Path, role: Role, catalog: &Catalog) -> Result<Vec<Entry>> {
+pub fn load_dir(dir: &Path, side: Side, catalog: &Catalog) -> Result<Vec<Entry>> {
     let mut paths: Vec<_> = std::fs::read_dir(dir)
         .map_err(|e| Error::io(dir, e))?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -55,10 +55,10 @@ pub fn load_dir(dir: &Path, role: Role, catalog: &Catalog) -> Result<Vec<Entry>>
         .iter()
         .map(|p| {
             let policy = ScriptedPolicy::load(p)?.with_scenarios(catalog.scenarios.clone());
-            let class = match (role, policy.class()) {
-                (Role::Reference, _) => "reference".to_string(),
-                (Role::Adversary, Some(c)) => c.to_string(),
-                (Role::Adversary, None) => {
+            let class = match (side, policy.class()) {
+                (Side::Reference, _) => "reference".to_string(),
+                (Side::Adversary, Some(c)) => c.to_string(),
+                (Side::Adversary, None) => {
                     return Err(Error::input(
                         p,
                         "class",
@@ -72,7 +72,7 @@ pub fn load_dir(dir: &Path, role: Role, catalog: &Catalog) -> Result<Vec<Entry>>
                     .map(|s| s.to_string_lossy().into_owned())
                     .unwrap_or_default(),
                 class,
-                role,
+                side,
                 policy,
             })
         })
@@ -96,7 +96,7 @@ pub struct Plan {
 pub struct Row {
     pub policy: String,
     pub class: String,
-    pub role: Role,
+    pub side: Side,
     pub split: Split,
     pub difficulty: Difficulty,
     pub episodes: usize,
@@ -153,7 +153,7 @@ pub fn row(entry: &Entry, split: Split, difficulty: Difficulty, recs: &[EpisodeR
     Row {
         policy: entry.name.clone(),
         class: entry.class.clone(),
-        role: entry.role,
+        side: entry.side,
         split,
         difficulty,
         episodes: recs.len(),

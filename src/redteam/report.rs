@@ -2,7 +2,7 @@
 //! ends per difficulty; trait reward per difficulty), the margins' verdict, and a CSV of every row.
 
 use super::margins::{Violation, LISTENER, MARGIN};
-use super::{Role, Row};
+use super::{Row, Side};
 use crate::profile::{Difficulty, Split};
 use crate::report::Table;
 
@@ -11,7 +11,7 @@ pub fn rows_table(rows: &[Row]) -> Table {
     let mut t = Table::new([
         "policy",
         "class",
-        "role",
+        "side",
         "split",
         "difficulty",
         "episodes",
@@ -26,9 +26,9 @@ pub fn rows_table(rows: &[Row]) -> Table {
         t.push_row([
             r.policy.clone(),
             r.class.clone(),
-            match r.role {
-                Role::Reference => "reference",
-                Role::Adversary => "adversary",
+            match r.side {
+                Side::Reference => "reference",
+                Side::Adversary => "adversary",
             }
             .to_string(),
             r.split.to_string(),
@@ -51,10 +51,10 @@ fn find<'a>(rows: &'a [Row], policy: &str, split: Split, d: Difficulty) -> Optio
 }
 
 /// Policies in table order: references, then adversaries by class and name.
-fn policies(rows: &[Row]) -> Vec<(String, String, Role)> {
-    let mut p: Vec<(Role, String, String)> = rows
+fn policies(rows: &[Row]) -> Vec<(String, String, Side)> {
+    let mut p: Vec<(Side, String, String)> = rows
         .iter()
-        .map(|r| (r.role, r.class.clone(), r.policy.clone()))
+        .map(|r| (r.side, r.class.clone(), r.policy.clone()))
         .collect();
     p.sort();
     p.dedup();

@@ -3,7 +3,7 @@
 
 use empathy_gym::episode::End;
 use empathy_gym::profile::{Difficulty, Split};
-use empathy_gym::redteam::{self, Plan, Role};
+use empathy_gym::redteam::{self, Plan, Side};
 
 use super::common::*;
 
@@ -11,12 +11,12 @@ use super::common::*;
 fn no_adversary_reaches_the_listener() {
     let mut entries = redteam::load_dir(
         &root().join("configs/baselines"),
-        Role::Reference,
+        Side::Reference,
         catalog(),
     )
     .unwrap();
     let adversaries =
-        redteam::load_dir(&root().join("configs/redteam"), Role::Adversary, catalog()).unwrap();
+        redteam::load_dir(&root().join("configs/redteam"), Side::Adversary, catalog()).unwrap();
     assert!(adversaries.len() >= 12, "{} adversaries", adversaries.len());
     let classes: std::collections::BTreeSet<&str> =
         adversaries.iter().map(|a| a.class.as_str()).collect();

@@ -16,6 +16,7 @@ use empathy_gym::profile::{Difficulty, HiddenNeed, Split};
 use empathy_gym::replay::By;
 use empathy_gym::reward::{Aggregate, RewardMode};
 use empathy_gym::sim::llm::Backend;
+use empathy_gym::sim::detect::UnsafeKind;
 use empathy_gym::sim::{Move, SimulatorKind};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -98,6 +99,7 @@ fn enums_display_as_their_serde_words() {
         prints_serde_words::<Belief>("Belief", |v| v.name().into()),
         prints_serde_words::<Outcome>("Outcome", |v| v.name().into()),
         prints_serde_words::<SimulatorKind>("SimulatorKind", ToString::to_string),
+        prints_serde_words::<UnsafeKind>("UnsafeKind", |v| v.as_str().into()),
     ]
     .into();
     let exempt: BTreeSet<&str> = NOT_PRINTED.iter().map(|(n, _)| *n).collect();
