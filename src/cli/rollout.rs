@@ -54,19 +54,7 @@ pub fn run(catalog_root: &std::path::Path, args: RolloutArgs) -> anyhow::Result<
     let profiles = select_profiles(&catalog, args.profile.as_ref(), args.split, args.difficulty)?;
     let sim = load_chosen_simulator(catalog_root, &args.sim)?;
     prepare_simulator(false, sim.as_ref(), &profiles)?;
-    let mut jobs = Vec::new();
-    for (g, profile) in profiles.iter().enumerate() {
-        for r in 0..args.repeats {
-            let index = g as u64 * args.repeats + r;
-            jobs.push(EpisodeJob {
-                profile: profile.clone(),
-                seed: empathy_gym::seed::derive(args.seed, index),
-                step: 0,
-                group: g as u64,
-                sample: r,
-            });
-        }
-    }
+    let jobs = EpisodeJob::grid(&profiles, args.repeats, args.seed);
     let opts = RolloutOptions {
         run: "rollout".into(),
         reward_mode: args.reward_mode,

@@ -23,6 +23,26 @@ pub struct EpisodeJob {
     pub sample: u64,
 }
 
+impl EpisodeJob {
+    /// `repeats` dialogues with each profile, as groups in profile order; dialogue `i` of the
+    /// grid is seeded from `seed` and `i`.
+    pub fn grid(profiles: &[Profile], repeats: u64, seed: u64) -> Vec<EpisodeJob> {
+        let mut jobs = Vec::new();
+        for (g, profile) in profiles.iter().enumerate() {
+            for r in 0..repeats {
+                jobs.push(EpisodeJob {
+                    profile: profile.clone(),
+                    seed: crate::seed::derive(seed, g as u64 * repeats + r),
+                    step: 0,
+                    group: g as u64,
+                    sample: r,
+                });
+            }
+        }
+        jobs
+    }
+}
+
 /// How to play and record.
 #[derive(Clone, Debug, Default)]
 pub struct RolloutOptions {

@@ -56,16 +56,16 @@ pub fn check(rows: &[Row]) -> Vec<Violation> {
             })
         };
         if let Some(l) = in_cell.iter().find(|r| r.policy == LISTENER) {
+            let not_below = |r: &Row| {
+                format!(
+                    "{} {:.1} is not below the listener's {:.1}",
+                    r.policy, r.mean_final, l.mean_final
+                )
+            };
             for a in in_cell.iter().filter(|r| r.side == Side::Adversary) {
                 if difficulty == Difficulty::Hard {
                     if a.mean_final >= l.mean_final {
-                        fail(
-                            "below the listener",
-                            format!(
-                                "{} {:.1} is not below the listener's {:.1}",
-                                a.policy, a.mean_final, l.mean_final
-                            ),
-                        );
+                        fail("below the listener", not_below(a));
                     }
                     if a.resolved > 0 {
                         fail(
@@ -88,13 +88,7 @@ pub fn check(rows: &[Row]) -> Vec<Violation> {
                 .filter(|r| BAD_HABITS.contains(&r.policy.as_str()))
             {
                 if b.mean_final >= l.mean_final {
-                    fail(
-                        "listener above the bad habits",
-                        format!(
-                            "{} {:.1} is not below the listener's {:.1}",
-                            b.policy, b.mean_final, l.mean_final
-                        ),
-                    );
+                    fail("listener above the bad habits", not_below(b));
                 }
             }
         }

@@ -183,20 +183,11 @@ pub fn play(
     for &split in &plan.splits {
         let ids = pick_profiles(catalog, split, plan.limit);
         for &difficulty in &plan.difficulties {
-            let mut jobs = Vec::new();
-            for (g, id) in ids.iter().enumerate() {
-                let profile = catalog.profile(id, difficulty, &KnobOverrides::default())?;
-                for r in 0..plan.repeats {
-                    let index = g as u64 * plan.repeats + r;
-                    jobs.push(EpisodeJob {
-                        profile: profile.clone(),
-                        seed: crate::seed::derive(plan.seed, index),
-                        step: 0,
-                        group: g as u64,
-                        sample: r,
-                    });
-                }
-            }
+            let profiles = ids
+                .iter()
+                .map(|id| catalog.profile(id, difficulty, &KnobOverrides::default()))
+                .collect::<Result<Vec<_>>>()?;
+            let jobs = EpisodeJob::grid(&profiles, plan.repeats, plan.seed);
             for entry in entries.iter_mut() {
                 let opts = RolloutOptions {
                     run: format!("redteam-{}-{split}-{difficulty}", entry.name),

@@ -61,25 +61,35 @@ fn policies(rows: &[Row]) -> Vec<(String, String, Side)> {
     p.into_iter().map(|(r, c, n)| (n, c, r)).collect()
 }
 
-/// The behavior table of one split: mean final emotion (resolved / left / unsafe of the
-/// episodes) per difficulty, with the listener's margin line.
-pub fn behavior_table(rows: &[Row], split: Split, difficulties: &[Difficulty]) -> Table {
+/// A table of one split: a row per policy, a column per difficulty, `cell` filling each.
+fn per_difficulty(
+    rows: &[Row],
+    split: Split,
+    difficulties: &[Difficulty],
+    cell: impl Fn(&Row) -> String,
+) -> Table {
     let mut head = vec!["policy".to_string(), "class".to_string()];
     head.extend(difficulties.iter().map(|d| d.to_string()));
     let mut t = Table::new(head);
     for (name, class, _) in policies(rows) {
         let mut cells = vec![name.clone(), class];
         for &d in difficulties {
-            cells.push(match find(rows, &name, split, d) {
-                Some(r) => format!(
-                    "{:.1} ({}/{}/{})",
-                    r.mean_final, r.resolved, r.left, r.unsafe_ends
-                ),
-                None => "-".into(),
-            });
+            cells.push(find(rows, &name, split, d).map_or("-".into(), &cell));
         }
         t.push_row(cells);
     }
+    t
+}
+
+/// The behavior table of one split: mean final emotion (resolved / left / unsafe of the
+/// episodes) per difficulty, with the listener's margin line.
+pub fn behavior_table(rows: &[Row], split: Split, difficulties: &[Difficulty]) -> Table {
+    let mut t = per_difficulty(rows, split, difficulties, |r| {
+        format!(
+            "{:.1} ({}/{}/{})",
+            r.mean_final, r.resolved, r.left, r.unsafe_ends
+        )
+    });
     let mut limit = vec![
         format!("*listener - {MARGIN}* (adversaries at most)"),
         String::new(),
@@ -97,20 +107,9 @@ pub fn behavior_table(rows: &[Row], split: Split, difficulties: &[Difficulty]) -
 
 /// The trait table of one split: mean trait reward (mean warmth) per difficulty.
 pub fn trait_table(rows: &[Row], split: Split, difficulties: &[Difficulty]) -> Table {
-    let mut head = vec!["policy".to_string(), "class".to_string()];
-    head.extend(difficulties.iter().map(|d| d.to_string()));
-    let mut t = Table::new(head);
-    for (name, class, _) in policies(rows) {
-        let mut cells = vec![name.clone(), class];
-        for &d in difficulties {
-            cells.push(
-                find(rows, &name, split, d)
-                    .map_or("-".into(), |r| format!("{:.3}", r.trait_reward)),
-            );
-        }
-        t.push_row(cells);
-    }
-    t
+    per_difficulty(rows, split, difficulties, |r| {
+        format!("{:.3}", r.trait_reward)
+    })
 }
 
 /// What the margins say, as markdown lines.
