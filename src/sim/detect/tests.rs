@@ -110,7 +110,23 @@ fn meta_talk_about_the_message_is_flagged() {
         )
         .meta
     );
+    assert!(
+        find(
+            "Your sentence conveys that it's not easy to explain, and the language is clear.",
+            &[]
+        )
+        .meta,
+        "commenting on the user's words as text"
+    );
     assert!(!find(HONEST, &[]).meta);
+    assert!(
+        !find(
+            "Thank you for telling me your story. What has the last week been like?",
+            &[]
+        )
+        .meta,
+        "one hint"
+    );
     // One hint alone is ordinary talk.
     assert!(!find("Seeing that message in the group chat must have been awful. What did your message to them say?", &[]).meta);
 }
