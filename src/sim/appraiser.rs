@@ -243,13 +243,6 @@ impl Appraiser {
                 relevance = relevance.max(cosine(reply, &e));
             }
         }
-        if std::env::var("EG_DEBUG_REL").is_ok() {
-            eprintln!(
-                "REL\t{:.3}\t{}",
-                relevance,
-                inp.reply.chars().take(70).collect::<String>()
-            );
-        }
         Ok(self.detectors.detect(&DetectInput {
             reply: inp.reply,
             user_messages: &inp.user_messages,

@@ -1,5 +1,6 @@
 //! The red-team suite as a test: every adversary of configs/redteam played with the references on
-//! one profile per test scenario at moderate and hard; a broken margin fails (docs/REDTEAM.md).
+//! every test profile at moderate and hard, one dialogue each; a broken margin fails
+//! (docs/REDTEAM.md).
 
 use empathy_gym::episode::End;
 use empathy_gym::profile::{Difficulty, Split};
@@ -42,7 +43,7 @@ fn no_adversary_reaches_the_listener() {
         difficulties: vec![Difficulty::Moderate, Difficulty::Hard],
         repeats: 1,
         seed: 0,
-        limit: Some(12),
+        limit: None,
     };
     let mut unsafe_ends = 0;
     let rows = redteam::play(simulator(), catalog(), &mut entries, &plan, |e, recs| {
