@@ -46,9 +46,9 @@ pub fn mark_copied(
     let mut prev = vec![0usize; src.len() + 1];
     let mut cur = vec![0usize; src.len() + 1];
     let mut runs: Vec<(usize, usize)> = Vec::new(); // (end in reply, length)
-    for i in 0..reply.len() {
-        for j in 0..src.len() {
-            cur[j + 1] = if reply[i] == src[j] { prev[j] + 1 } else { 0 };
+    for (i, word) in reply.iter().enumerate() {
+        for (j, theirs) in src.iter().enumerate() {
+            cur[j + 1] = if word == theirs { prev[j] + 1 } else { 0 };
             if cur[j + 1] >= min_run {
                 runs.push((i, cur[j + 1]));
             }
