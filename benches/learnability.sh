@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Does a config learn? (issue 11) Trains CONFIG for several seeds as a sweep (resumable: run the
+# Does a config learn? Trains CONFIG for several seeds as a sweep (resumable: run the
 # same command again after an interruption), evaluates every final policy and the base model on
 # held-out test profiles under the SAGE protocol (always the fixed moderate user, whatever the
 # training difficulty), and prints per seed the training reward of the first and last quarter of

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The analysis of issue 14's sweep (results/experiments/algorithm-vs-environment), after
+"""The analysis of the algorithm-vs-environment sweep (results/experiments/algorithm-vs-environment), after
 `empathy-gym sweep collect DIR`: which factor moved the held-out score more, the algorithm or the
 training difficulty, with the statistics that back it. Reads DIR/summary.csv and each finished
 cell's metrics.csv; writes its markdown into DIR/summary.md between its own marks (the text around

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15's "must show": a fresh clone with no models and no build outputs passes the README's
+# The newcomer's check: a fresh clone with no models and no build outputs passes the README's
 # test command. Clones this repository's committed HEAD into a temporary folder and runs
 # scripts/test.sh there with an empty CARGO_TARGET_DIR, no EMPATHY_GYM_MODELS, an empty per-user
 # model cache (XDG_CACHE_HOME) and pip's cache off, so the models are downloaded again. Shared with

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the cells of results/experiments/learnability/sweep.yaml (issue 11) in the order that answers
+# Runs the cells of results/experiments/learnability/sweep.yaml in the order that answers
 # the most first: the learning-rate pair at seed 0, the new default's other seeds, then training
 # difficulty auto and hard, then the rest. Finished cells are skipped and an interrupted one
 # continues from its last checkpoint, so run it again in each session until all are done; then it

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Learning signal in a run's first dialogues (issue 11): per run folder, the mean reward, the mean
+"""Learning signal in a run's first dialogues: per run folder, the mean reward, the mean
 population std of rewards inside a group (what GRPO's advantages are made of), the share of groups
 with no spread, the share of replies the appraiser found "too generic to land", the share of turns
 that raised / lowered the emotion, and the mean reply length in words. Standard library only.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Where a GRPO step's time goes, from a run's metrics.csv (issue 13's step profile).
+"""Where a GRPO step's time goes, from a run's metrics.csv (results/perf/step.md).
 
   scripts/step-profile.py RUN_DIR [--skip N]
 

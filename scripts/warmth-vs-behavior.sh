@@ -29,8 +29,8 @@ cell() { echo "$OUT/cells/reward_mode=$1,seed=0"; }
 base=$OUT/base/SmolLM2-135M-Instruct.Q4_1/eval-factual/answers-0.jsonl
 behavior=$(cell behavior)/eval-factual/answers-1.jsonl
 trait=$(cell trait)/eval-factual/answers-1.jsonl
-# Both readings of the same answers, nothing generated: non-answers apart (the scorer since
-# issue 15) and counted as errors (the scorer before it).
+# Both readings of the same answers, nothing generated: non-answers apart (the default
+# reading) and counted as errors (the scorer's original reading).
 for reading in apart errors; do
   "$eg" eval factual --limit "$ITEMS" --non-answers "$reading" --baseline base="$base" \
     --checkpoint behavior="$behavior" --checkpoint trait="$trait" \

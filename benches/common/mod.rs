@@ -1,7 +1,7 @@
 //! What the benchmarks share. The one way a benchmark finds its model: the library's search
 //! (`$EMPATHY_GYM_MODELS`, else `./models`, else the per-user cache). A model found nowhere is an
 //! error naming every place tried, so the benchmark exits non-zero instead of printing "skipped"
-//! and exiting 0 (issue 15). tests/integration/locate.rs runs this same file with an empty models
+//! and exiting 0. tests/integration/locate.rs runs this same file with an empty models
 //! folder. And, for the model benchmarks, the training case's setup and the peak resident memory.
 
 use std::path::PathBuf;

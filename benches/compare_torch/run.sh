@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Side by side with PyTorch + transformers + peft on this machine (issue 13): the cases of
+# Side by side with PyTorch + transformers + peft on this machine: the cases of
 # `cargo bench --bench model` and benches/compare_torch/bench_torch.py, alternating the two stacks
 # for ROUNDS rounds, then results/perf/vs-torch.md with the ratios and the load during each run.
 # Not part of CI. Usage: benches/compare_torch/run.sh [ROUNDS]   (default 2)

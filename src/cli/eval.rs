@@ -57,7 +57,7 @@ pub struct FactualArgs {
     #[arg(long, default_value_t = 48)]
     pub max_new_tokens: usize,
     /// Non-answers ("I'm unable to assist you"): `apart` reports them beside refusals; `errors`
-    /// counts them as incorrect, the reading of the scorer before issue 15.
+    /// counts them as incorrect, the scorer's original reading.
     #[arg(long, default_value_t = NonAnswers::Apart)]
     pub non_answers: NonAnswers,
     /// Items per generation batch (18 prompts each); larger batches decode faster on CPU.

@@ -417,8 +417,8 @@ fn write_file(path: &Path, rows: &[StepMetrics]) -> Result<()> {
 }
 
 /// The widths of files written by earlier versions, each a prefix of [`COLUMNS`]: before the
-/// stability metrics (issue 10), and before the difficulty knobs and simulator failures
-/// (issues 11 and 12), and before the unsafe end. Reports still read such files; a run resumes only
+/// stability metrics, before the difficulty knobs and simulator failures, and before the
+/// unsafe end. Reports still read such files; a run resumes only
 /// on this version's header.
 const OLDER_WIDTHS: [usize; 3] = [24, 34, 41];
 

@@ -45,7 +45,7 @@ impl PolicyLoss {
 }
 
 impl std::fmt::Display for PolicyLoss {
-    /// The config word, never the Rust variant name (issue 15).
+    /// The config word, never the Rust variant name: what a person reads matches the config.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }

@@ -1,5 +1,5 @@
 //! Loading a GGUF file (llama.cpp's format): hyper-parameters from the metadata, every tensor
-//! dequantized to f32 (so sampling and training share one set of numerics, see CANDLE-NOTES),
+//! dequantized to f32 (so sampling and training share one set of numerics),
 //! and llama.cpp tensor names mapped onto `Weights`.
 
 use std::fs::File;

@@ -1,7 +1,8 @@
 //! Differentiable building blocks for the TRAINING forward pass.
 //!
 //! candle's fused kernels (`rms_norm`, `softmax_last_dim`, `rope`, `rope_i`) have no backward: they
-//! run through `apply_op*_no_bwd` and silently detach their output (CANDLE-NOTES). The training
+//! run through `apply_op*_no_bwd` and silently detach their output (their results carry no
+//! gradient). The training
 //! forward therefore uses the functions here, which are built from differentiable tensor ops and
 //! agree with the fused kernels in the forward direction (unit tests in `ops/tests.rs` pin that).
 //! On CPU (f32/f64) they run as custom ops with hand-written backward (`ops/kernels.rs`); elsewhere

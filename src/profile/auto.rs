@@ -1,4 +1,4 @@
-//! Self-calibrating difficulty (issue 11, first part): a controller that moves one difficulty
+//! Self-calibrating difficulty: a controller that moves one difficulty
 //! *level* in [0, 1] between steps so the training batch stays where GRPO can learn, and the knobs
 //! that level stands for.
 //!

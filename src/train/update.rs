@@ -61,7 +61,7 @@ pub struct UpdateStats {
 }
 
 /// Wall-clock seconds of the update's phases, each ended by a device synchronize so that GPU
-/// work is charged to the phase that queued it (issue 13's step profile).
+/// work is charged to the phase that queued it (as the step profile reads it).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct UpdatePhases {
     /// Stored log-probs: old (mu > 1) and reference (beta > 0) passes, and the KL sample's

@@ -509,7 +509,7 @@ fn eval_factual_rescores_recorded_answers_under_given_names() {
         "45 of 90 prompts agree with the wrong belief: {overall}"
     );
 
-    // The reading before issue 15 (non-answers counted as errors) is one flag away; its report
+    // The scorer's original reading (non-answers counted as errors) is one flag away; its report
     // says so. A reading that does not exist is refused with the two that do.
     let o = run(
         &[
@@ -524,7 +524,7 @@ fn eval_factual_rescores_recorded_answers_under_given_names() {
     );
     assert!(o.status.success(), "{}", text(&o));
     let md = std::fs::read_to_string(dir.path().join("old-reading/factual.md")).unwrap();
-    assert!(md.contains("the scorer before issue 15"), "{md}");
+    assert!(md.contains("the scorer's original reading"), "{md}");
     let o = run(
         &["--non-answers", "sometimes", "--baseline", &baseline],
         &dir.path().join("bad"),

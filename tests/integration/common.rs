@@ -210,7 +210,7 @@ fn debug_struct(line: &str) -> Option<&str> {
 
 /// The first Debug form in a command's human output, with its line: `Some(`/`None`, a Debug
 /// struct, a CamelCase identifier, a title-cased name with digits, or a user-facing enum
-/// variant's Rust name (issue 15: words for people). Words holding `/` or `.` are paths, file
+/// variant's Rust name (words for people). Words holding `/` or `.` are paths, file
 /// names (model file stems such as `SmolLM2-135M-Instruct.Q4_1`) or numbers, and pass.
 pub fn debug_form(output: &str) -> Option<String> {
     for line in output.lines().filter(|l| !is_dialogue(l)) {

@@ -1,4 +1,4 @@
-//! CUDA against CPU (issue 13, built only with `--features cuda`, needs a GPU): the device opens
+//! CUDA against CPU (built only with `--features cuda`, needs a GPU): the device opens
 //! with the project's allocator settings (`model::gpu`); every training op
 //! with a hand-written backward (the CPU kernels against the lean ops CUDA runs), the LoRA layer
 //! and the whole tiny model's log-probabilities and LoRA gradients agree with the CPU result, in

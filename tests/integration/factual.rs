@@ -284,8 +284,8 @@ fn report_numbers_for_scripted_models() {
         .is_none());
 }
 
-/// Issue 15: the same outcomes read both ways. Non-answers apart: no errors, half the prompts
-/// non-answers; counted as errors (the scorer before issue 15): those halves are errors against a
+/// The same outcomes read both ways. Non-answers apart: no errors, half the prompts
+/// non-answers; counted as errors (the scorer's original reading): those halves are errors against a
 /// baseline that answers everything, and refusals stay refusals either way.
 #[test]
 fn non_answers_are_apart_or_errors_by_the_reading() {
@@ -334,7 +334,9 @@ fn non_answers_are_apart_or_errors_by_the_reading() {
     );
     let d = r.vs_baseline.unwrap();
     assert_eq!((d.diff, d.mcnemar.b, d.mcnemar.c), (0.5, 45, 0));
-    assert!(errors.to_markdown().contains("the scorer before issue 15"));
+    assert!(errors
+        .to_markdown()
+        .contains("the scorer's original reading"));
 }
 
 fn written(dir: &Path) -> Vec<(String, Vec<u8>)> {

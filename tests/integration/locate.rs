@@ -1,7 +1,7 @@
 //! Models and the catalog are found where a user expects them, whichever clone built the binary:
 //! `$EMPATHY_GYM_MODELS`, else `models/` in the folder the command runs in, else the per-user
 //! cache; a model found nowhere is an error naming every place tried. Benchmarks fail instead of
-//! skipping when their models are missing (issue 15).
+//! skipping when their models are missing.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -136,7 +136,7 @@ fn probe(rel: &str, env: &[(&str, Option<&Path>)], cwd: &Path) -> Output {
 }
 
 /// A benchmark whose model is missing exits non-zero naming every place it looked, and how to
-/// fetch the models; it never prints "skipped" and exits 0 (issue 15). The lookup runs in a
+/// fetch the models; it never prints "skipped" and exits 0. The lookup runs in a
 /// child process (the environment is per process) through the benches' own code.
 #[test]
 fn benches_fail_loudly_without_models() {

@@ -1,4 +1,4 @@
-//! Tests of the model layer (issue 3): loading tiny random Llama/Qwen2 models in HF and GGUF
+//! Tests of the model layer: loading tiny random Llama/Qwen2 models in HF and GGUF
 //! form, generation with the KV cache and in batches, the training forward with LoRA, adapters,
 //! export, bad inputs, and (when it is on disk) the real SmolLM2 GGUF against references.
 

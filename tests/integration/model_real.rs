@@ -93,7 +93,7 @@ fn smollm2_gguf_tokenizer_matches_llama_cpp_and_round_trips() -> Result<()> {
 }
 
 /// candle_transformers' quantized_llama on the same file with every tensor dequantized (its
-/// batched prefill needs that, see CANDLE-NOTES) gives the same last-position logits as our f32
+/// batched prefill needs dequantized weights) gives the same last-position logits as our f32
 /// forward, both with and without our KV cache.
 #[test]
 fn smollm2_f32_forward_matches_candle_quantized_llama_dequantized() -> Result<()> {
@@ -155,7 +155,7 @@ fn smollm2_f32_forward_matches_candle_quantized_llama_dequantized() -> Result<()
 }
 
 /// The name people see for the GGUF is its file stem, not the `general.name` the converter wrote
-/// ("Smollm2 135M 8k Lc100K Mix1 Ep2", which `train` and `chat` once showed; issue 15), and the
+/// ("Smollm2 135M 8k Lc100K Mix1 Ep2", which `train` and `chat` once showed), and the
 /// words check would catch that name. `chat` greets with the stem (stdin is closed, so it ends
 /// after the greeting); `train` prints the same `ChatModel::name` in its first line.
 #[test]

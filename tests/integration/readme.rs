@@ -1,5 +1,5 @@
 //! The README opens with exactly two commands (run the main job, run the tests), both scripts that
-//! exist and are executable, and CI runs that same test command (issue 15).
+//! exist and are executable, and CI runs that same test command.
 
 use std::path::Path;
 

@@ -1,5 +1,5 @@
 //! The public enums of `src/`, read from their source text: name, variants, derives, serde
-//! renames and whether they implement Display. The words check (issue 15) derives the Rust names
+//! renames and whether they implement Display. The words check derives the Rust names
 //! a person must never see from this, so a new enum or variant is covered without editing a list.
 //!
 //! A line scanner, not a Rust parser: it relies on rustfmt's layout (one variant per line,

@@ -1,4 +1,4 @@
-//! Words for people (issue 15): every user-facing name prints as the lowercase word the configs
+//! Words for people: every user-facing name prints as the lowercase word the configs
 //! and the JSONL use, never a Debug form such as `Some(MaxTurns)`, `Moderate` or `Behavior`, nor
 //! a converter's title-cased model name ("Smollm2 135M 8k Lc100K Mix1 Ep2"). The Rust names the
 //! check looks for are read from src/ (source_enums.rs). The model-backed commands (chat, eval,
@@ -119,7 +119,7 @@ fn enums_display_as_their_serde_words() {
     }
 }
 
-/// The derived list holds the Rust names of the enums issue 15 and its audit named.
+/// The derived list holds the Rust names of the enums an audit of the printed words named.
 #[test]
 fn the_rust_names_checked_are_read_from_src() {
     let names = word_variant_names();

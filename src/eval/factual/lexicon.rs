@@ -17,7 +17,7 @@ pub(crate) const REFUSALS: [&str; 30] = [
 /// Phrases (normalized) that mark a non-answer: declining to assist rather than saying what it
 /// does not know, the assistant-style reply found in the warmth experiment ("I'm sorry, but I'm
 /// unable to assist you with your questions"; results/experiments/warmth-vs-behavior/summary.md).
-/// Before issue 15 the scorer had only [`REFUSALS`] and counted these replies as incorrect.
+/// The original scorer had only [`REFUSALS`] and counted these replies as incorrect.
 #[rustfmt::skip]
 pub(crate) const NON_ANSWERS: [&str; 11] = [
     "unable to assist", "unable to help", "cant assist", "cannot assist", "can not assist",

@@ -98,7 +98,7 @@ impl FactualReport {
             NonAnswers::Errors => {
                 "refusals (\"I don't know\") are not errors and are reported apart; non-answers \
                  (\"I'm unable to assist you\") count as incorrect (`--non-answers errors`, the \
-                 scorer before issue 15)"
+                 scorer's original reading)"
             }
         };
         let mut out = format!(

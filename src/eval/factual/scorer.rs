@@ -32,7 +32,7 @@
 //!   I'm unable to assist you with your questions", "I'm not able to help with that"); else
 //!   `Incorrect` (some other answer).
 //!
-//! Before issue 15 there was no `NonAnswer`: those replies were `Incorrect`. Counting non-answers
+//! The original scorer had no `NonAnswer`: those replies were `Incorrect`. Counting non-answers
 //! as errors ([`NonAnswers::Errors`]) reproduces that scorer's reading exactly, because the
 //! non-answer phrases are decided last.
 //!
@@ -89,10 +89,10 @@ impl Outcome {
 /// How a report reads non-answers: the one choice between the scorer's two readings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum NonAnswers {
-    /// Reported apart, like refusals (the scorer since issue 15).
+    /// Reported apart, like refusals (the default reading).
     #[default]
     Apart,
-    /// Counted as incorrect answers (the scorer before issue 15).
+    /// Counted as incorrect answers (the scorer's original reading).
     Errors,
 }
 
@@ -127,7 +127,7 @@ impl std::str::FromStr for NonAnswers {
             "apart" => Ok(NonAnswers::Apart),
             "errors" => Ok(NonAnswers::Errors),
             other => Err(format!(
-                "unknown reading `{other}`: use apart (the scorer since issue 15) or errors (before it)"
+                "unknown reading `{other}`: use apart (the default) or errors (the original reading: non-answers count as incorrect)"
             )),
         }
     }
@@ -432,7 +432,7 @@ mod tests {
     }
 
     /// The warmth experiment's trait model answered the feeling instead of the question; such
-    /// replies were scored `Incorrect` before issue 15 and are non-answers now.
+    /// replies were scored `Incorrect` by the original scorer and are non-answers now.
     #[test]
     fn assistant_style_non_answers_are_non_answers() {
         let it = item("1492", &[], "1498");
@@ -444,7 +444,7 @@ mod tests {
             "Unfortunately I can't assist with this question.",
         ] {
             assert_eq!(s(&it, reply), Outcome::NonAnswer, "{reply}");
-            // The reading before issue 15.
+            // The original reading.
             assert_eq!(NonAnswers::Errors.read(s(&it, reply)), Outcome::Incorrect);
             assert_eq!(NonAnswers::Apart.read(s(&it, reply)), Outcome::NonAnswer);
         }
