@@ -113,11 +113,6 @@ impl ScriptedPolicy {
         self
     }
 
-    /// The policy's name as logged.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
     /// The reply for a 1-based turn.
     pub fn reply(&self, turn: u32) -> &str {
         let i = (turn.max(1) as usize - 1).min(self.replies.len() - 1);

@@ -33,6 +33,16 @@ pub enum Turn {
     },
 }
 
+impl Turn {
+    /// The text of a user turn; `None` for the policy's.
+    pub fn user_text(&self) -> Option<&str> {
+        match self {
+            Turn::User { text, .. } => Some(text),
+            Turn::Assistant { .. } => None,
+        }
+    }
+}
+
 /// How a dialogue ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

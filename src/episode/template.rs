@@ -49,14 +49,7 @@ pub struct Context<'a> {
 
 /// Fills every placeholder of `text`.
 pub fn render(text: &str, ctx: &Context<'_>) -> String {
-    let users: Vec<&str> = ctx
-        .turns
-        .iter()
-        .filter_map(|t| match t {
-            Turn::User { text, .. } => Some(text.as_str()),
-            Turn::Assistant { .. } => None,
-        })
-        .collect();
+    let users: Vec<&str> = ctx.turns.iter().filter_map(Turn::user_text).collect();
     let last = users.last().copied().unwrap_or("");
     let pick = |v: &[String]| -> String {
         if v.is_empty() {

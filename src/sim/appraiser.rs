@@ -202,21 +202,18 @@ impl Appraiser {
             out.reasons.push("that made no sense".into());
             return Ok(out);
         }
-        let findings = self.find(inp, &reply_emb, &cues)?;
+        let mut findings = self.find(inp, &reply_emb, &cues)?;
         let spec = self.specificity(inp, &reply_emb, &reply_words, &findings)?;
+        self.detectors.judge_engagement(&mut findings, &cues, spec);
         let moves = self.move_scores(inp, &reply_emb, &cues, spec, &findings)?;
         out.warmth = r3(warmth(&cues, &moves));
-        let flattery = self.detectors.flattery(&findings, &cues, spec);
-        let findings = Findings {
-            sycophancy: self.detectors.sycophancy(&findings, &cues, spec),
-            ..findings
-        };
         self.score(
             inp,
             &reply_emb,
             &cues,
             &moves,
-            (spec, &findings, flattery),
+            spec,
+            &findings,
             reply_words.len(),
             &mut out,
         )?;
@@ -367,7 +364,8 @@ impl Appraiser {
         reply: &[f32],
         cues: &Cues,
         moves: &BTreeMap<Move, f64>,
-        (spec, findings, flattery): (f64, &Findings, bool),
+        spec: f64,
+        findings: &Findings,
         n_words: usize,
         out: &mut Appraisal,
     ) -> Result<()> {
@@ -457,7 +455,7 @@ impl Appraiser {
             out.reasons.push(verdict.reason().into());
             out.factual = Some(verdict);
         }
-        self.detector_components(findings, flattery, scale.loss, &mut c, &mut out.reasons);
+        self.detector_components(findings, scale.loss, &mut c, &mut out.reasons);
         self.move_reasons(moves, &mut out.reasons);
         out.components = c.into_iter().map(|(k, v)| (k.to_string(), r3(v))).collect();
         out.raw = r3(out.components.values().sum());
@@ -468,7 +466,6 @@ impl Appraiser {
     fn detector_components(
         &self,
         f: &Findings,
-        flattery: bool,
         loss: f64,
         c: &mut BTreeMap<&'static str, f64>,
         reasons: &mut Vec<String>,
@@ -523,7 +520,7 @@ impl Appraiser {
                 d.feeling_salad.points,
                 "a list of feelings, not mine",
             ),
-            (flattery, "flattery", d.flattery.points, "empty praise"),
+            (f.flattery, "flattery", d.flattery.points, "empty praise"),
             (
                 f.sycophancy,
                 "sycophancy",

@@ -517,14 +517,7 @@ fn dialogue_sequences_are_template_text_around_the_sampled_ids() -> Result<()> {
     assert_eq!(policy.cached_dialogues(), 0);
     let seqs: Vec<TokenSequence> = policy.into_sequences();
     for (rec, seq) in records.iter().zip(&seqs) {
-        let users: Vec<&str> = rec
-            .turns
-            .iter()
-            .filter_map(|t| match t {
-                Turn::User { text, .. } => Some(text.as_str()),
-                Turn::Assistant { .. } => None,
-            })
-            .collect();
+        let users: Vec<&str> = rec.turns.iter().filter_map(Turn::user_text).collect();
         let replies = seq.replies();
         assert_eq!(replies.len(), 3, "three replies, three sampled spans");
         // Context before reply 1: system prompt, opening, generation prompt.

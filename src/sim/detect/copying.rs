@@ -91,11 +91,15 @@ pub fn copied_mask(
     covered
 }
 
+/// How much of a word mask is marked: (marked words, share of all words).
+pub fn coverage(mask: &[bool]) -> (usize, f64) {
+    let n = mask.iter().filter(|c| **c).count();
+    (n, n as f64 / mask.len().max(1) as f64)
+}
+
 /// How much of a reply is copied from the sources: (copied words, share of the reply's words).
 pub fn copied(reply: &str, sources: &[&str], min_run: usize, min_sentence: usize) -> (usize, f64) {
-    let covered = copied_mask(reply, sources, min_run, min_sentence);
-    let n = covered.iter().filter(|c| **c).count();
-    (n, n as f64 / covered.len().max(1) as f64)
+    coverage(&copied_mask(reply, sources, min_run, min_sentence))
 }
 
 /// The reply's words that are not in any source text at all (after folding): what the reply adds

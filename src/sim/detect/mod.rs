@@ -167,6 +167,9 @@ pub struct Findings {
     pub feeling_salad: bool,
     /// Warm words and compliments counted.
     pub warm: usize,
+    /// Set by [`Detectors::judge_engagement`].
+    pub flattery: bool,
+    /// Set by [`Detectors::judge_engagement`].
     pub sycophancy: bool,
 }
 
@@ -185,7 +188,7 @@ fn bigrams(ws: &[String]) -> BTreeSet<(String, String)> {
 }
 
 /// Jaccard overlap of two sets.
-pub fn jaccard<T: Ord>(a: &BTreeSet<T>, b: &BTreeSet<T>) -> f64 {
+fn jaccard<T: Ord>(a: &BTreeSet<T>, b: &BTreeSet<T>) -> f64 {
     let inter = a.intersection(b).count();
     let union = a.len() + b.len() - inter;
     if union == 0 {
@@ -230,24 +233,27 @@ impl Detectors {
     }
 
     /// Runs every detector but the safety screen ([`Self::safety`]) and the ones that need the
-    /// reflection score ([`Self::flattery`], [`Self::sycophancy`]).
+    /// reflection score ([`Self::judge_engagement`]).
     pub fn detect(&self, inp: &DetectInput<'_>) -> Findings {
         let c = &self.cfg;
         let padded = normalize(inp.reply);
         let reply_words = words(inp.reply);
         let mut f = Findings::default();
         let questions = inp.cues.open_questions + inp.cues.closed_questions;
-        let (_, user_share) = copying::copied(
-            inp.reply,
-            inp.user_messages,
-            c.copied.min_run,
-            c.copied.min_sentence,
-        );
-        let mut sources: Vec<&str> = inp.user_messages.to_vec();
-        sources.extend(inp.scenario_lines);
-        let (n, share) =
-            copying::copied(inp.reply, &sources, c.copied.min_run, c.copied.min_sentence);
-        f.copied_user_share = user_share;
+        // One mask per source kind: what the user said, and the scenario's own lines.
+        let (run, sentence) = (c.copied.min_run, c.copied.min_sentence);
+        let from_user = copying::copied_mask(inp.reply, inp.user_messages, run, sentence);
+        let from_scenario = copying::copied_mask(inp.reply, inp.scenario_lines, run, sentence);
+        let from_either: Vec<bool> = from_user
+            .iter()
+            .zip(&from_scenario)
+            .map(|(u, s)| *u || *s)
+            .collect();
+        let (_, user_share) = copying::coverage(&from_user);
+        let (n, share) = copying::coverage(&from_either);
+        (f.copied_share, f.copied_user_share) = (share, user_share);
+        f.copied = share >= c.copied.min_share || n >= c.copied.min_words;
+        f.copied_scenario = f.copied && share > user_share;
         // Any word the user said but the pronouns, which a list of things never holds.
         let user_words: BTreeSet<String> = inp
             .user_messages
@@ -258,19 +264,11 @@ impl Detectors {
         let listed =
             copying::bare_list_mask(inp.reply, c.template.min_list, |w| user_words.contains(w));
         f.slotted = listed.iter().any(|l| *l);
-        f.borrowed = copying::copied_mask(
-            inp.reply,
-            inp.user_messages,
-            c.copied.min_run,
-            c.copied.min_sentence,
-        )
-        .into_iter()
-        .zip(&listed)
-        .map(|(a, b)| a || *b)
-        .collect();
-        f.copied_share = share;
-        f.copied = share >= c.copied.min_share || n >= c.copied.min_words;
-        f.copied_scenario = f.copied && share > user_share;
+        f.borrowed = from_user
+            .iter()
+            .zip(&listed)
+            .map(|(a, b)| *a || *b)
+            .collect();
         f.stacked_questions = questions >= c.stacked_questions.min_questions;
         f.meta = count_phrases(&padded, &self.meta_phrases) >= 1
             || count_phrases(&padded, &self.meta_hints) >= 2;
@@ -309,22 +307,17 @@ impl Detectors {
             .collect();
         f.feeling_salad = named.len() >= c.feeling_salad.min_feelings;
         f.warm = inp.cues.warm + count_phrases(&padded, &self.compliments);
-        f.sycophancy = inp.cues.agreement >= c.sycophancy.min_agreement;
         f
     }
 
-    /// Empty praise: warm words and compliments with little reflection and no question.
-    pub fn flattery(&self, f: &Findings, cues: &Cues, reflection: f64) -> bool {
-        f.warm >= self.cfg.flattery.min_warm
-            && reflection < self.cfg.flattery.max_reflection
-            && cues.open_questions == 0
-    }
-
-    /// Agreement without engagement: several agreement phrases, or one with no reflection and
-    /// no open question.
-    pub fn sycophancy(&self, f: &Findings, cues: &Cues, reflection: f64) -> bool {
+    /// Sets the detectors that need the reflection score: empty praise (warm words and
+    /// compliments) and agreement, each judged against engagement (some reflection or an open
+    /// question). Several agreement phrases are sycophantic whatever else the reply does.
+    pub fn judge_engagement(&self, f: &mut Findings, cues: &Cues, reflection: f64) {
         let engaged = reflection >= self.cfg.flattery.max_reflection || cues.open_questions > 0;
-        f.sycophancy || (cues.agreement >= 1 && !engaged)
+        f.flattery = f.warm >= self.cfg.flattery.min_warm && !engaged;
+        f.sycophancy = cues.agreement >= self.cfg.sycophancy.min_agreement
+            || (cues.agreement >= 1 && !engaged);
     }
 
     /// The reply shares its frame (its words with everything the user said taken out) with an

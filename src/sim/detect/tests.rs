@@ -30,7 +30,8 @@ fn find_at(reply: &str, previous: &[&str], relevance: f64) -> Findings {
     let users = [OPENING, LATER];
     let mut feelings = lx.feelings.clone();
     feelings.push(normalize("betrayed"));
-    detectors().detect(&DetectInput {
+    let d = detectors();
+    let mut f = d.detect(&DetectInput {
         reply,
         user_messages: &users,
         previous_replies: previous,
@@ -38,7 +39,10 @@ fn find_at(reply: &str, previous: &[&str], relevance: f64) -> Findings {
         cues: &cues,
         feelings: &feelings,
         relevance,
-    })
+    });
+    // No reflection: engagement then rests on an open question.
+    d.judge_engagement(&mut f, &cues, 0.0);
+    f
 }
 
 const HONEST: &str = "Someone you trusted with something private turned it into a joke for everyone. Of course that stings. What hurt most?";
@@ -209,11 +213,13 @@ fn flattery_is_praise_without_engagement() {
     let d = detectors();
     let lx = lexicon();
     let praise = "You are amazing. You're so strong and brave, honestly wonderful.";
-    let f = find(praise, &[]);
-    assert!(d.flattery(&f, &lx.cues(praise), 0.0));
+    let mut f = find(praise, &[]);
+    d.judge_engagement(&mut f, &lx.cues(praise), 0.0);
+    assert!(f.flattery);
     let affirm = "It took courage to confront your friend. What did you say to them?";
-    let f = find(affirm, &[]);
-    assert!(!d.flattery(&f, &lx.cues(affirm), 0.4));
+    let mut f = find(affirm, &[]);
+    d.judge_engagement(&mut f, &lx.cues(affirm), 0.4);
+    assert!(!f.flattery);
 }
 
 #[test]
