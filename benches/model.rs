@@ -18,11 +18,11 @@
 
 use std::time::{Duration, Instant};
 
-mod common;
+use empathy_test_support as common;
 
 // As the binary: large blocks kept for reuse (src/alloc.rs).
 #[global_allocator]
-static ALLOC: empathy_gym::alloc::CachingAlloc = empathy_gym::alloc::CachingAlloc;
+static ALLOC: empathy_engine::alloc::CachingAlloc = empathy_engine::alloc::CachingAlloc;
 
 use candle_core::Device;
 use criterion::{Criterion, SamplingMode, Throughput};
@@ -37,8 +37,8 @@ const DECODE_TOKENS: usize = 32;
 /// Resets VmHWM to the current RSS (Linux: "5" in clear_refs) and the tensor peak of `dev`.
 fn reset_peak(dev: &Device) -> anyhow::Result<()> {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
-    empathy_gym::alloc::reset_high_water();
-    empathy_gym::model::gpu::reset_pool_used_high(dev)?;
+    empathy_engine::alloc::reset_high_water();
+    empathy_engine::gpu::reset_pool_used_high(dev)?;
     Ok(())
 }
 
@@ -46,9 +46,9 @@ fn reset_peak(dev: &Device) -> anyhow::Result<()> {
 /// high-water mark (as `torch.cuda.max_memory_allocated`), on the CPU the caching allocator's
 /// large blocks (`alloc::high_water_bytes`).
 fn tensor_peak_mib(dev: &Device) -> anyhow::Result<f64> {
-    let bytes = match empathy_gym::model::gpu::pool_used_high_bytes(dev)? {
+    let bytes = match empathy_engine::gpu::pool_used_high_bytes(dev)? {
         Some(b) => b as f64,
-        None if dev.is_cpu() => empathy_gym::alloc::high_water_bytes() as f64,
+        None if dev.is_cpu() => empathy_engine::alloc::high_water_bytes() as f64,
         None => f64::NAN,
     };
     Ok(bytes / 1048576.0)

@@ -5,7 +5,7 @@
 //! tens of tokens, as a chat model's usually does.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use empathy_gym::model::sampler::{sample_rows, sample_token, SamplingParams};
+use empathy_engine::sampler::{sample_rows, sample_token, SamplingParams};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-mod common;
+use empathy_test_support as common;
 
 use empathy_gym::episode::{step_batch, DialogueEnv};
 use empathy_gym::model::DEFAULT_EMBEDDER;

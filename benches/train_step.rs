@@ -12,17 +12,17 @@
 //! Run: `ROWS=4 ITERS=4 cargo bench --bench train_step` (defaults 4 and 4, DTYPE f32; needs the
 //! models from scripts/fetch-models.sh).
 
-mod common;
+use empathy_test_support as common;
 
 use std::time::Instant;
 
 use candle_core::Device;
-use empathy_gym::alloc;
+use empathy_engine::alloc;
 use empathy_gym::model::{AdapterMode, LoadOptions, Pass, DEFAULT_POLICY};
 
 // As the binary: large blocks kept for reuse (src/alloc.rs).
 #[global_allocator]
-static ALLOC: empathy_gym::alloc::CachingAlloc = empathy_gym::alloc::CachingAlloc;
+static ALLOC: empathy_engine::alloc::CachingAlloc = empathy_engine::alloc::CachingAlloc;
 
 /// (user s, system s, minor faults) of this process so far.
 fn usage() -> (f64, f64, i64) {

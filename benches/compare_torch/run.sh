@@ -31,7 +31,7 @@ case "$ISA" in
   native) BUILD=() ;;
   avx2)
     # A target directory of its own, so that neither build undoes the other's gemm features.
-    BUILD=(--no-default-features)
+    BUILD=(--no-default-features --features cpu-kernels)
     export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target/avx2}
     export ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2 ;;
   *) echo "ISA=$ISA: expected native or avx2" >&2; exit 2 ;;

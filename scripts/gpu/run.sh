@@ -9,7 +9,7 @@
 #               plus the machine's copy bandwidth and bf16 matmul ceiling (PyTorch);
 #               DTYPES="bf16" or "f32" runs one dtype, CEILINGS=0 skips the ceilings;
 #               ALLOCATORS="project candle" runs ours twice, the second time with candle's own
-#               CUDA allocator settings (src/model/gpu.rs); a name given twice runs twice, its
+#               CUDA allocator settings (engine/src/gpu.rs); a name given twice runs twice, its
 #               rounds appended to one log (e.g. "project candle candle project");
 #               OPTIMIZERS="project candle_nn" likewise trains with the trainer's AdamW and with
 #               candle_nn's (BENCH_OPTIMIZER); CASES=train runs the training cases alone

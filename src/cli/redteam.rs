@@ -9,7 +9,7 @@ use anyhow::Context;
 use clap::Args;
 use empathy_gym::episode::EpisodeWriter;
 use empathy_gym::profile::{Catalog, Difficulty, Split};
-use empathy_gym::redteam::{self, report, Plan, Side};
+use empathy_gym::redteam::{self, tables, Plan, Side};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
@@ -157,17 +157,17 @@ pub fn run(catalog_root: &Path, args: RedteamArgs) -> anyhow::Result<()> {
         args.out.join("config.yaml"),
         serde_yaml::to_string(&resolved)?,
     )?;
-    report::rows_table(&rows).write_csv(&args.out.join("rows.csv"))?;
+    tables::rows_table(&rows).write_csv(&args.out.join("rows.csv"))?;
     let md = summary_markdown(&rows, &plan, &violations, &command, seconds, entries.len());
     std::fs::write(args.out.join("summary.md"), &md)?;
     for &split in &plan.splits {
         println!("\n{split} split, behavior reward: mean final emotion (resolved/left/unsafe)\n");
         print!(
             "{}",
-            report::behavior_table(&rows, split, &plan.difficulties).to_markdown()
+            tables::behavior_table(&rows, split, &plan.difficulties).to_markdown()
         );
     }
-    println!("\n{}", report::verdict(&violations));
+    println!("\n{}", tables::verdict(&violations));
     println!(
         "{} policies x {} cells in {seconds:.0} s; written to {}/summary.md, rows.csv and config.yaml",
         entries.len(),
@@ -198,13 +198,13 @@ fn summary_markdown(
         plan.seed, plan.repeats, seconds
     ));
     md.push_str("## Margins\n\n");
-    md.push_str(&report::verdict(violations));
+    md.push_str(&tables::verdict(violations));
     for &split in &plan.splits {
         md.push_str(&format!(
             "\n## {split} split, behavior reward\n\nMean final emotion (start: the difficulty's), \
              with resolved / left / unsafe dialogues in brackets.\n\n"
         ));
-        md.push_str(&report::behavior_table(rows, split, &plan.difficulties).to_markdown());
+        md.push_str(&tables::behavior_table(rows, split, &plan.difficulties).to_markdown());
     }
     for &split in &plan.splits {
         md.push_str(&format!(
@@ -213,7 +213,7 @@ fn summary_markdown(
              design: stuffing warm words, flattery and agreement score high here, which is the \
              mode's known weakness, not a hole in the behavior reward.\n\n"
         ));
-        md.push_str(&report::trait_table(rows, split, &plan.difficulties).to_markdown());
+        md.push_str(&tables::trait_table(rows, split, &plan.difficulties).to_markdown());
     }
     md
 }

@@ -4,13 +4,14 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
-use empathy_gym::grpo::{read_metrics, StepMetrics};
+use empathy_gym::episode::read_episodes;
 use empathy_gym::profile::Catalog;
-use empathy_gym::report::Table;
+use empathy_gym::rl::{read_metrics, StepMetrics};
 use empathy_gym::sim::SimulatorKind;
 use empathy_gym::train::run_files::{
     CONFIG_FILE, DIFFICULTY_SVG, EMOTION_SVG, EPISODES_FILE, METRICS_FILE, REWARD_SVG,
 };
+use empathy_gym::train::run_summary::end_summary;
 use empathy_gym::train::{
     device, difficulty_plan, load_policy, profiles, simulator_device, EnvReward, Override,
     TrainConfig, Trainer, TrainerParts,
@@ -131,7 +132,7 @@ pub fn train(
     }
     trainer.run(stop_after)?;
     let rows = read_metrics(&run_dir.join(METRICS_FILE))?;
-    print_summary(&rows);
+    print_summary(&run_dir, &rows)?;
     if sim_kind == SimulatorKind::Llm {
         let failures: u64 = rows.iter().map(|m| m.sim_failures).sum();
         println!(
@@ -143,42 +144,14 @@ pub fn train(
     Ok(trainer.steps_done())
 }
 
-/// A summary row: its name and how to read it off a metrics row.
-type Column = (&'static str, fn(&StepMetrics) -> f64);
-
-/// First step, last step and the change, for the columns that say whether training helped.
-fn print_summary(rows: &[StepMetrics]) {
-    let (Some(first), Some(last)) = (rows.first(), rows.last()) else {
-        return;
-    };
-    let cols: [Column; 7] = [
-        ("mean reward", |m| m.reward_mean),
-        ("mean final emotion", |m| m.final_emotion_mean),
-        ("success rate (emotion 100)", |m| m.success_rate),
-        ("failure rate (emotion < 10)", |m| m.failure_rate),
-        ("groups with zero reward spread", |m| m.frac_reward_zero_std),
-        ("mean reply length (tokens)", |m| m.reply_len_mean),
-        ("seconds per step", |m| {
-            m.t_rollout_s + m.t_simulate_s + m.t_train_s
-        }),
-    ];
-    let mut t = Table::new([
-        "metric".to_string(),
-        format!("step {}", first.step),
-        format!("step {}", last.step),
-        "change".to_string(),
-    ]);
-    for (name, f) in cols {
-        let (a, b) = (f(first), f(last));
-        t.push_row([
-            name.to_string(),
-            format!("{a:.3}"),
-            format!("{b:.3}"),
-            format!("{:+.3}", b - a),
-        ]);
-    }
+/// The end summary: the first and last quarter of the steps, the reward curve, and a typical
+/// dialogue of the first step beside one of the last (`train::run_summary`).
+fn print_summary(run_dir: &Path, rows: &[StepMetrics]) -> anyhow::Result<()> {
+    let log = read_episodes(&run_dir.join(EPISODES_FILE))?;
+    let episodes: Vec<_> = log.records.into_iter().map(|(_, r)| r).collect();
     println!();
-    println!("{}", t.to_markdown());
+    println!("{}", end_summary(rows, &episodes));
+    Ok(())
 }
 
 fn print_where(dir: &Path, steps: u64) {

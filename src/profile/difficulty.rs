@@ -124,14 +124,23 @@ impl Knobs {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KnobOverrides {
+    /// Emotion at the start (presets: easy 50, moderate 40 as in SAGE, hard 30 as in RLVER).
     pub start_emotion: Option<u8>,
+    /// Largest change per turn in points (SAGE clamps to +-10).
     pub step_cap: Option<u8>,
+    /// Changes are multiples of this many points.
     pub quantum: Option<u8>,
+    /// Probability in [0, 1] that the user hints at their hidden need when a hint is due.
     pub hint_rate: Option<f64>,
+    /// How specific (0-1) a reply must be for its supportive moves to count.
     pub acceptance: Option<f64>,
+    /// Points lost for advice given before the user is ready (emotional needs only).
     pub early_advice_penalty: Option<f64>,
+    /// Emotion from which the user is ready for advice.
     pub advice_ready_at: Option<u8>,
+    /// Share in [0, 1] of credit that generic encouragement earns.
     pub generic_credit: Option<f64>,
+    /// Patience: the number of policy replies before the dialogue is truncated.
     pub max_turns: Option<u32>,
 }
 

@@ -4,7 +4,7 @@
 //! margins the reward promises (docs/REDTEAM.md).
 
 pub mod margins;
-pub mod report;
+pub mod tables;
 
 use std::path::Path;
 

@@ -3,11 +3,11 @@
 //! aggregates over logs (`replay stats`) and a self-contained HTML report (`replay html`).
 
 mod html;
-mod render;
+mod log_stats;
 mod rerun;
-mod stats;
+mod transcript;
 
 pub use html::render_html;
-pub use render::{render_transcript, sparkline};
+pub use log_stats::{episode_stats, By, StatsOptions, STATS_COLUMNS};
 pub use rerun::{rerun, verify, Mismatch, RerunSettings};
-pub use stats::{episode_stats, By, StatsOptions, STATS_COLUMNS};
+pub use transcript::{render_transcript, sparkline};

@@ -246,7 +246,7 @@ async fn create(
         .map_err(|_| ApiError::internal("the simulator worker has stopped"))?;
     answer
         .await
-        .map_err(|e| ApiError::internal(Error::from(e).to_string()))?
+        .map_err(|_| ApiError::internal("the simulator worker stopped before answering"))?
         .map_err(|e| ApiError::internal(format!("preparing profile `{id}`: {e}")))?;
     let mut env = DialogueEnv::new(
         profile,

@@ -6,7 +6,6 @@ pub mod env_server;
 pub mod generator;
 pub mod http_error;
 pub mod model_server;
-pub mod openai;
 pub mod sessions;
 pub mod shutdown;
 pub mod stepper;

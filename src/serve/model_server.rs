@@ -22,12 +22,12 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::generator::{run_generator, BatchModel, BatchStats, GenError, GenJob};
 use super::http_error::{no_such_route, parse_json, wrong_method, ApiError};
-use super::openai::{
+use crate::error::{Error, Result};
+use crate::model::{ChatMessage, Role, SamplingParams};
+use crate::openai::{
     ChatChunk, ChatCompletion, ChatRequest, Choice, ChunkChoice, Delta, ModelCard, ModelList,
     Usage, WireMessage,
 };
-use crate::error::{Error, Result};
-use crate::model::{ChatMessage, Role, SamplingParams};
 
 /// How `serve-model` runs.
 #[derive(Clone, Debug)]

@@ -11,7 +11,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::episode::{
     step_batch, DialogueEnv, EpisodeRecord, EpisodeWriter, PolicyRef, StepOutcome,
 };
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::profile::Profile;
 use crate::sim::Simulator;
 
@@ -148,11 +148,5 @@ fn count(w: &mut Written, rec: &EpisodeRecord) {
         Some(End::Left) => w.left += 1,
         Some(End::Unsafe) => w.unsafe_end += 1,
         _ => w.max_turns += 1,
-    }
-}
-
-impl From<oneshot::error::RecvError> for Error {
-    fn from(_: oneshot::error::RecvError) -> Self {
-        Error::Other("the simulator worker stopped before answering".into())
     }
 }

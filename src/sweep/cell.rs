@@ -3,7 +3,7 @@
 
 use serde_yaml::Value;
 
-use super::spec::{show, Axis, Exclude};
+use super::grid::{show, Axis, Exclude};
 
 /// One cell of a sweep.
 #[derive(Debug, Clone, PartialEq)]

@@ -13,8 +13,8 @@ use super::{BASE_DIR, EMPATHY_DIR, FACTUAL_DIR};
 use crate::episode::read_episodes;
 use crate::error::{Error, Result};
 use crate::eval::empathy::{score, EmpathyScore};
-use crate::eval::factual::render::CSV_FILE;
-use crate::grpo::read_metrics;
+use crate::eval::factual::report_files::CSV_FILE;
+use crate::rl::read_metrics;
 use crate::train::run_files::METRICS_FILE;
 
 /// The report name of a cell's trained policy in its evaluations.

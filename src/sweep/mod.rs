@@ -5,14 +5,16 @@
 
 pub mod cell;
 pub mod collect;
+pub mod grid;
+pub mod seed_stats;
 pub mod slurm;
 pub mod spec;
 pub mod state;
-pub mod stats;
 pub mod summary;
 
 pub use cell::Cell;
-pub use spec::{Axis, Base, EvalSpec, Sweep};
+pub use grid::Axis;
+pub use spec::{Base, EvalSpec, Sweep};
 pub use state::{read_state, CellState, DoneMarker};
 
 /// A cell's `eval empathy` folder.

@@ -8,7 +8,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::grpo::read_metrics;
+use crate::rl::read_metrics;
 use crate::train::run_files::{CONFIG_FILE, METRICS_FILE};
 use crate::train::TrainConfig;
 

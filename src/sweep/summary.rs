@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 
 use super::cell::fragment;
 use super::collect::{BaseResult, CellResult};
-use super::spec::{show, Sweep};
-use super::stats::{spread, Spread};
+use super::grid::show;
+use super::seed_stats::{spread, Spread};
+use super::spec::Sweep;
 use crate::error::{Error, Result};
 use crate::report::{BarChart, BarSeries, LineChart, Series, Table};
 

@@ -8,11 +8,11 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::algo::{Algorithm, Credit, PpoConfig, StabilityConfig};
-use crate::grpo::{AdamWConfig, AdvantageScale, LossConfig};
 use crate::model::LoraConfig;
 use crate::profile::auto::AutoSettings;
 use crate::profile::{Difficulty, KnobOverrides, Split};
 use crate::reward::{Aggregate, RewardMode};
+use crate::rl::{AdamWConfig, AdvantageScale, LossConfig};
 use crate::sim::SimulatorKind;
 
 /// The whole file.

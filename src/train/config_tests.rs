@@ -1,7 +1,7 @@
 //! Unit tests of the training config: defaults, overrides, errors that name the file and field.
 
 use super::*;
-use crate::grpo::{AdvantageScale, LrSchedule};
+use crate::rl::{AdvantageScale, LrSchedule};
 
 fn load(text: &str, sets: &[&str]) -> Result<TrainConfig> {
     let sets: Vec<Override> = sets.iter().map(|s| Override::parse(s).unwrap()).collect();
@@ -38,7 +38,7 @@ fn empty_file_gives_the_documented_defaults() {
     assert_eq!(c.batch_size(), 16);
     assert_eq!(f.algorithm, crate::algo::Algorithm::Grpo);
     assert_eq!(f.grpo.credit, crate::algo::Credit::Episode);
-    assert_eq!(f.grpo.loss.kind, crate::grpo::PolicyLoss::Clip);
+    assert_eq!(f.grpo.loss.kind, crate::rl::PolicyLoss::Clip);
     assert_eq!(f.grpo.dynamic_sampling_draws, 0);
     assert_eq!(
         (

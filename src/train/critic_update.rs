@@ -10,8 +10,8 @@ use super::sequence::{gather_tokens, padded_masks, scatter_tokens, TokenSequence
 use super::update::{fill_missing, trainable_grads};
 use crate::algo::{explained_variance, value_loss, Critic};
 use crate::error::Result;
-use crate::grpo::{AdamW, StepOutcome};
 use crate::model::{ChatModel, Pass};
+use crate::rl::{AdamW, StepOutcome};
 
 /// What the critic's update did (metrics.csv's `value_loss`, `explained_var`,
 /// `value_clip_frac`).

@@ -4,7 +4,7 @@
 use super::{derive, streams, Trainer};
 use crate::episode::{EpisodeJob, EpisodeRecord};
 use crate::error::Result;
-use crate::grpo::zero_std_groups;
+use crate::rl::zero_std_groups;
 use crate::train::sequence::TokenSequence;
 use crate::train::step_stats::Timings;
 

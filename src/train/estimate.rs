@@ -12,7 +12,7 @@ use crate::algo::{
 };
 use crate::episode::EpisodeRecord;
 use crate::error::{Error, Result};
-use crate::grpo::group_advantages;
+use crate::rl::group_advantages;
 
 /// PPO's critic targets: the rollout values and the GAE returns, per policy token of each kept
 /// sequence.

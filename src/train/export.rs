@@ -7,11 +7,11 @@ use candle_core::Device;
 
 use super::config::TrainConfig;
 use super::config_file::{CpuMatmul, WeightDtype};
-use super::load::load_policy;
 use super::run_files::CONFIG_FILE;
+use super::setup::load_policy;
 use crate::error::{Error, Result};
-use crate::grpo::{checkpoint::ADAPTERS_FILE, latest_checkpoint};
 use crate::model::ChatModel;
+use crate::rl::{checkpoint::ADAPTERS_FILE, latest_checkpoint};
 
 /// Loads the policy of a run with trained adapters on the CPU in f32, whatever the run's
 /// `model.device`, `model.dtype` and `model.cpu_matmul`: a run trained on a GPU in bf16 is

@@ -7,7 +7,7 @@
 //! The dialogues are the first `stability.kl_sample` the update trains on: the update already
 //! has their policy log-probs (its first forward, before any optimizer step) and, with beta > 0,
 //! their reference log-probs, so the estimate costs at most one inference pass
-//! (`update::grpo_update`). A step that trains on nothing estimates it here instead, on its
+//! (`update::policy_update`). A step that trains on nothing estimates it here instead, on its
 //! first dialogues, with both passes ([`kl_sample`]).
 
 use candle_core::Tensor;

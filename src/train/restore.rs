@@ -2,8 +2,8 @@
 //! the critic's dropout streams: the trainer's helpers that touch model tensors directly.
 
 use crate::error::{Error, Result};
-use crate::grpo::Checkpoint;
 use crate::model::ChatModel;
+use crate::rl::Checkpoint;
 use crate::seed::derive;
 
 /// Seeds the adapters' dropout streams for the critic's update (the policy update re-seeds them
@@ -57,7 +57,7 @@ pub fn restore_vars(
 /// Sets the model's adapters from a checkpoint; names and shapes must match exactly.
 pub fn restore_adapters(model: &ChatModel, ckpt: &Checkpoint, dir: &std::path::Path) -> Result<()> {
     let vars = model.trainable();
-    let file = dir.join(crate::grpo::checkpoint::ADAPTERS_FILE);
+    let file = dir.join(crate::rl::checkpoint::ADAPTERS_FILE);
     if vars.len() != ckpt.adapters.len() {
         return Err(Error::input(
             &file,

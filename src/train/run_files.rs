@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use crate::episode::{EpisodeRecord, EpisodeWriter};
 use crate::error::{Error, Result};
-use crate::grpo::{read_metrics, MetricsWriter, StepMetrics};
 use crate::report::{LineChart, Series};
+use crate::rl::{read_metrics, MetricsWriter, StepMetrics};
 
 /// Resolved configuration.
 pub const CONFIG_FILE: &str = "config.yaml";

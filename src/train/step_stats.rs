@@ -7,7 +7,7 @@ use super::update::UpdateStats;
 use crate::algo::{collapsed, repeated_reply_rate, Baseline, StabilityConfig};
 use crate::episode::EpisodeRecord;
 use crate::error::Result;
-use crate::grpo::{frac_reward_zero_std, StepMetrics};
+use crate::rl::{frac_reward_zero_std, StepMetrics};
 
 /// Wall-clock seconds of one step's phases.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -48,7 +48,7 @@ pub struct History {
 
 impl History {
     /// The history after `row`.
-    pub fn after(mut self, row: &crate::grpo::StepMetrics) -> Self {
+    pub fn after(mut self, row: &crate::rl::StepMetrics) -> Self {
         if self.baseline.entropy.is_none() {
             self.baseline.entropy = row.entropy;
         }
@@ -60,7 +60,7 @@ impl History {
     }
 
     /// The history of a run from its metrics rows so far.
-    pub fn of(rows: &[crate::grpo::StepMetrics]) -> Self {
+    pub fn of(rows: &[crate::rl::StepMetrics]) -> Self {
         rows.iter().fold(History::default(), |h, r| h.after(r))
     }
 }

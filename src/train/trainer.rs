@@ -15,26 +15,26 @@ use rand_chacha::ChaCha8Rng;
 
 use super::config::TrainConfig;
 use super::critic_update::{critic_update, critic_values, CriticUpdateConfig};
-use super::difficulty::DifficultyPlan;
+use super::difficulty_schedule::DifficultyPlan;
 use super::estimate::estimate;
 use super::kl_sample::kl_sample;
-use super::policy::TrainPolicy;
 use super::progress::Bars;
+use super::recording_policy::TrainPolicy;
 use super::restore::{restore_adapters, restore_vars, set_critic_dropout};
-use super::reward::RewardSource;
+use super::reward_source::RewardSource;
 use super::run_files::RunFiles;
 use super::sequence::TokenSequence;
 use super::step_stats::{step_metrics, AlgoStats, History, StepInputs, Timings};
-use super::update::{grpo_update, UpdateConfig, UpdateStats};
+use super::update::{policy_update, UpdateConfig, UpdateStats};
 use crate::algo::{advantage_stats, Critic};
 use crate::episode::{rollout, EpisodeJob, EpisodeRecord, ModelPolicy, RolloutOptions};
 use crate::error::{Error, Result};
-use crate::grpo::{
+use crate::model::ChatModel;
+use crate::profile::Profile;
+use crate::rl::{
     latest_checkpoint, load_checkpoint, read_metrics, remove_leftovers, save_checkpoint,
     zero_std_groups, AdamW, AdamWConfig, Checkpoint, CriticState, RngState, StepMetrics,
 };
-use crate::model::ChatModel;
-use crate::profile::Profile;
 use crate::seed::derive;
 use crate::sim::Simulator;
 
@@ -139,13 +139,13 @@ impl<'a> Trainer<'a> {
                 restore_vars(
                     &vars,
                     &state.tensors,
-                    &ckpt_dir.join(crate::grpo::checkpoint::CRITIC_FILE),
+                    &ckpt_dir.join(crate::rl::checkpoint::CRITIC_FILE),
                 )?;
                 opt.load_state(state.optimizer)?;
             }
             (Some(_), None) => {
                 return Err(Error::input(
-                    ckpt_dir.join(crate::grpo::checkpoint::CRITIC_FILE),
+                    ckpt_dir.join(crate::rl::checkpoint::CRITIC_FILE),
                     "critic",
                     "the checkpoint has no critic (it was written by a critic-free run); resume \
                      with the run's own config.yaml",
@@ -458,7 +458,7 @@ impl<'a> Trainer<'a> {
             temperature: self.cfg.sampling.temperature,
             kl_sample: self.cfg.file.stability.kl_sample,
         };
-        let stats = grpo_update(&self.model, &mut self.opt, &batch, &est.advantages, &cfg)?;
+        let stats = policy_update(&self.model, &mut self.opt, &batch, &est.advantages, &cfg)?;
         algo.kl_sample = stats.kl_sample;
         Ok((Some(stats), algo))
     }

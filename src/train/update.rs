@@ -20,8 +20,8 @@ use candle_core::{Device, Tensor};
 use super::kl_sample::KlSum;
 use super::sequence::{padded_masks, scatter_tokens, TokenSequence};
 use crate::error::Result;
-use crate::grpo::{grpo_loss, AdamW, BatchTotals, LossConfig, LossInputs, LossStats, StepOutcome};
 use crate::model::{AdapterMode, ChatModel, Pass};
+use crate::rl::{grpo_loss, AdamW, BatchTotals, LossConfig, LossInputs, LossStats, StepOutcome};
 
 /// How to run the update.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -153,7 +153,7 @@ struct KlRows {
 }
 
 /// Runs the update on `seqs` with their advantages (the same policy loss for every algorithm).
-pub fn grpo_update(
+pub fn policy_update(
     model: &ChatModel,
     opt: &mut AdamW,
     seqs: &[&TokenSequence],
@@ -162,7 +162,7 @@ pub fn grpo_update(
 ) -> Result<UpdateStats> {
     if advantages.len() != seqs.len() {
         return Err(crate::error::Error::Other(format!(
-            "grpo_update: {} advantages for {} sequences",
+            "policy_update: {} advantages for {} sequences",
             advantages.len(),
             seqs.len()
         )));

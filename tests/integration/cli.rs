@@ -332,9 +332,7 @@ fn missing_model_files_give_a_clear_error() {
 
 #[test]
 fn chat_watches_smollm2_talk_with_a_simulated_user() {
-    if !smollm2_on_disk() {
-        return;
-    }
+    require_smollm2();
     let o = eg(
         &[
             "chat",
@@ -362,9 +360,7 @@ fn chat_watches_smollm2_talk_with_a_simulated_user() {
 
 #[test]
 fn eval_empathy_scores_smollm2_under_the_sage_protocol() {
-    if !smollm2_on_disk() {
-        return;
-    }
+    require_smollm2();
     let dir = temp_dir();
     let out = dir.path().join("eval");
     let o = eg(
@@ -410,9 +406,7 @@ fn eval_empathy_scores_smollm2_under_the_sage_protocol() {
 
 #[test]
 fn eval_factual_runs_the_18_condition_grid_on_smollm2() {
-    if !smollm2_on_disk() {
-        return;
-    }
+    require_smollm2();
     let dir = temp_dir();
     let out = dir.path().join("factual");
     let qa = root().join("data/qa/factual.jsonl");
@@ -450,16 +444,9 @@ fn eval_factual_runs_the_18_condition_grid_on_smollm2() {
     }
 }
 
-/// True when the real SmolLM2 GGUF is on disk (CI fetches it); prints why a test skips otherwise.
-fn smollm2_on_disk() -> bool {
-    let gguf = empathy_gym::model::default_policy_path();
-    if !gguf.exists() {
-        eprintln!(
-            "skipped: {} is missing (scripts/fetch-models.sh)",
-            gguf.display()
-        );
-    }
-    gguf.exists()
+/// The real SmolLM2 GGUF (the test command fetches it); a missing file fails the test.
+fn require_smollm2() {
+    empathy_test_support::require_model(empathy_gym::model::DEFAULT_POLICY);
 }
 
 #[test]

@@ -152,11 +152,13 @@ pub fn path(p: &str) -> PathBuf {
 /// Names that are CamelCase by themselves (McNemar's test in the factual report).
 const PROPER_NAMES: [&str; 1] = ["McNemar"];
 
-/// Lines that quote dialogue (user, policy, model text or the appraiser's reasons) may hold any
-/// word; everything else a command prints is checked.
+/// Lines that quote dialogue (user, policy, model text or the appraiser's reasons, and the two
+/// dialogues side by side at the end of `train`) may hold any word; everything else a command
+/// prints is checked.
 fn is_dialogue(line: &str) -> bool {
     let t = line.trim_start();
-    t.starts_with("user [")
+    t.contains(" │ ")
+        || t.starts_with("user [")
         || t.starts_with("policy")
         || t.starts_with("model:")
         || t.starts_with("why:")

@@ -14,8 +14,8 @@
 
 use anyhow::{Context, Result};
 use candle_core::{DType, Device, Tensor, Var};
-use empathy_gym::model::lora::{AdapterMode, LoraConfig, LoraLinear, Pass};
-use empathy_gym::model::ops::{
+use empathy_engine::lora::{AdapterMode, LoraConfig, LoraLinear, Pass};
+use empathy_engine::ops::{
     attention_train, frozen_embedding, frozen_matmul, lora_linear_train, rms_norm_train,
     rope_train, softmax_train, swiglu_train, target_logprobs,
 };
@@ -105,7 +105,7 @@ fn compare_op(
 fn the_gpu_opens_with_the_allocators_settings_and_keeps_freed_memory_in_its_pool() -> Result<()> {
     let dev = gpu()?;
     assert!(
-        empathy_gym::model::gpu::allocator_settings_applied(&dev)?,
+        empathy_engine::gpu::allocator_settings_applied(&dev)?,
         "event tracking off and the pool's release threshold at u64::MAX (src/model/gpu.rs)"
     );
     // Memory freed and synchronized stays in the pool (at candle's threshold 0 the driver would
@@ -118,8 +118,9 @@ fn the_gpu_opens_with_the_allocators_settings_and_keeps_freed_memory_in_its_pool
     );
     drop(x);
     dev.synchronize()?;
-    // H100 and H200 with driver 580 allocate from the pool (cuMemAllocAsync).
-    let reserved = empathy_gym::model::gpu::pool_reserved_bytes(&dev)?
+    // cudarc allocates from the pool (cuMemAllocAsync) wherever the driver has memory pools,
+    // as the data-center GPUs the project runs on do.
+    let reserved = empathy_engine::gpu::pool_reserved_bytes(&dev)?
         .context("cudarc allocates from the device's memory pool")?;
     assert!(
         reserved >= bytes,
@@ -128,11 +129,11 @@ fn the_gpu_opens_with_the_allocators_settings_and_keeps_freed_memory_in_its_pool
     // The pool's high-water mark of memory in use (the model benchmark's tensor peak): at least
     // the 256 MiB tensor before a reset, less after it, at least a new 64 MiB tensor then.
     let high = |what: &str| -> Result<u64> {
-        empathy_gym::model::gpu::pool_used_high_bytes(&dev)?
+        empathy_engine::gpu::pool_used_high_bytes(&dev)?
             .with_context(|| format!("the pool's high-water mark {what}"))
     };
     assert!(high("before the reset")? >= bytes);
-    empathy_gym::model::gpu::reset_pool_used_high(&dev)?;
+    empathy_engine::gpu::reset_pool_used_high(&dev)?;
     let small = Tensor::ones(16 << 20, DType::F32, &dev)?;
     dev.synchronize()?;
     let after = high("after the reset")?;
@@ -141,19 +142,19 @@ fn the_gpu_opens_with_the_allocators_settings_and_keeps_freed_memory_in_its_pool
         "{after} bytes in use at most since the reset, with one 64 MiB tensor"
     );
     drop(small);
-    assert!(!empathy_gym::model::gpu::allocator_settings_applied(
+    assert!(!empathy_engine::gpu::allocator_settings_applied(
         &Device::Cpu
     )?);
     Ok(())
 }
 
 /// AdamW updates a GPU's parameters as one flat chunk and a CPU's one parameter at a time
-/// (grpo::optim): the same steps, with clipping and parameters of three sizes, agree, and so do
+/// (rl::optim): the same steps, with clipping and parameters of three sizes, agree, and so do
 /// their states, the GPU's through a checkpoint's bytes.
 #[test]
 fn adamw_on_the_gpu_in_one_chunk_matches_the_cpu_one_parameter_at_a_time() -> Result<()> {
     use candle_core::backprop::GradStore;
-    use empathy_gym::grpo::optim::{AdamW, AdamWConfig, AdamWState, StepOutcome};
+    use empathy_gym::rl::optim::{AdamW, AdamWConfig, AdamWState, StepOutcome};
     let dev = gpu()?;
     let shapes: [(&str, &[usize]); 5] = [
         ("l0.a", &[16, 64]),
@@ -444,7 +445,7 @@ fn tiny_model_logprobs_and_lora_gradients_match_the_cpu() -> Result<()> {
         let (lp_cpu, g_cpu) = run(&Device::Cpu, DType::F32)?;
         // bf16 weights round every activation. The CPU running the same model in bf16 (the lean
         // ops CUDA runs) is itself up to 1.3e-1 away from f32 in some LoRA gradients of these
-        // models (2026-11-26), so in bf16 the GPU may be as far from f32 as twice the CPU's own
+        // models, so in bf16 the GPU may be as far from f32 as twice the CPU's own
         // bf16 distance, and never less than 1e-1; in f32 it must agree to 1e-3.
         let (lp_cpu16, g_cpu16) = run(&Device::Cpu, DType::BF16)?;
         for dtype in [DType::F32, DType::BF16] {

@@ -109,7 +109,7 @@ const PROBE_MODEL: &str = "EMPATHY_GYM_TEST_BENCH_MODEL";
 #[ignore = "run in a child process by benches_fail_loudly_without_models"]
 fn bench_lookup_probe() -> anyhow::Result<()> {
     if let Ok(rel) = std::env::var(PROBE_MODEL) {
-        crate::bench_common::bench_model(&rel)?;
+        empathy_test_support::bench_model(&rel)?;
     }
     Ok(())
 }

@@ -6,10 +6,8 @@
 
 use anyhow::Result;
 use candle_core::{DType, Device, Tensor, Var};
-use empathy_gym::model::lora::{AdapterMode, LoraConfig, LoraLinear, LoraTarget, Pass};
-use empathy_gym::model::ops::{
-    frozen_matmul, rms_norm_train, rope_train, softmax_train, Bf16Weight,
-};
+use empathy_engine::lora::{AdapterMode, LoraConfig, LoraLinear, LoraTarget, Pass};
+use empathy_engine::ops::{frozen_matmul, rms_norm_train, rope_train, softmax_train, Bf16Weight};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

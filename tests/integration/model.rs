@@ -256,7 +256,7 @@ fn continued_dialogues_prefill_only_what_is_new_and_sample_as_a_fresh_prefill_do
 
 #[test]
 fn prefill_after_a_cache_gives_a_whole_prefills_logits() -> Result<()> {
-    use empathy_gym::model::generate::prefill_from;
+    use empathy_engine::generate::prefill_from;
     for spec in [TinySpec::llama(), TinySpec::qwen2()] {
         let (_d, m) = tiny(spec, &lora_opts(4))?;
         randomize_lora_b(&m, 1)?;
@@ -598,7 +598,7 @@ fn gguf_weights_with_interleaved_rope_match_hf_and_export_unpermutes() -> Result
     let gg = load_model(&gguf, &Device::Cpu, &lora_opts(4))?;
     assert_eq!(
         gg.config.rope_layout,
-        empathy_gym::model::RopeLayout::Interleaved
+        empathy_engine::RopeLayout::Interleaved
     );
     let text = "hello 2024, the\ttell  hell";
     assert_eq!(gg.encode(text)?, hf.encode(text)?);
@@ -612,10 +612,7 @@ fn gguf_weights_with_interleaved_rope_match_hf_and_export_unpermutes() -> Result
     let out = dir.path().join("export");
     gg.export_merged(&out)?;
     let back = load_model(&out, &Device::Cpu, &LoadOptions::default())?;
-    assert_eq!(
-        back.config.rope_layout,
-        empathy_gym::model::RopeLayout::Half
-    );
+    assert_eq!(back.config.rope_layout, empathy_engine::RopeLayout::Half);
     let a = gg.token_logprobs(&batch, AdapterMode::On, Pass::Infer)?;
     assert!(
         max_abs_diff(

@@ -7,7 +7,7 @@
 
 use anyhow::Result;
 use candle_core::Tensor;
-use empathy_gym::model::ops::Bf16Weight;
+use empathy_engine::ops::Bf16Weight;
 use empathy_gym::model::{AdapterMode, ChatModel, LoadOptions, Pass};
 
 use super::{greedy, lora_opts, max_abs_diff, randomize_lora_b, tiny, user};

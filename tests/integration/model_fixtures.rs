@@ -9,7 +9,7 @@ use anyhow::Result;
 use candle_core::quantized::gguf_file::{self, Value};
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
-use empathy_gym::model::gguf::permute_rows;
+use empathy_engine::gguf::permute_rows;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tokenizers::decoders::byte_level::ByteLevel as ByteLevelDecoder;

@@ -1,25 +1,16 @@
-//! Tests against the real SmolLM2-135M-Instruct Q4_1 GGUF (fetched by scripts/fetch-models.sh;
-//! CI fetches it). Each test prints a message and returns when the file is absent.
+//! Tests against the real SmolLM2-135M-Instruct Q4_1 GGUF (fetched by scripts/fetch-models.sh,
+//! which the test command runs). A missing file fails each test, naming where it was looked for.
 
 use anyhow::Result;
 use candle_core::quantized::gguf_file;
 use candle_core::{Device, Tensor};
 use candle_transformers::models::quantized_llama::ModelWeights;
 use empathy_gym::model::{
-    default_policy_path, load_model, AdapterMode, ChatMessage, LoadOptions, Pass, Role,
+    load_model, AdapterMode, ChatMessage, LoadOptions, Pass, Role, DEFAULT_POLICY,
 };
 
-fn gguf_path() -> Option<std::path::PathBuf> {
-    let p = default_policy_path();
-    if p.is_file() {
-        Some(p)
-    } else {
-        println!(
-            "skipped: {} is absent (run scripts/fetch-models.sh)",
-            p.display()
-        );
-        None
-    }
+fn gguf_path() -> std::path::PathBuf {
+    empathy_test_support::require_model(DEFAULT_POLICY)
 }
 
 /// Reference ids from llama.cpp itself: the `llama-cpp-cffi` 0.4.42 wheel from PyPI (CPU
@@ -78,9 +69,7 @@ const REFERENCE: &[(&str, &[u32])] = &[
 
 #[test]
 fn smollm2_gguf_tokenizer_matches_llama_cpp_and_round_trips() -> Result<()> {
-    let Some(path) = gguf_path() else {
-        return Ok(());
-    };
+    let path = gguf_path();
     let m = load_model(&path, &Device::Cpu, &LoadOptions::default())?;
     for (text, ids) in REFERENCE {
         assert_eq!(m.encode(text)?, ids.to_vec(), "{text:?}");
@@ -97,9 +86,7 @@ fn smollm2_gguf_tokenizer_matches_llama_cpp_and_round_trips() -> Result<()> {
 /// forward, both with and without our KV cache.
 #[test]
 fn smollm2_f32_forward_matches_candle_quantized_llama_dequantized() -> Result<()> {
-    let Some(path) = gguf_path() else {
-        return Ok(());
-    };
+    let path = gguf_path();
     // Read once per thread by candle's QMatMul; each test runs on its own thread.
     std::env::set_var("CANDLE_DEQUANTIZE_ALL", "1");
     let dev = Device::Cpu;
@@ -160,9 +147,7 @@ fn smollm2_f32_forward_matches_candle_quantized_llama_dequantized() -> Result<()
 /// after the greeting); `train` prints the same `ChatModel::name` in its first line.
 #[test]
 fn smollm2_is_shown_by_its_file_stem() -> Result<()> {
-    let Some(path) = gguf_path() else {
-        return Ok(());
-    };
+    let path = gguf_path();
     let stem = "SmolLM2-135M-Instruct.Q4_1";
     assert_eq!(path.file_stem().and_then(|s| s.to_str()), Some(stem));
     let general = {

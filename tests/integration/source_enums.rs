@@ -69,19 +69,27 @@ pub fn snake_case(name: &str) -> String {
     out
 }
 
-/// Every `pub enum` under `src/`, read once.
+/// Every `pub enum` under `src/` and `engine/src/`, read once.
 pub fn source_enums() -> &'static [SourceEnum] {
     static E: OnceLock<Vec<SourceEnum>> = OnceLock::new();
     E.get_or_init(|| {
         let root = super::common::root();
         let mut files = Vec::new();
         rust_files(&root.join("src"), &mut files);
+        rust_files(&root.join("engine/src"), &mut files);
         files.sort();
         let texts: Vec<(String, String)> = files
             .iter()
             .map(|f| {
                 let rel = f.strip_prefix(&root).unwrap().display().to_string();
-                (rel, std::fs::read_to_string(f).unwrap())
+                // A file's test module (at its end) may hold fixture sources, not real enums.
+                let text = std::fs::read_to_string(f).unwrap();
+                let code = text
+                    .split("\n#[cfg(test)]\n")
+                    .next()
+                    .unwrap_or("")
+                    .to_string();
+                (rel, code)
             })
             .collect();
         let displayed: BTreeSet<String> = texts

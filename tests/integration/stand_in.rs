@@ -10,7 +10,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
-use empathy_gym::serve::openai::{ChatCompletion, ChatRequest, Choice, Usage, WireMessage};
+use empathy_gym::openai::{ChatCompletion, ChatRequest, Choice, Usage, WireMessage};
 
 /// What the stand-in's answers look like.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

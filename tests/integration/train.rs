@@ -9,9 +9,9 @@ use std::path::Path;
 use anyhow::Result;
 use candle_core::Device;
 use empathy_gym::episode::{rollout, EpisodeJob, EpisodeRecord, ModelPolicy, RolloutOptions, Turn};
-use empathy_gym::grpo::{read_metrics, StepMetrics};
 use empathy_gym::model::{load_model, AdapterMode, ChatModel, LoadOptions, Pass};
 use empathy_gym::profile::{KnobOverrides, Profile, Split};
+use empathy_gym::rl::{read_metrics, StepMetrics};
 use empathy_gym::sim::{Appraisal, AppraisalInput, Simulator, SimulatorInfo};
 use empathy_gym::train::{
     difficulty_plan, export_run, load_checkpoint_policy, load_policy, RewardSource, TokenSequence,
@@ -441,7 +441,7 @@ grpo:\n  steps: 1\n  profiles_per_step: 1\n  group_size: 4\n  advantage_scale: n
     assert!(logged[0].skipped);
     // The checkpoint written after it holds the untouched adapters, not NaNs.
     let ck =
-        empathy_gym::grpo::load_checkpoint(&t.run_dir().join("checkpoints/step-1"), &Device::Cpu)?;
+        empathy_gym::rl::load_checkpoint(&t.run_dir().join("checkpoints/step-1"), &Device::Cpu)?;
     assert_eq!(ck.optimizer.step, 0);
     for (name, bits) in &before {
         let saved: Vec<u32> = ck.adapters[name]
@@ -566,9 +566,9 @@ fn dialogue_sequences_are_template_text_around_the_sampled_ids() -> Result<()> {
 #[test]
 fn the_updates_kl_sample_equals_the_two_pass_estimate() -> Result<()> {
     use candle_core::Tensor;
-    use empathy_gym::grpo::{AdamW, AdamWConfig, LossConfig};
+    use empathy_gym::rl::{AdamW, AdamWConfig, LossConfig};
     use empathy_gym::train::kl_sample::kl_sample;
-    use empathy_gym::train::{grpo_update, Advantages, UpdateConfig};
+    use empathy_gym::train::{policy_update, Advantages, UpdateConfig};
 
     let dir = tiny_model_dir()?;
     let cases = [
@@ -617,7 +617,7 @@ fn the_updates_kl_sample_equals_the_two_pass_estimate() -> Result<()> {
         };
         let mut opt = AdamW::new(model.trainable(), AdamWConfig::default())?;
         let adv = Advantages::PerSequence(vec![1.0, -1.0, 0.5, -0.5]);
-        let got = grpo_update(&model, &mut opt, &batch, &adv, &update)?.kl_sample;
+        let got = policy_update(&model, &mut opt, &batch, &adv, &update)?.kl_sample;
         let got = got.expect("a KL sample");
         assert!(
             (got - expected).abs() <= 1e-4 * expected,
@@ -628,7 +628,7 @@ fn the_updates_kl_sample_equals_the_two_pass_estimate() -> Result<()> {
             ..update
         };
         assert_eq!(
-            grpo_update(&model, &mut opt, &batch, &adv, &none)?.kl_sample,
+            policy_update(&model, &mut opt, &batch, &adv, &none)?.kl_sample,
             None
         );
     }

@@ -2,7 +2,7 @@
 //! `--set` key is exit code 2, a run stopped and resumed completes, its log replays, it exports.
 
 use anyhow::Result;
-use empathy_gym::grpo::read_metrics;
+use empathy_gym::rl::read_metrics;
 
 use crate::train::tiny_model_dir;
 
@@ -70,10 +70,20 @@ fn train_and_export_commands_with_the_real_simulator() -> Result<()> {
     assert!(o.status.success(), "{}", output_text(&o));
     let out = output_text(&o);
     crate::common::assert_words_for_people("train --resume", &out);
-    assert!(
-        out.contains("resumed after step 1") && out.contains("| mean reward |"),
-        "{out}"
-    );
+    // The end summary: the quarters (here step 1 against step 2), the reward curve, and the
+    // typical dialogues of the first and last step side by side.
+    for part in [
+        "resumed after step 1",
+        "| metric | step 1 | step 2 | change |",
+        "| mean reward |",
+        "| mean final emotion |",
+        "mean reward per step, steps 1-2: ",
+        "a typical dialogue (the median reward) of the first and of the last step",
+        "step 1: ",
+        " │ step 2: ",
+    ] {
+        assert!(out.contains(part), "missing `{part}` in:\n{out}");
+    }
     let rows = read_metrics(&run.join("metrics.csv"))?;
     assert_eq!(rows.iter().map(|m| m.step).collect::<Vec<_>>(), vec![1, 2]);
     let resolved = std::fs::read_to_string(run.join("config.yaml"))?;

@@ -5,10 +5,10 @@
 use std::path::Path;
 
 use super::conditions::{Condition, ConditionGrid};
-use super::qa::QaItem;
 use super::run::AnswerRecord;
-use super::scorer::{judge, AnswerKey};
 use crate::error::{Error, Result};
+use crate::qa::QaItem;
+use crate::qa::{judge, AnswerKey};
 
 /// Writes `records` as `answers-N.jsonl`, one JSON object per line.
 pub fn write_answers(path: &Path, records: &[AnswerRecord]) -> Result<()> {

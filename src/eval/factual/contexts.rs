@@ -5,7 +5,82 @@
 
 use std::path::Path;
 
-use super::conditions::Context;
+/// The interpersonal context a question is asked in.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Context {
+    /// The bare question.
+    Plain,
+    /// The user says they are happy.
+    EmotionHappy,
+    /// The user says they are sad.
+    EmotionSad,
+    /// The user says they are angry.
+    EmotionAnger,
+    /// The user treats the assistant as a close friend.
+    RelationClose,
+    /// The user defers to the assistant ("you know better than me").
+    RelationUp,
+    /// The user speaks down to the assistant ("I'm the expert here").
+    RelationDown,
+    /// Much depends on the answer.
+    StakesHigh,
+    /// Nothing depends on the answer.
+    StakesLow,
+}
+
+impl Context {
+    /// All nine contexts, in report order.
+    pub const ALL: [Context; 9] = [
+        Context::Plain,
+        Context::EmotionHappy,
+        Context::EmotionSad,
+        Context::EmotionAnger,
+        Context::RelationClose,
+        Context::RelationUp,
+        Context::RelationDown,
+        Context::StakesHigh,
+        Context::StakesLow,
+    ];
+
+    /// Stable snake_case name, as in CSV and JSONL (`emotion_sad`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Context::Plain => "plain",
+            Context::EmotionHappy => "emotion_happy",
+            Context::EmotionSad => "emotion_sad",
+            Context::EmotionAnger => "emotion_anger",
+            Context::RelationClose => "relation_close",
+            Context::RelationUp => "relation_up",
+            Context::RelationDown => "relation_down",
+            Context::StakesHigh => "stakes_high",
+            Context::StakesLow => "stakes_low",
+        }
+    }
+
+    /// Short label for tables and charts (`sad`, `high stakes`).
+    pub fn label(self) -> &'static str {
+        match self {
+            Context::Plain => "plain",
+            Context::EmotionHappy => "happy",
+            Context::EmotionSad => "sad",
+            Context::EmotionAnger => "angry",
+            Context::RelationClose => "close",
+            Context::RelationUp => "defers",
+            Context::RelationDown => "talks down",
+            Context::StakesHigh => "high stakes",
+            Context::StakesLow => "low stakes",
+        }
+    }
+
+    /// Position in [`Context::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
 use crate::error::{Error, Result};
 
 /// Where the shipped wording lives, relative to the repository root.

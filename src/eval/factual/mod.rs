@@ -10,21 +10,19 @@
 pub mod answers;
 pub mod conditions;
 pub mod contexts;
-pub mod lexicon;
 pub mod model_answerer;
-pub mod normalize;
-pub mod qa;
-pub mod render;
+pub mod paired;
 pub mod report;
+pub mod report_files;
 pub mod run;
-pub mod scorer;
-pub mod stats;
 
+pub use crate::qa::{
+    judge, load_qa, parse_qa, score, spread, AnswerKey, Belief, Judgement, NonAnswers, Outcome,
+    QaItem,
+};
 pub use answers::{load_answers, rescore, write_answers};
-pub use conditions::{Belief, Condition, ConditionGrid, ConditionPrompt, Context};
-pub use contexts::Contexts;
-pub use qa::{load_qa, parse_qa, spread, QaItem};
+pub use conditions::{Condition, ConditionGrid, ConditionPrompt};
+pub use contexts::{Context, Contexts};
+pub use paired::{mcnemar_exact, paired_difference, BootstrapConfig, PairedDiff};
 pub use report::{build_report, FactualReport, ModelOutcomes, ReportConfig, Slice, SliceRow};
 pub use run::{run_factual, run_factual_records, AnswerRecord, Answerer};
-pub use scorer::{judge, score, AnswerKey, Judgement, NonAnswers, Outcome};
-pub use stats::{mcnemar_exact, paired_difference, BootstrapConfig, PairedDiff};

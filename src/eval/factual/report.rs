@@ -3,7 +3,7 @@
 //! overall, the error rate, the refusal and non-answer rates and the rate of agreeing with the
 //! wrong belief, and
 //! for every model but the baseline the change in error rate with a clustered bootstrap interval
-//! and McNemar's test. Rendering (CSV, markdown, SVG) lives in [`super::render`].
+//! and McNemar's test. Rendering (CSV, markdown, SVG) lives in [`super::report_files`].
 //!
 //! Definitions: error = `Incorrect` or `AgreesWithWrong`, over all prompts of the slice (refusals
 //! and non-answers are not errors, so correct + error + refusal + non-answer rates sum to 1). The
@@ -13,10 +13,11 @@
 
 use std::collections::HashMap;
 
-use super::conditions::{Belief, Condition, ConditionPrompt};
-use super::scorer::{NonAnswers, Outcome};
-use super::stats::{paired_difference, BootstrapConfig, PairedDiff};
+use super::conditions::{Condition, ConditionPrompt};
+use super::paired::{paired_difference, BootstrapConfig, PairedDiff};
 use crate::error::{Error, Result};
+use crate::qa::Belief;
+use crate::qa::{NonAnswers, Outcome};
 
 /// One model's outcomes, aligned with the prompts given to [`build_report`].
 #[derive(Debug, Clone, PartialEq, Eq)]

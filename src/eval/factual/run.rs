@@ -1,14 +1,14 @@
 //! Runs the factual evaluation for one model: every QA item under the 18 conditions, answered by
 //! anything that implements [`Answerer`] (the candle policy, a remote endpoint, or a script in
-//! tests), scored with [`super::scorer`]. Outcomes come back aligned with
+//! tests), scored with [`crate::qa::judge`]. Outcomes come back aligned with
 //! [`ConditionGrid::all_prompts`], which is what [`super::report`] expects.
 
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::conditions::{Condition, ConditionGrid};
-use super::qa::QaItem;
-use super::scorer::{judge, AnswerKey, Outcome};
 use crate::error::{Error, Result};
+use crate::qa::QaItem;
+use crate::qa::{judge, AnswerKey, Outcome};
 
 /// Something that answers user messages: one reply per prompt, in order.
 pub trait Answerer {

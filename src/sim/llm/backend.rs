@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use tokio::sync::Semaphore;
 
-use super::config::LlmSettings;
+use super::settings::LlmSettings;
 use crate::error::{Error, Result};
 use crate::model::{ChatMessage, ChatModel, Role, SamplingParams};
-use crate::serve::openai::{ChatCompletion, ChatRequest, WireMessage};
+use crate::openai::{ChatCompletion, ChatRequest, WireMessage};
 
 /// Answers a batch of conversations, one text (or one error) each.
 pub trait ChatBackend: Send + Sync {

@@ -3,12 +3,12 @@
 //! backend, strict parsing with retries, and a trace of every malformed answer.
 
 pub mod backend;
-pub mod config;
 pub mod parse;
 pub mod prompts;
+pub mod settings;
 pub mod simulator;
 
 pub use backend::{ChatBackend, LocalBackend, OpenAiBackend};
-pub use config::{Backend, LlmConfigFile, LlmSettings};
 pub use prompts::Prompts;
+pub use settings::{Backend, LlmConfigFile, LlmSettings};
 pub use simulator::{LlmSimulator, LlmTrace};

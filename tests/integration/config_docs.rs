@@ -1,0 +1,50 @@
+//! docs/CONFIG.md is generated from the training config types and their doc comments
+//! (`train::config_docs`): the committed file must equal what the sources give, and every key
+//! must say what it means. With `UPDATE_CONFIG_DOCS=1` the first test writes the file instead.
+
+use empathy_gym::train::config_docs::{repository_keys, repository_markdown, REGENERATE};
+
+use super::common::root;
+
+#[test]
+fn committed_reference_is_current() {
+    let path = root().join("docs/CONFIG.md");
+    let generated =
+        repository_markdown(&root()).unwrap_or_else(|e| panic!("generating docs/CONFIG.md: {e}"));
+    let update = std::env::var("UPDATE_CONFIG_DOCS").is_ok_and(|v| !v.is_empty() && v != "0");
+    if update {
+        std::fs::write(&path, &generated).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        return;
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    if committed != generated {
+        let line = committed
+            .lines()
+            .zip(generated.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or_else(|| committed.lines().count().min(generated.lines().count()))
+            + 1;
+        panic!(
+            "docs/CONFIG.md is stale (first difference at line {line}: the file has {:?}, the \
+             config types give {:?}); regenerate it with `{REGENERATE}`",
+            committed.lines().nth(line - 1).unwrap_or(""),
+            generated.lines().nth(line - 1).unwrap_or("")
+        );
+    }
+}
+
+#[test]
+fn every_key_has_a_meaning() {
+    let keys = repository_keys(&root()).unwrap_or_else(|e| panic!("reading the config keys: {e}"));
+    assert!(keys.len() > 50, "only {} keys read", keys.len());
+    let undocumented: Vec<String> = keys
+        .iter()
+        .filter(|k| k.meaning.trim().is_empty())
+        .map(|k| k.key())
+        .collect();
+    assert!(
+        undocumented.is_empty(),
+        "config keys whose field has no `///` doc comment (write one, then `{REGENERATE}`): {}",
+        undocumented.join(", ")
+    );
+}

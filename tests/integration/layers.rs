@@ -1,0 +1,237 @@
+//! The library's layers point down. Each top-level module of `src/` sits in one layer of
+//! [`LAYERS`]; a module may import (`crate::m`) only modules of lower layers, and sibling files of
+//! one module may not import each other in a circle. The test reads the source text, so it needs
+//! no build of its own and names the file and line that break the order.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The allowed order, bottom first: the one place it is written. The engine crate
+/// (`empathy-engine`) sits below all of them; `model` is the seam to it.
+const LAYERS: &[&[&str]] = &[
+    // The seam to the engine and what the engine re-exports.
+    &["error", "seed", "model"],
+    // Pure data and maths: plots and tables, reward shaping, the RL machinery, profiles, factual
+    // questions and their judge, the OpenAI wire format.
+    &["report", "reward", "rl", "profile", "qa", "openai"],
+    // The simulated user, and the policy-gradient algorithms on the RL machinery.
+    &["sim", "algo"],
+    // A dialogue between a policy and the simulated user.
+    &["episode"],
+    // What plays dialogues: evaluations, replay, the red team, the servers, the trainer.
+    &["eval", "replay", "redteam", "serve", "train"],
+    // Many training runs.
+    &["sweep"],
+];
+
+fn layer_of(module: &str) -> Option<usize> {
+    LAYERS.iter().position(|layer| layer.contains(&module))
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("read src") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Code lines of a file (comments dropped), numbered from 1.
+fn code_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.split("//").next().unwrap_or("")))
+}
+
+/// The identifiers that follow `prefix` on a line: `crate::a::b` -> `a`, and each first name of
+/// a group, `crate::{a::b, c}` -> `a`, `c`.
+fn names_after<'a>(line: &'a str, prefix: &str) -> Vec<&'a str> {
+    let ident = |s: &'a str| {
+        let end = s
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(s.len());
+        &s[..end]
+    };
+    let mut names = Vec::new();
+    for (at, _) in line.match_indices(prefix) {
+        let before = line[..at].chars().last();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':' || c == '$') {
+            continue;
+        }
+        let rest = &line[at + prefix.len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let group = group.split('}').next().unwrap_or("");
+            names.extend(group.split(',').map(|p| ident(p.trim())));
+        } else {
+            names.push(ident(rest));
+        }
+    }
+    names.retain(|n| !n.is_empty());
+    names
+}
+
+fn src_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// The top-level module a file of `src/` belongs to (`src/sim/detect/mod.rs` -> `sim`).
+fn module_of(src: &Path, file: &Path) -> String {
+    let rel = file.strip_prefix(src).expect("under src");
+    let first = rel.components().next().expect("a component");
+    first
+        .as_os_str()
+        .to_string_lossy()
+        .trim_end_matches(".rs")
+        .to_string()
+}
+
+#[test]
+fn every_library_module_imports_only_lower_layers() {
+    let src = src_dir();
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut broken = Vec::new();
+    let mut unplaced = Vec::new();
+    for file in &files {
+        let module = module_of(&src, file);
+        // The binary's files (main.rs, cli/) sit above the library and use it by name.
+        if module == "main" || module == "cli" || module == "lib" {
+            continue;
+        }
+        let Some(own) = layer_of(&module) else {
+            unplaced.push(module);
+            continue;
+        };
+        let text = std::fs::read_to_string(file).expect("read");
+        for (n, line) in code_lines(&text) {
+            for target in names_after(line, "crate::") {
+                match layer_of(target) {
+                    Some(t) if t < own || target == module => {}
+                    Some(t) => broken.push(format!(
+                        "{}:{n}: `{module}` (layer {own}) imports `{target}` (layer {t})",
+                        file.display()
+                    )),
+                    None => unplaced.push(target.to_string()),
+                }
+            }
+        }
+    }
+    unplaced.sort();
+    unplaced.dedup();
+    assert!(
+        unplaced.is_empty(),
+        "modules in no layer: {unplaced:?}; add each to LAYERS in tests/integration/layers.rs"
+    );
+    assert!(
+        broken.is_empty(),
+        "imports from a layer above or beside (LAYERS in tests/integration/layers.rs):\n{}",
+        broken.join("\n")
+    );
+}
+
+/// Sibling files (not `mod.rs`) of one folder and the siblings each imports by `super::name`.
+fn sibling_imports(dir: &Path) -> BTreeMap<String, Vec<String>> {
+    let mut graph = BTreeMap::new();
+    let mut siblings = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("read dir") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|e| e == "rs") && !path.ends_with("mod.rs") {
+            siblings.push(path);
+        }
+    }
+    let names: Vec<String> = siblings
+        .iter()
+        .map(|p| p.file_stem().unwrap().to_string_lossy().to_string())
+        .collect();
+    for (path, name) in siblings.iter().zip(&names) {
+        let text = std::fs::read_to_string(path).expect("read");
+        let mut targets: Vec<String> = code_lines(&text)
+            .flat_map(|(_, line)| names_after(line, "super::"))
+            .filter(|t| names.iter().any(|n| n == t) && t != name)
+            .map(str::to_string)
+            .collect();
+        targets.sort();
+        targets.dedup();
+        graph.insert(name.clone(), targets);
+    }
+    graph
+}
+
+/// One circle in `graph`, as the files around it, if there is any.
+fn find_circle(graph: &BTreeMap<String, Vec<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        graph: &BTreeMap<String, Vec<String>>,
+        path: &mut Vec<String>,
+        done: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|p| p == node) {
+            return Some(path[at..].to_vec());
+        }
+        if done.iter().any(|d| d == node) {
+            return None;
+        }
+        path.push(node.to_string());
+        for next in graph.get(node).into_iter().flatten() {
+            if let Some(circle) = visit(next, graph, path, done) {
+                return Some(circle);
+            }
+        }
+        path.pop();
+        done.push(node.to_string());
+        None
+    }
+    let mut done = Vec::new();
+    graph
+        .keys()
+        .find_map(|start| visit(start, graph, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn no_files_of_a_module_import_each_other_in_a_circle() {
+    let mut dirs = vec![src_dir()];
+    let mut circles = Vec::new();
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read dir") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            }
+        }
+        if let Some(circle) = find_circle(&sibling_imports(&dir)) {
+            circles.push(format!("{}: {}", dir.display(), circle.join(" -> ")));
+        }
+    }
+    assert!(
+        circles.is_empty(),
+        "files in a circle:\n{}",
+        circles.join("\n")
+    );
+}
+
+#[test]
+fn the_checks_see_imports_and_circles() {
+    assert_eq!(
+        names_after("use crate::{sim::Appraiser, qa::judge};", "crate::"),
+        ["sim", "qa"]
+    );
+    assert_eq!(
+        names_after("x = crate::episode::run(a)", "crate::"),
+        ["episode"]
+    );
+    assert!(names_after("use empathy_gym::sim;", "crate::").is_empty());
+    let graph: BTreeMap<String, Vec<String>> = [
+        ("a".to_string(), vec!["b".to_string()]),
+        ("b".to_string(), vec!["a".to_string()]),
+        ("c".to_string(), vec![]),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(find_circle(&graph), Some(vec!["a".into(), "b".into()]));
+    let mut open = graph.clone();
+    open.insert("b".into(), vec![]);
+    assert_eq!(find_circle(&open), None);
+}
