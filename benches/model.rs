@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use empathy_test_support as common;
 
-// As the binary: large blocks kept for reuse (src/alloc.rs).
+// As the binary: large blocks kept for reuse (engine/src/alloc.rs).
 #[global_allocator]
 static ALLOC: empathy_engine::alloc::CachingAlloc = empathy_engine::alloc::CachingAlloc;
 

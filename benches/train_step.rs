@@ -3,7 +3,7 @@
 //! minor page faults, the bytes the allocator keeps for reuse, the most bytes of tensors in use
 //! at once during the step (`alloc::high_water_bytes`) and the peak resident memory: what
 //! results/perf/step.md's "Large blocks kept for reuse" section reads. The kernel time and page
-//! faults of a step are what the caching allocator (src/alloc.rs) removes; `cargo bench --bench
+//! faults of a step are what the caching allocator (engine/src/alloc.rs) removes; `cargo bench --bench
 //! model` measures the same step's throughput with criterion.
 //!
 //! `DTYPE=bf16` loads the weights in bf16, so the step runs the ops a GPU runs (`ops/lean.rs`)
@@ -20,7 +20,7 @@ use candle_core::Device;
 use empathy_engine::alloc;
 use empathy_gym::model::{AdapterMode, LoadOptions, Pass, DEFAULT_POLICY};
 
-// As the binary: large blocks kept for reuse (src/alloc.rs).
+// As the binary: large blocks kept for reuse (engine/src/alloc.rs).
 #[global_allocator]
 static ALLOC: empathy_engine::alloc::CachingAlloc = empathy_engine::alloc::CachingAlloc;
 

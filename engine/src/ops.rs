@@ -104,11 +104,15 @@ pub fn rms_norm_train(x: &Tensor, weight: &Tensor, eps: f64) -> Result<Tensor> {
         let w = weight.to_dtype(x.dtype())?;
         return x.contiguous()?.apply_op2(&w, RmsNormCpu { eps });
     }
+    if x.dtype() == DType::F64 {
+        // candle's fused rms_norm, which the lean op runs forward, has no f64 kernel.
+        return rms_norm_composed(x, weight, eps);
+    }
     lean::rms_norm(x, weight, eps)
 }
 
-/// RMSNorm from candle ops only: the reference of the tests.
-#[cfg(test)]
+/// RMSNorm from candle ops only: the reference of the tests, and the path for f64 without the
+/// CPU kernels.
 fn rms_norm_composed(x: &Tensor, weight: &Tensor, eps: f64) -> Result<Tensor> {
     let x_dtype = x.dtype();
     let xf = x.to_dtype(internal_dtype(x_dtype))?;

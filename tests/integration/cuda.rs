@@ -106,7 +106,7 @@ fn the_gpu_opens_with_the_allocators_settings_and_keeps_freed_memory_in_its_pool
     let dev = gpu()?;
     assert!(
         empathy_engine::gpu::allocator_settings_applied(&dev)?,
-        "event tracking off and the pool's release threshold at u64::MAX (src/model/gpu.rs)"
+        "event tracking off and the pool's release threshold at u64::MAX (engine/src/gpu.rs)"
     );
     // Memory freed and synchronized stays in the pool (at candle's threshold 0 the driver would
     // take it back at the synchronization).
@@ -253,7 +253,7 @@ fn training_ops_match_the_cpu_in_value_and_gradient() -> Result<()> {
             dtype,
             &|x, e| frozen_matmul(x, &e[0], None),
         )?;
-        // The lean ops (src/model/ops/lean.rs): grouped-query heads (3 query heads per KV head,
+        // The lean ops (engine/src/ops/lean.rs): grouped-query heads (3 query heads per KV head,
         // t = 5) under a causal mask; SwiGLU; the token log-prob (in f32 whatever the dtype).
         let (q, k) = (seeded(&[2, 2, 15, 8], 6)?, seeded(&[2, 2, 5, 8], 7)?);
         let causal = Tensor::from_vec(

@@ -77,6 +77,7 @@ fn decode_attention_hand_computed() -> Result<()> {
 /// range) and with one mask shared by the rows: the composition's values, for one new position
 /// (through `attention_infer`) and for two (the op directly: query rows p and r + p of a group
 /// belong to different heads).
+#[cfg(feature = "cpu-kernels")]
 #[test]
 fn decode_attention_agrees_with_the_composition() -> Result<()> {
     let n = 40;
