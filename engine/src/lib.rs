@@ -17,6 +17,7 @@ pub mod gguf;
 pub mod gpu;
 pub mod hf;
 pub mod hf_export;
+mod kernels;
 pub mod kv_cache;
 pub mod llama;
 pub mod load;

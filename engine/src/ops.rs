@@ -5,7 +5,7 @@
 //! gradient). The training
 //! forward therefore uses the functions here, which are built from differentiable tensor ops and
 //! agree with the fused kernels in the forward direction (unit tests in `ops/tests.rs` pin that).
-//! On CPU (f32/f64) they run as custom ops with hand-written backward (`ops/kernels.rs`); elsewhere
+//! On CPU (f32/f64) they run as custom ops with hand-written backward (`ops/cpu_ops.rs`); elsewhere
 //! (CUDA, half precision) as the "lean" ops of `ops/lean.rs`: candle's fused forward kernels and a
 //! backward from tensor ops, keeping the same tensors alive as the CPU kernels. The compositions
 //! (`*_composed`) are the reference both are tested against.
@@ -19,23 +19,13 @@
 //! are bf16 products instead (AMX where the CPU has it, AVX-512 or AVX2 otherwise), as are the
 //! LoRA op's and the inference projections'.
 
-#[cfg(x86_kernels)]
-mod amx;
 mod attention;
-#[cfg(x86_kernels)]
-mod bf16_dot;
-#[cfg(x86_kernels)]
-mod bf16_dot_avx2;
-#[cfg(x86_kernels)]
-mod bf16_pack;
 mod bf16_weight;
+mod cpu_ops;
 mod decode_attention;
 #[cfg(test)]
 mod decode_attention_tests;
 mod frozen;
-#[cfg(x86_kernels)]
-pub(crate) mod isa;
-mod kernels;
 mod lean;
 #[cfg(test)]
 mod lean_tests;
@@ -44,18 +34,13 @@ mod lora_linear;
 mod lora_linear_cpu;
 #[cfg(test)]
 mod lora_linear_tests;
-mod rms_rows;
-mod rows;
 #[cfg(x86_kernels)]
 mod skinny;
-#[cfg(x86_kernels)]
-mod skinny_simd;
 #[cfg(all(test, x86_kernels))]
 mod skinny_tests;
 mod swiglu;
 #[cfg(test)]
-mod tests;
-mod view;
+pub(crate) mod tests;
 
 use std::sync::Arc;
 
@@ -64,9 +49,9 @@ use candle_core::{DType, Result, Tensor, D};
 pub use bf16_weight::Bf16Weight;
 
 use attention::Attention;
+use cpu_ops::{RmsNormCpu, RopeCpu, SoftmaxLastDimTrain};
 use decode_attention::DecodeAttention;
 use frozen::FrozenMatmul;
-use kernels::{RmsNormCpu, RopeCpu, SoftmaxLastDimTrain};
 use logprob::TargetLogprob;
 use lora_linear::LoraLinear;
 use swiglu::SwiGlu;
@@ -448,10 +433,10 @@ pub fn plus_low_rank(w: &Tensor, u: &Tensor, v: &Tensor, scale: f64) -> Result<T
     let u = (u * scale)?;
     let ((us, ul), (vs, vl)) = (u.storage_and_layout(), v.storage_and_layout());
     let (u, v) = (
-        view::View::of_cpu(&us, ul, "plus_low_rank")?,
-        view::View::of_cpu(&vs, vl, "plus_low_rank")?,
+        crate::kernels::view::View::of_cpu(&us, ul, "plus_low_rank")?,
+        crate::kernels::view::View::of_cpu(&vs, vl, "plus_low_rank")?,
     );
-    view::gemm_into_par(&mut dst, n, true, (u, v), (m, n, r));
+    crate::kernels::view::gemm_into_par(&mut dst, n, true, (u, v), (m, n, r));
     Tensor::from_vec(dst, (m, n), w.device())
 }
 

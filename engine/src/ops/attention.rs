@@ -22,8 +22,8 @@ use candle_core::op::BackpropOp;
 use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Storage, Tensor};
 use rayon::prelude::*;
 
-use super::rows::{softmax_grad_row, softmax_row, LaneFloat};
-use super::view::{gemm_into, qkv, visible_range, Rows, View};
+use crate::kernels::rows::{softmax_grad_row, softmax_row, LaneFloat};
+use crate::kernels::view::{gemm_into, qkv, visible_range, Rows, View};
 
 /// Query rows per block, and keys per block of the key gradients: 64 x 64 tiles keep gemm's
 /// micro-kernels full and leave 8 blocks per head at 512 tokens for the threads.

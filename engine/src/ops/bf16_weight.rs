@@ -1,15 +1,15 @@
 //! A frozen weight for bf16 products (`model.cpu_matmul: bf16`): W [out, in] rounded to bf16 and
-//! packed twice (`bf16_pack.rs`), once for x W^T (the forward) and once for g W (the input
+//! packed twice (`kernels/bf16_pack.rs`), once for x W^T (the forward) and once for g W (the input
 //! gradient), so that every product with it (training, scoring, generation) runs in bf16 with f32
-//! sums: on Intel AMX (`amx.rs`) where the CPU has it, otherwise by AVX-512 or AVX2
-//! (`bf16_dot.rs`: AVX512-BF16's dot products on AMD, f32 FMAs elsewhere). The adapters, norms,
+//! sums: on Intel AMX (`kernels/amx.rs`) where the CPU has it, otherwise by AVX-512 or AVX2
+//! (`kernels/bf16_dot.rs`: AVX512-BF16's dot products on AMD, f32 FMAs elsewhere). The adapters, norms,
 //! attention and log-probs stay f32.
 
 use candle_core::{DType, Device, Result, Tensor};
 
-use super::view::View;
+use crate::kernels::view::View;
 #[cfg(x86_kernels)]
-use super::{amx, bf16_dot, bf16_pack::PackedB};
+use crate::kernels::{amx, bf16_dot, bf16_pack::PackedB};
 
 /// W [out, in] packed as the B operand of x W^T ([in, out]) and of g W ([out, in]); a merged
 /// weight of generation (`plus_product`) packs only the first.
@@ -199,7 +199,7 @@ mod tests {
     fn bf16_runs_wherever_avx2_does() {
         assert_eq!(
             Bf16Weight::available(),
-            super::super::isa::avx2() || super::super::isa::avx512()
+            crate::kernels::isa::avx2() || crate::kernels::isa::avx512()
         );
     }
 }

@@ -15,8 +15,8 @@
 use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Tensor};
 use rayon::prelude::*;
 
-use super::rows::{softmax_row, LaneFloat};
-use super::view::{gemm_into, qkv, visible_range, Rows, View};
+use crate::kernels::rows::{softmax_row, LaneFloat};
+use crate::kernels::view::{gemm_into, qkv, visible_range, Rows, View};
 
 /// The op's name in errors.
 const OP: &str = "attention_decode";

@@ -2,7 +2,9 @@
 //! composition on KV-cache views with a mask per row.
 
 use super::decode_attention::DecodeAttention;
-use super::tests::{assert_close, same_on_one_thread, seeded, TOL_F32};
+#[cfg(feature = "cpu-kernels")]
+use super::tests::{assert_close, TOL_F32};
+use super::tests::{same_on_one_thread, seeded};
 use super::*;
 use candle_core::Device;
 

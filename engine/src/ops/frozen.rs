@@ -10,7 +10,7 @@ use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, CudaStorage, CustomOp2, DType, Layout, Result, Shape, Tensor};
 
 use super::bf16_weight::Bf16Weight;
-use super::view::View;
+use crate::kernels::view::View;
 
 /// Custom op computing `x @ w^T` for x [m, k] and w [n, k] with the backend's matmul, or in bf16
 /// products when w is packed; its backward returns the gradient for x only.

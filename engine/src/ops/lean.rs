@@ -9,7 +9,7 @@
 //! graph with a backward written from the op's derivative. Its forward hands the precomputed
 //! result's storage over as the op's output (a custom op must return a storage it owns; candle's
 //! `Tensor::into_storage_and_layout`, patched in, moves it out without a copy), and the graph
-//! keeps the op's inputs and output only, as the CPU kernels do (`kernels.rs`).
+//! keeps the op's inputs and output only, as the CPU ops do (`cpu_ops.rs`).
 //!
 //! Backward arithmetic runs in f32 for half-precision inputs (as `rms_norm_slow` computes its
 //! forward) and gradients come back in the input's dtype.

@@ -13,8 +13,8 @@ use std::mem::MaybeUninit;
 use candle_core::{CpuStorage, CustomOp2, Layout, Result, Shape, Tensor};
 use rayon::prelude::*;
 
-use super::kernels::{contiguous_slice, par_rows};
-use super::rows::{dispatch, exp_f32, total, LANES};
+use crate::kernels::cpu::{contiguous_slice, par_rows};
+use crate::kernels::rows::{dispatch, exp_f32, total, LANES};
 
 /// (logits [rows, V] f32, targets [rows] u32) -> log p(target) [rows] f32.
 pub(super) struct TargetLogprob;

@@ -132,7 +132,7 @@ impl LoraLinear {
         let hs = self.adapter_input((x, xl), (a, al), (m, k, r))?;
         let bias = self.bias.as_ref().map(|t| t.storage_and_layout());
         let bias = match &bias {
-            Some((s, l)) => Some(super::kernels::contiguous_slice::<f32>(cpu(s)?, l)?),
+            Some((s, l)) => Some(crate::kernels::cpu::contiguous_slice::<f32>(cpu(s)?, l)?),
             None => None,
         };
         let CpuStorage::F32(hs) = hs else {
@@ -143,7 +143,7 @@ impl LoraLinear {
             (w, wl, self.bf16.as_deref()),
             bias,
             &hs,
-            super::kernels::contiguous_slice::<f32>(b, bl)?,
+            crate::kernels::cpu::contiguous_slice::<f32>(b, bl)?,
             dims,
         )?;
         self.keep_hs(Storage::Cpu(CpuStorage::F32(hs)), m, r);

@@ -11,7 +11,7 @@
 use candle_core::{CpuStorage, Device, Layout, Result, Tensor};
 
 use super::bf16_weight::Bf16Weight;
-use super::view::{gemm_into_par, gemm_new, View};
+use crate::kernels::view::{gemm_into_par, gemm_new, View};
 
 const OP: &str = "lora_linear_train";
 

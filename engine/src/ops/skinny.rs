@@ -6,7 +6,7 @@
 //! at a time (8 rows run as a 6-row and a 2-row tile, each reading the weights): at 8 rows its
 //! kernels took most of a decode step, far more than reading the weights once takes
 //! (results/perf/step.md, "Decoding's projections as one op"). Here each rayon task takes a band
-//! of the weight and keeps a register tile of outputs (`skinny_simd.rs`, AVX-512 or AVX2) over
+//! of the weight and keeps a register tile of outputs (`kernels/skinny_simd/`, AVX-512 or AVX2) over
 //! the whole shared dimension, so the weight is read once with x in L1:
 //! - a column-major w (how `LoraLinear` stores projections on the CPU: w^T [k, n] contiguous):
 //!   tiles of up to 8 rows by 48 columns (96 for one or two rows; AVX2: 4 rows by 24, 32 at one
@@ -20,8 +20,8 @@
 
 use candle_core::{CpuStorage, CustomOp2, DType, Layout, Result, Shape, Tensor};
 
-use super::kernels::contiguous_slice;
-use super::skinny_simd::Kernels;
+use crate::kernels::cpu::contiguous_slice;
+use crate::kernels::skinny_simd::{Kernels, Weight};
 use rayon::prelude::*;
 
 /// The op's name in errors.
@@ -94,15 +94,6 @@ impl CustomOp2 for SkinnyMatmul {
             Shape::from((m, n)),
         ))
     }
-}
-
-/// How the op finds w [n, k] in its slice.
-#[derive(Clone, Copy)]
-pub(super) enum Weight {
-    /// Row-major: w_j at j * k.
-    Rows,
-    /// Column-major: the slice is w^T [k, n], row-major.
-    Columns,
 }
 
 impl Weight {

@@ -1,10 +1,11 @@
 //! Unit tests of the few-rows matmul (`skinny.rs`): pinned by hand, against candle's matmul, for
 //! a weight stored row-major (the vocabulary head) and column-major (`LoraLinear` on the CPU).
 
-use super::skinny::{self, SkinnyMatmul, Weight};
-use super::skinny_simd::Kernels;
+use super::skinny::{self, SkinnyMatmul};
 use super::tests::{assert_close, same_on_one_thread, seeded, TOL_F32};
 use super::*;
+use crate::kernels::skinny_simd::Kernels;
+use crate::kernels::skinny_simd::Weight;
 use candle_core::Device;
 
 /// w [n, k] as stored row-major and as `LoraLinear` stores it on the CPU (column-major).

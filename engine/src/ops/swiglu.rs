@@ -15,8 +15,8 @@ use candle_core::op::BackpropOp;
 use candle_core::{CpuStorage, CustomOp2, Layout, Result, Shape, Storage, Tensor};
 use rayon::prelude::*;
 
-use super::kernels::{contiguous_slice, par_rows, MIN_ROWS};
-use super::rows::{dispatch, LaneFloat};
+use crate::kernels::cpu::{contiguous_slice, par_rows, MIN_ROWS};
+use crate::kernels::rows::{dispatch, LaneFloat};
 
 /// Elements per chunk; a parallel task takes at least `MIN_ROWS` chunks (8,192 elements).
 const CHUNK: usize = 512;

@@ -7,20 +7,20 @@ use candle_core::{Device, Var};
 use rand::{Rng, SeedableRng};
 
 /// Deterministic test data in [-1, 1) (candle's own RNG is not seedable on CPU).
-pub(super) fn seeded(dims: &[usize], seed: u64) -> Result<Tensor> {
+pub(crate) fn seeded(dims: &[usize], seed: u64) -> Result<Tensor> {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let n: usize = dims.iter().product();
     let v: Vec<f32> = (0..n).map(|_| rng.random_range(-1.0f32..1.0)).collect();
     Tensor::from_vec(v, dims, &Device::Cpu)
 }
 
-pub(super) fn max_abs_diff(a: &Tensor, b: &Tensor) -> Result<f32> {
+pub(crate) fn max_abs_diff(a: &Tensor, b: &Tensor) -> Result<f32> {
     (a - b)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()
 }
 
 /// Three fixed rows of n values for the vectorized row loops' tests: spread over [-12, 13.3], over
 /// [-1.5, 1.76], and sin(0.37 i).
-pub(super) fn test_rows(n: usize) -> [Vec<f32>; 3] {
+pub(crate) fn test_rows(n: usize) -> [Vec<f32>; 3] {
     [
         (0..n)
             .map(|i| ((i * 7919) % 1013) as f32 / 40.0 - 12.0)
@@ -33,24 +33,24 @@ pub(super) fn test_rows(n: usize) -> [Vec<f32>; 3] {
 }
 
 /// A buffer of n values for a kernel under test to write.
-pub(super) fn uninit(n: usize) -> Vec<std::mem::MaybeUninit<f32>> {
+pub(crate) fn uninit(n: usize) -> Vec<std::mem::MaybeUninit<f32>> {
     vec![std::mem::MaybeUninit::uninit(); n]
 }
 
 /// The values of a buffer a kernel under test wrote in full.
-pub(super) fn read_written(v: Vec<std::mem::MaybeUninit<f32>>) -> Vec<f32> {
+pub(crate) fn read_written(v: Vec<std::mem::MaybeUninit<f32>>) -> Vec<f32> {
     // SAFETY: the callers pass buffers whose every element the kernel under test wrote.
     v.into_iter().map(|x| unsafe { x.assume_init() }).collect()
 }
 
 /// Tolerances relative to the reference's largest value: f32 (summation order only) and bf16 (8
 /// significant bits), those of the CUDA tests.
-pub(super) const TOL_F32: f32 = 1e-5;
-pub(super) const TOL_BF16: f32 = 3e-2;
+pub(crate) const TOL_F32: f32 = 1e-5;
+pub(crate) const TOL_BF16: f32 = 3e-2;
 
 /// Runs `f` on `inputs` cast to `dtype` and made variables; returns its output and the gradients
 /// of every input of sum(y * r) for a fixed r, all in f32. The output must keep `dtype`.
-pub(super) fn run(
+pub(crate) fn run(
     inputs: &[Tensor],
     dtype: DType,
     f: &dyn Fn(&[Tensor]) -> Result<Tensor>,
@@ -78,7 +78,7 @@ pub(super) fn run(
 }
 
 /// `a` within `tol` of the reference `b`, relative to b's largest magnitude.
-pub(super) fn assert_close(what: &str, a: &Tensor, b: &Tensor, tol: f32) -> Result<()> {
+pub(crate) fn assert_close(what: &str, a: &Tensor, b: &Tensor, tol: f32) -> Result<()> {
     let scale = b
         .abs()?
         .flatten_all()?
@@ -92,7 +92,7 @@ pub(super) fn assert_close(what: &str, a: &Tensor, b: &Tensor, tol: f32) -> Resu
 
 /// `op` at `dtype` agrees with `reference` in f32: outputs and the gradient of every input, and
 /// the gradients are not zero.
-pub(super) fn agrees(
+pub(crate) fn agrees(
     inputs: &[Tensor],
     dtype: DType,
     op: impl Fn(&[Tensor]) -> Result<Tensor>,
@@ -428,7 +428,7 @@ fn target_logprobs_rejects_a_target_outside_the_vocabulary() -> Result<()> {
 }
 
 /// The causal mask of the training forward for t positions, [1, 1, 1, t, t].
-pub(super) fn causal(t: usize) -> Result<Tensor> {
+pub(crate) fn causal(t: usize) -> Result<Tensor> {
     crate::block::causal_mask(t, &Device::Cpu).map_err(|e| candle_core::Error::Msg(e.to_string()))
 }
 
@@ -451,7 +451,7 @@ fn attention_hand_computed() -> Result<()> {
 }
 
 /// softmax(q k^T + mask) v from candle ops, its heads merged: the reference of the CPU op.
-pub(super) fn attention_composed(
+pub(crate) fn attention_composed(
     q: &Tensor,
     k: &Tensor,
     v: &Tensor,
@@ -603,7 +603,7 @@ fn attention_cpu_op_does_not_depend_on_the_thread_count() -> Result<()> {
 }
 
 /// `run` gives the same result on a one-thread pool as on the default one.
-pub(super) fn same_on_one_thread<R: PartialEq + std::fmt::Debug + Send>(
+pub(crate) fn same_on_one_thread<R: PartialEq + std::fmt::Debug + Send>(
     run: impl Fn() -> Result<R> + Sync,
 ) -> Result<()> {
     let one = rayon::ThreadPoolBuilder::new()

@@ -13,9 +13,9 @@ use super::rows::dispatch;
 use super::view::{gemm_into, View};
 
 /// Values of k per line (64 bytes of bf16): k is padded to a multiple of it.
-pub(super) const KB: usize = 32;
+pub(crate) const KB: usize = 32;
 /// Columns of a panel (16 f32 lanes of a 512-bit register, or of an AMX tile).
-pub(super) const T: usize = 16;
+pub(crate) const T: usize = 16;
 
 /// f32 to bf16, rounded to nearest even; a NaN becomes the quiet NaN 0x7fc0. Branch-free, so
 /// that the loops over it vectorize (finite values round up into infinity as they should; only a
@@ -311,7 +311,7 @@ impl RoundedRows {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// bf16 bits back to f32.
@@ -320,11 +320,11 @@ pub(super) mod tests {
     }
 
     /// A product of a [m, k] and a packed b (`amx::product`, `bf16_dot::product`).
-    pub(in super::super) type Product = fn(View<f32>, usize, &PackedB) -> Vec<f32>;
+    pub(crate) type Product = fn(View<f32>, usize, &PackedB) -> Vec<f32>;
 
     /// a b by `product` against f64 sums of the bf16-rounded values (the caller checks that the
     /// CPU runs it).
-    pub(in super::super) fn check_with(
+    pub(crate) fn check_with(
         product: Product,
         (m, k, n): (usize, usize, usize),
         transposed_a: bool,
@@ -358,7 +358,7 @@ pub(super) mod tests {
     /// Each of `rows` of a [m, k] b by `product` equals the row alone and the row among 8 (the
     /// caller checks that the CPU runs it): a row's values do not depend on the other rows of its
     /// product.
-    pub(in super::super) fn rows_independent_with(
+    pub(crate) fn rows_independent_with(
         product: Product,
         (m, k, n): (usize, usize, usize),
         rows: &[usize],

@@ -97,8 +97,8 @@ dispatch!(
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{read_written as read, test_rows, uninit};
     use super::*;
+    use crate::ops::tests::{read_written as read, test_rows, uninit};
 
     /// The AVX-512, AVX2 and plain builds give the same bits (the plain bodies called directly),
     /// over a row with a remainder past the vector widths; r and dx are those of left-to-right

@@ -2,7 +2,7 @@
 //! other vectorized row loops share (`exp_f32`, `dispatch!`, `total`: the log-prob, SwiGLU and
 //! RMSNorm).
 //!
-//! The kernels of `kernels.rs` sum a row left to right (the compositions' order, so that their
+//! The ops of `ops/cpu_ops.rs` sum a row left to right (the compositions' order, so that their
 //! values are candle's) and call libm's exp once per element, which keeps them scalar. Here a
 //! row's max, sums and dot products run in `LANES` partial results combined in a fixed order, and
 //! exp is a polynomial without branches, so the loops vectorize. The functions are compiled for
@@ -11,18 +11,18 @@
 //! or thread count. Against the left-to-right kernels they differ by rounding (tests: 1e-6
 //! relative).
 
-use super::kernels::KernelFloat;
+use crate::kernels::cpu::KernelFloat;
 
 /// Partial results per row: a multiple of every vector width (4 lanes of f32 in SSE, 8 in AVX2,
 /// 16 in AVX-512).
-pub(super) const LANES: usize = 16;
+pub(crate) const LANES: usize = 16;
 
 /// e^x for f32 with neither branch nor call, so that a loop of it vectorizes (Cephes' `expf`,
 /// Moshier 1989): x = n ln 2 + r with n = round(x log2 e) and |r| <= ln 2 / 2, e^r from a degree-6
 /// polynomial, 2^n put into the exponent bits. Within 2 ulp of e^x for x in [-87.33, 88]
 /// (tested); 0 below -87.33 (where 2^n would be subnormal) and for -inf; NaN for NaN.
 #[inline(always)]
-pub(super) fn exp_f32(x: f32) -> f32 {
+pub(crate) fn exp_f32(x: f32) -> f32 {
     /// Below this, e^x < 2^-126, the smallest normal f32.
     const LOW: f32 = -87.336_55;
     /// ln 2 split so that n * LN2_HI is exact (Cody & Waite 1980).
@@ -51,7 +51,7 @@ pub(super) fn exp_f32(x: f32) -> f32 {
 }
 
 /// The exp of the vectorized loops: [`exp_f32`] for f32; libm's for f64 (not vectorized).
-pub(super) trait LaneFloat: KernelFloat {
+pub(crate) trait LaneFloat: KernelFloat {
     fn exp_lane(self) -> Self;
 }
 
@@ -71,7 +71,7 @@ impl LaneFloat for f64 {
 
 /// The lanes combined in a fixed tree: lane l + w into lane l, halving w.
 #[inline(always)]
-pub(super) fn total<T: LaneFloat>(mut acc: [T; LANES], add: impl Fn(T, T) -> T) -> T {
+pub(crate) fn total<T: LaneFloat>(mut acc: [T; LANES], add: impl Fn(T, T) -> T) -> T {
     let mut w = LANES;
     while w > 1 {
         w /= 2;
@@ -147,7 +147,7 @@ macro_rules! dispatch {
     ($(#[$doc:meta])* $name:ident$(<$g:ident: $bound:path>)? =
         $body:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)?) => {
         $(#[$doc])*
-        pub(super) fn $name$(<$g: $bound>)?($($arg: $ty),*) $(-> $ret)? {
+        pub(crate) fn $name$(<$g: $bound>)?($($arg: $ty),*) $(-> $ret)? {
             #[cfg(x86_kernels)]
             {
                 #[target_feature(enable = "avx512f")]
@@ -158,7 +158,7 @@ macro_rules! dispatch {
                 fn avx2$(<$g: $bound>)?($($arg: $ty),*) $(-> $ret)? {
                     $body($($arg),*)
                 }
-                if $crate::ops::isa::avx512() {
+                if $crate::kernels::isa::avx512() {
                     // SAFETY: the CPU has the feature `avx512` is compiled for.
                     return unsafe { avx512($($arg),*) };
                 }
@@ -171,7 +171,7 @@ macro_rules! dispatch {
         }
     };
 }
-pub(super) use dispatch;
+pub(crate) use dispatch;
 
 dispatch!(
     /// Softmax of one row in place: exp(v - max) / sum.
@@ -224,7 +224,7 @@ mod tests {
             .collect();
         let (mut fast, mut slow) = (x.clone(), x.clone());
         softmax_row(&mut fast);
-        super::super::kernels::softmax_in_place(&mut slow);
+        crate::kernels::cpu::softmax_in_place(&mut slow);
         for (a, b) in fast.iter().zip(&slow) {
             assert!((a - b).abs() <= 1e-6 * b.abs().max(1e-3), "{a} vs {b}");
         }

@@ -6,9 +6,22 @@
 //! fixed tree (`Isa::total`), then the last k % 16 terms in order. Only the register tiles, sized
 //! to each register file, differ. `Kernels` runs the set the CPU has.
 
+mod avx2;
+mod avx512;
+
 use std::arch::x86_64::*;
 
-use super::skinny::Weight;
+use avx2::Avx2;
+use avx512::Avx512;
+
+/// How the op finds w [n, k] in its slice.
+#[derive(Clone, Copy)]
+pub(crate) enum Weight {
+    /// Row-major: w_j at j * k.
+    Rows,
+    /// Column-major: the slice is w^T [k, n], row-major.
+    Columns,
+}
 
 /// Partial sums of a row-major dot product: one AVX-512 register, two AVX2 ones.
 const LANES: usize = 16;
@@ -16,7 +29,7 @@ const LANES: usize = 16;
 /// What a kernel needs of an instruction set: a register of f32 lanes, 16 lanes of partial sums,
 /// and the tile shapes that fit its registers. The functions are only inlined into the
 /// `#[target_feature]` entry points below.
-trait Isa {
+pub(super) trait Isa {
     /// One register of `N` f32 lanes.
     type V: Copy;
     const N: usize;
@@ -44,119 +57,10 @@ trait Isa {
     unsafe fn total(s: Self::S) -> f32;
 }
 
-/// AVX-512F.
-struct Avx512;
-/// AVX2 and FMA.
-struct Avx2;
-
-impl Isa for Avx512 {
-    type V = __m512;
-    const N: usize = 16;
-    type S = __m512;
-    // 4 x 4 dot products: 16 accumulators.
-    const BLOCK: usize = 4;
-    // 12 accumulators at one or two rows, 24 at 8 rows (of the 32 registers).
-    const WIDE: usize = 6;
-    const TALL: usize = 3;
-    const ROWS: &'static [usize] = &[8, 4, 2, 1];
-    #[inline(always)]
-    unsafe fn zero() -> __m512 {
-        _mm512_setzero_ps()
-    }
-    #[inline(always)]
-    unsafe fn load(p: *const f32) -> __m512 {
-        _mm512_loadu_ps(p)
-    }
-    #[inline(always)]
-    unsafe fn splat(v: f32) -> __m512 {
-        _mm512_set1_ps(v)
-    }
-    #[inline(always)]
-    unsafe fn fma(a: __m512, b: __m512, c: __m512) -> __m512 {
-        _mm512_fmadd_ps(a, b, c)
-    }
-    #[inline(always)]
-    unsafe fn store(v: __m512, p: *mut f32) {
-        _mm512_storeu_ps(p, v)
-    }
-    // 16 lanes are one register.
-    #[inline(always)]
-    unsafe fn zero16() -> __m512 {
-        Self::zero()
-    }
-    #[inline(always)]
-    unsafe fn load16(p: *const f32) -> __m512 {
-        Self::load(p)
-    }
-    #[inline(always)]
-    unsafe fn fma16(a: __m512, b: __m512, c: __m512) -> __m512 {
-        Self::fma(a, b, c)
-    }
-    #[inline(always)]
-    unsafe fn total(s: __m512) -> f32 {
-        let lo = _mm512_castps512_ps256(s);
-        let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(s)));
-        total8(_mm256_add_ps(lo, hi))
-    }
-}
-
-impl Isa for Avx2 {
-    type V = __m256;
-    const N: usize = 8;
-    type S = [__m256; 2];
-    // 2 x 2 dot products: 8 accumulators, 4 registers of w and 2 of x.
-    const BLOCK: usize = 2;
-    // 8 accumulators at one or two rows, 12 at 4 rows (of the 16 registers). With AVX2 emulated
-    // on an AVX-512 CPU (results/perf/step.md, "Decoding's products on AVX2"), 4 x 3 decoded
-    // faster at batch 16-32 than 4 x 2; 6 registers at one or two rows, no faster than 4.
-    const WIDE: usize = 4;
-    const TALL: usize = 3;
-    const ROWS: &'static [usize] = &[4, 2, 1];
-    #[inline(always)]
-    unsafe fn zero() -> __m256 {
-        _mm256_setzero_ps()
-    }
-    #[inline(always)]
-    unsafe fn load(p: *const f32) -> __m256 {
-        _mm256_loadu_ps(p)
-    }
-    #[inline(always)]
-    unsafe fn splat(v: f32) -> __m256 {
-        _mm256_set1_ps(v)
-    }
-    #[inline(always)]
-    unsafe fn fma(a: __m256, b: __m256, c: __m256) -> __m256 {
-        _mm256_fmadd_ps(a, b, c)
-    }
-    #[inline(always)]
-    unsafe fn store(v: __m256, p: *mut f32) {
-        _mm256_storeu_ps(p, v)
-    }
-    #[inline(always)]
-    unsafe fn zero16() -> [__m256; 2] {
-        [_mm256_setzero_ps(); 2]
-    }
-    #[inline(always)]
-    unsafe fn load16(p: *const f32) -> [__m256; 2] {
-        [_mm256_loadu_ps(p), _mm256_loadu_ps(p.add(8))]
-    }
-    #[inline(always)]
-    unsafe fn fma16(a: [__m256; 2], b: [__m256; 2], c: [__m256; 2]) -> [__m256; 2] {
-        [
-            _mm256_fmadd_ps(a[0], b[0], c[0]),
-            _mm256_fmadd_ps(a[1], b[1], c[1]),
-        ]
-    }
-    #[inline(always)]
-    unsafe fn total(s: [__m256; 2]) -> f32 {
-        total8(_mm256_add_ps(s[0], s[1]))
-    }
-}
-
 /// `Isa::total`'s tree from its second step: 8 lanes, lane l + 4 into lane l, then l + 2 and
 /// l + 1.
 #[inline(always)]
-unsafe fn total8(v: __m256) -> f32 {
+pub(super) unsafe fn total8(v: __m256) -> f32 {
     let v = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
     let v = _mm_add_ps(v, _mm_movehl_ps(v, v));
     _mm_cvtss_f32(_mm_add_ss(v, _mm_movehdup_ps(v)))
@@ -166,7 +70,7 @@ unsafe fn total8(v: __m256) -> f32 {
 /// (`isa.rs`), else AVX2's. Made only by `here` and `all`, so a value proves the CPU has its
 /// features.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(super) struct Kernels(Which);
+pub(crate) struct Kernels(Which);
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Which {
@@ -177,7 +81,7 @@ enum Which {
 impl Kernels {
     /// The fastest kernels this CPU runs; `None` without AVX2 and FMA. std caches the CPUID
     /// answers, so this costs a few loads per product.
-    pub(super) fn here() -> Option<Self> {
+    pub(crate) fn here() -> Option<Self> {
         match (super::isa::avx512(), super::isa::avx2()) {
             (true, _) => Some(Kernels(Which::Avx512)),
             (false, true) => Some(Kernels(Which::Avx2)),
@@ -187,7 +91,7 @@ impl Kernels {
 
     /// Every set of kernels this CPU runs, the fastest first.
     #[cfg(test)]
-    pub(super) fn all() -> Vec<Self> {
+    pub(crate) fn all() -> Vec<Self> {
         [
             (super::isa::avx512(), Which::Avx512),
             (super::isa::avx2(), Which::Avx2),
@@ -199,7 +103,7 @@ impl Kernels {
 
     /// The instruction set's name.
     #[cfg(test)]
-    pub(super) fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self.0 {
             Which::Avx512 => "AVX-512",
             Which::Avx2 => "AVX2",
@@ -208,7 +112,7 @@ impl Kernels {
 
     /// Outputs one tile covers for m rows of x (a band is a whole number of tiles): a block's
     /// rows of a row-major w; a column tile's columns of a column-major one.
-    pub(super) fn tile(self, layout: Weight, m: usize) -> usize {
+    pub(crate) fn tile(self, layout: Weight, m: usize) -> usize {
         match (self.0, layout) {
             (Which::Avx512, Weight::Rows) => Avx512::BLOCK,
             (Which::Avx2, Weight::Rows) => Avx2::BLOCK,
@@ -218,19 +122,19 @@ impl Kernels {
     }
 
     /// out [m, width] = x [m, k] @ w^T for the `width` rows of a row-major w (its band).
-    pub(super) fn band_rows(self, x: &[f32], w: &[f32], m: usize, k: usize, out: &mut [f32]) {
+    pub(crate) fn band_rows(self, x: &[f32], w: &[f32], m: usize, k: usize, out: &mut [f32]) {
         // SAFETY: self was made where the CPU has the features its kernels are compiled for.
         unsafe {
             match self.0 {
-                Which::Avx512 => band_rows_avx512(x, w, m, k, out),
-                Which::Avx2 => band_rows_avx2(x, w, m, k, out),
+                Which::Avx512 => avx512::band_rows(x, w, m, k, out),
+                Which::Avx2 => avx2::band_rows(x, w, m, k, out),
             }
         }
     }
 
     /// out [m, width] = x [m, k] @ the first `width` columns of wt (w^T [k, n] row-major, from
     /// the band's first column).
-    pub(super) fn band_columns(
+    pub(crate) fn band_columns(
         self,
         x: &[f32],
         wt: &[f32],
@@ -240,8 +144,8 @@ impl Kernels {
         // SAFETY: as in `band_rows`.
         unsafe {
             match self.0 {
-                Which::Avx512 => band_columns_avx512(x, wt, m, n, k, out),
-                Which::Avx2 => band_columns_avx2(x, wt, m, n, k, out),
+                Which::Avx512 => avx512::band_columns(x, wt, m, n, k, out),
+                Which::Avx2 => avx2::band_columns(x, wt, m, n, k, out),
             }
         }
     }
@@ -251,30 +155,10 @@ fn tile_columns<I: Isa>(m: usize) -> usize {
     I::N * if m <= 2 { I::WIDE } else { I::TALL }
 }
 
-#[target_feature(enable = "avx512f")]
-fn band_rows_avx512(x: &[f32], w: &[f32], m: usize, k: usize, out: &mut [f32]) {
-    band_rows::<Avx512>(x, w, m, k, out)
-}
-
-#[target_feature(enable = "avx2,fma")]
-fn band_rows_avx2(x: &[f32], w: &[f32], m: usize, k: usize, out: &mut [f32]) {
-    band_rows::<Avx2>(x, w, m, k, out)
-}
-
-#[target_feature(enable = "avx512f")]
-fn band_columns_avx512(x: &[f32], wt: &[f32], m: usize, n: usize, k: usize, out: &mut [f32]) {
-    band_columns::<Avx512>(x, wt, m, n, k, out)
-}
-
-#[target_feature(enable = "avx2,fma")]
-fn band_columns_avx2(x: &[f32], wt: &[f32], m: usize, n: usize, k: usize, out: &mut [f32]) {
-    band_columns::<Avx2>(x, wt, m, n, k, out)
-}
-
 /// out [m, width] = x [m, k] @ w^T for the `width` rows of a row-major w (its band): blocks of up
 /// to `Isa::BLOCK` x `Isa::BLOCK` dot products.
 #[inline(always)]
-fn band_rows<I: Isa>(x: &[f32], w: &[f32], m: usize, k: usize, out: &mut [f32]) {
+pub(super) fn band_rows<I: Isa>(x: &[f32], w: &[f32], m: usize, k: usize, out: &mut [f32]) {
     const MOST: usize = 4;
     let width = w.len() / k;
     for j in (0..width).step_by(I::BLOCK) {
@@ -363,7 +247,14 @@ fn dot_block<I: Isa, const XB: usize, const WB: usize>(
 /// band's first column): tiles of up to `Isa::ROWS` rows by `tile_columns`, the accumulators in
 /// registers over all of k; the last columns (fewer than a register) one at a time.
 #[inline(always)]
-fn band_columns<I: Isa>(x: &[f32], wt: &[f32], m: usize, n: usize, k: usize, out: &mut [f32]) {
+pub(super) fn band_columns<I: Isa>(
+    x: &[f32],
+    wt: &[f32],
+    m: usize,
+    n: usize,
+    k: usize,
+    out: &mut [f32],
+) {
     let width = out.len() / m;
     let most = tile_columns::<I>(m) / I::N;
     let mut j = 0;

@@ -5,40 +5,16 @@
 //! every intermediate) and does one pass per direction. `super` uses them on CPU for f32/f64 and
 //! falls back to the compositions elsewhere (CUDA, half precision).
 
-use std::mem::MaybeUninit;
 use std::sync::Arc;
 
-use candle_core::{
-    CpuStorage, CustomOp1, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor, WithDType,
-};
+use candle_core::{CpuStorage, CustomOp1, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor};
 use rayon::prelude::*;
 
-use super::rms_rows;
-use super::rows::LaneFloat;
-
-/// Rows per rayon task: enough work per task that scheduling stays negligible.
-pub(super) const MIN_ROWS: usize = 16;
-
-/// A vector of `len` values made row by row in parallel: `fill(r, out)` writes every element of
-/// row `r` (length `dim`; a last row may be shorter when `dim` does not divide `len`). Rows are
-/// independent, so the result does not depend on the thread count; the output is never zeroed
-/// first.
-pub(super) fn par_rows<T: Copy + Send + Sync>(
-    len: usize,
-    dim: usize,
-    fill: impl Fn(usize, &mut [MaybeUninit<T>]) + Send + Sync,
-) -> Vec<T> {
-    let mut out = Vec::with_capacity(len);
-    out.spare_capacity_mut()[..len]
-        .par_chunks_mut(dim.max(1))
-        .with_min_len(MIN_ROWS)
-        .enumerate()
-        .for_each(|(r, row)| fill(r, row));
-    // SAFETY: `fill` wrote every element of every row, and the rows cover [0, len); T is a plain
-    // float.
-    unsafe { out.set_len(len) };
-    out
-}
+use crate::kernels::cpu::{
+    contiguous_slice, par_rows, softmax_in_place, HeadRows, KernelFloat, MIN_ROWS,
+};
+use crate::kernels::rms_rows;
+use crate::kernels::rows::LaneFloat;
 
 /// CPU RMSNorm kernel over rows of length d. With r = (mean(x^2) + eps)^(-1/2) and
 /// dot = sum_j w_j g_j x_j per row, the backward is dx_k = r (w_k g_k - x_k r^2 dot / d) and
@@ -61,7 +37,7 @@ enum RmsPart {
 
 impl RmsNormCpu {
     /// Runs one kernel; `g` is empty for the forward, `w` for the weight gradient. The forward
-    /// and the input gradient run rows in parallel (`rms_rows.rs`).
+    /// and the input gradient run rows in parallel (`kernels/rms_rows.rs`).
     fn run<T: LaneFloat>(&self, part: RmsPart, g: &[T], x: &[T], w: &[T], d: usize) -> Vec<T> {
         let d = d.max(1);
         match part {
@@ -298,45 +274,6 @@ impl CustomOp1 for RopeCpu {
     }
 }
 
-/// Float types of the CPU kernels, with conversions that inline (candle's `WithDType` ones are
-/// calls per element, visible in a training step's profile: results/perf/step.md, "Large blocks
-/// kept for reuse, and backward without zeros").
-pub(super) trait KernelFloat: WithDType + std::ops::Neg<Output = Self> {
-    fn exp_k(self) -> Self;
-    fn to_f64_k(self) -> f64;
-    fn from_f64_k(v: f64) -> Self;
-}
-
-impl KernelFloat for f32 {
-    #[inline(always)]
-    fn exp_k(self) -> Self {
-        self.exp()
-    }
-    #[inline(always)]
-    fn to_f64_k(self) -> f64 {
-        f64::from(self)
-    }
-    #[inline(always)]
-    fn from_f64_k(v: f64) -> Self {
-        v as f32
-    }
-}
-
-impl KernelFloat for f64 {
-    #[inline(always)]
-    fn exp_k(self) -> Self {
-        self.exp()
-    }
-    #[inline(always)]
-    fn to_f64_k(self) -> f64 {
-        self
-    }
-    #[inline(always)]
-    fn from_f64_k(v: f64) -> Self {
-        v
-    }
-}
-
 /// Row-wise softmax of contiguous rows of length `dim` (rows in parallel).
 fn softmax_rows<T: KernelFloat>(x: &[T], dim: usize) -> Vec<T> {
     let mut out = x.to_vec();
@@ -344,17 +281,6 @@ fn softmax_rows<T: KernelFloat>(x: &[T], dim: usize) -> Vec<T> {
         .with_min_len(MIN_ROWS)
         .for_each(|row| softmax_in_place(row));
     out
-}
-
-/// Softmax of one row, in place: exp(v - max) / sum.
-pub(super) fn softmax_in_place<T: KernelFloat>(row: &mut [T]) {
-    let max = row.iter().fold(row[0], |m, &v| if v > m { v } else { m });
-    let mut sum = T::from_f64(0.0);
-    for v in row.iter_mut() {
-        *v = (*v - max).exp_k();
-        sum += *v;
-    }
-    row.iter_mut().for_each(|v| *v /= sum);
 }
 
 /// Row-wise softmax backward: dx = y * (g - sum(g * y)) (rows in parallel).
@@ -368,50 +294,6 @@ fn softmax_bwd_rows<T: KernelFloat>(g: &[T], y: &[T], dim: usize) -> Vec<T> {
             o.write(y * (g - dot));
         }
     })
-}
-
-/// Where the rows of d contiguous values of a [b, g, rows, d] layout lie in its storage: row i of
-/// group `grp` (in b * g order) starts at `start + (grp / g) * sb + (grp % g) * sg + i * rs`. The
-/// CPU kernels read such views (the heads of a projection's output) in place.
-#[derive(Clone, Copy)]
-pub(super) struct HeadRows {
-    start: usize,
-    g: usize,
-    sb: usize,
-    sg: usize,
-    /// The stride between rows.
-    pub(super) rs: usize,
-}
-
-impl HeadRows {
-    /// The rows of a [b, g, rows, d] layout whose last stride is 1; `op` names the caller in the
-    /// error.
-    pub(super) fn of(l: &Layout, op: &str) -> Result<Self> {
-        let (dims, st) = (l.dims(), l.stride());
-        if dims.len() != 4 || st[3] != 1 {
-            candle_core::bail!("{op}: rows of head_dim contiguous values expected")
-        }
-        Ok(HeadRows {
-            start: l.start_offset(),
-            g: dims[1].max(1),
-            sb: st[0],
-            sg: st[1],
-            rs: st[2],
-        })
-    }
-
-    /// The offset of row `i` of group `grp`.
-    pub(super) fn offset(&self, grp: usize, i: usize) -> usize {
-        self.start + grp / self.g * self.sb + grp % self.g * self.sg + i * self.rs
-    }
-}
-
-/// The contiguous slice a layout describes, for the CPU kernels.
-pub(super) fn contiguous_slice<'a, T: WithDType>(s: &'a CpuStorage, l: &Layout) -> Result<&'a [T]> {
-    match l.contiguous_offsets() {
-        Some((start, end)) => Ok(&s.as_slice::<T>()?[start..end]),
-        None => candle_core::bail!("ops: the CPU kernels need a contiguous input"),
-    }
 }
 
 /// CPU softmax over the last dim with a real backward.

@@ -5,29 +5,29 @@ use candle_core::{CpuStorage, Layout, Result, Storage, WithDType};
 use gemm::Parallelism;
 use rayon::prelude::*;
 
-use super::kernels::HeadRows;
 use super::rows::LaneFloat;
+use crate::kernels::cpu::HeadRows;
 
 /// A matrix inside a slice: element (i, j) at `off + i * rs + j * cs`.
 #[derive(Clone, Copy)]
-pub(super) struct View<'a, T> {
-    pub(super) data: &'a [T],
-    pub(super) off: usize,
-    pub(super) rs: usize,
-    pub(super) cs: usize,
+pub(crate) struct View<'a, T> {
+    pub(crate) data: &'a [T],
+    pub(crate) off: usize,
+    pub(crate) rs: usize,
+    pub(crate) cs: usize,
 }
 
 /// The rows of d contiguous values of a [b, g, rows, d] tensor, read in place.
 #[derive(Clone, Copy)]
-pub(super) struct Rows<'a, T> {
+pub(crate) struct Rows<'a, T> {
     data: &'a [T],
-    pub(super) at: HeadRows,
+    pub(crate) at: HeadRows,
 }
 
 impl<'a, T> Rows<'a, T> {
     /// The rows of a [b, g, rows, d] layout whose last stride is 1; `op` names the caller in
     /// errors.
-    pub(super) fn of(data: &'a [T], l: &Layout, op: &str) -> Result<Self> {
+    pub(crate) fn of(data: &'a [T], l: &Layout, op: &str) -> Result<Self> {
         Ok(Rows {
             data,
             at: HeadRows::of(l, op)?,
@@ -35,7 +35,7 @@ impl<'a, T> Rows<'a, T> {
     }
 
     /// The rows of group `grp` from row `i`, as a matrix.
-    pub(super) fn at(&self, grp: usize, i: usize) -> View<'a, T> {
+    pub(crate) fn at(&self, grp: usize, i: usize) -> View<'a, T> {
         View {
             data: self.data,
             off: self.at.offset(grp, i),
@@ -47,7 +47,7 @@ impl<'a, T> Rows<'a, T> {
 
 /// A CPU op's q, k and v, each read in place as the rows of a heads view of `T`; `op` names the
 /// caller in errors.
-pub(super) fn qkv<'a, T: WithDType>(
+pub(crate) fn qkv<'a, T: WithDType>(
     inputs: [(&'a CpuStorage, &Layout); 3],
     op: &str,
 ) -> Result<[Rows<'a, T>; 3]> {
@@ -58,7 +58,7 @@ pub(super) fn qkv<'a, T: WithDType>(
 impl<'a> View<'a, f32> {
     /// The matrix of an f32 CPU storage's 2-D layout, in place (any strides); `op` names the
     /// caller in errors.
-    pub(super) fn of_cpu(s: &'a Storage, l: &Layout, op: &str) -> Result<Self> {
+    pub(crate) fn of_cpu(s: &'a Storage, l: &Layout, op: &str) -> Result<Self> {
         match s {
             Storage::Cpu(c) => View::of(c.as_slice::<f32>()?, l, op),
             _ => candle_core::bail!("{op}: runs on the CPU, got a tensor on another device"),
@@ -68,7 +68,7 @@ impl<'a> View<'a, f32> {
 
 impl<'a, T> View<'a, T> {
     /// The matrix of a 2-D layout, in place (any strides); `op` names the caller in errors.
-    pub(super) fn of(data: &'a [T], l: &Layout, op: &str) -> Result<Self> {
+    pub(crate) fn of(data: &'a [T], l: &Layout, op: &str) -> Result<Self> {
         match *l.stride() {
             [rs, cs] => Ok(View {
                 data,
@@ -81,7 +81,7 @@ impl<'a, T> View<'a, T> {
     }
 
     /// Row-major rows of width `rs` from row `row`.
-    pub(super) fn rows(data: &'a [T], row: usize, rs: usize) -> Self {
+    pub(crate) fn rows(data: &'a [T], row: usize, rs: usize) -> Self {
         View {
             data,
             off: row * rs,
@@ -91,7 +91,7 @@ impl<'a, T> View<'a, T> {
     }
 
     /// The transpose.
-    pub(super) fn t(self) -> Self {
+    pub(crate) fn t(self) -> Self {
         View {
             rs: self.cs,
             cs: self.rs,
@@ -110,7 +110,7 @@ impl<'a, T> View<'a, T> {
 
 /// dst [rows, cols] (row stride `dst_rs`) = a [rows, k] b [k, cols], added to dst's values when
 /// `acc`; on the calling thread (the callers' tasks are the parallel ones).
-pub(super) fn gemm_into<T: LaneFloat>(
+pub(crate) fn gemm_into<T: LaneFloat>(
     dst: &mut [T],
     dst_rs: usize,
     acc: bool,
@@ -122,7 +122,7 @@ pub(super) fn gemm_into<T: LaneFloat>(
 
 /// `gemm_into` on candle's CPU thread count, dst's columns split between the threads
 /// (`gemm_by_columns`): for a caller that is not itself one of many parallel tasks.
-pub(super) fn gemm_into_par<T: LaneFloat>(
+pub(crate) fn gemm_into_par<T: LaneFloat>(
     dst: &mut [T],
     dst_rs: usize,
     acc: bool,
@@ -135,7 +135,7 @@ pub(super) fn gemm_into_par<T: LaneFloat>(
 /// a [rows, k] b [k, cols] as a new row-major matrix, without the zero fill candle's matmul gives
 /// its output first (gemm writes every element when it does not read dst, for k = 0 too), on
 /// candle's CPU thread count (`gemm_by_columns`). The same bits as candle's matmul.
-pub(super) fn gemm_new<T: LaneFloat>(
+pub(crate) fn gemm_new<T: LaneFloat>(
     (a, b): (View<T>, View<T>),
     (rows, cols, k): (usize, usize, usize),
 ) -> Vec<T> {
@@ -155,7 +155,7 @@ pub(super) fn gemm_new<T: LaneFloat>(
 
 /// A result's address, shared by parallel tasks that each write only their own part of it (a
 /// block of its columns), while the result outlives the tasks.
-pub(super) struct Shared<T>(pub(super) *mut T);
+pub(crate) struct Shared<T>(pub(crate) *mut T);
 
 // SAFETY: the tasks that share the address write disjoint elements (each user's own argument).
 unsafe impl<T> Sync for Shared<T> {}
@@ -163,7 +163,7 @@ unsafe impl<T> Sync for Shared<T> {}
 /// `f` on candle's CPU thread count, each call with one contiguous run of `blocks` blocks (of a
 /// result's columns): as many runs as threads, none empty. The x86 kernels' loop.
 #[cfg(x86_kernels)]
-pub(super) fn par_runs(blocks: usize, f: impl Fn(std::ops::Range<usize>) + Sync + Send) {
+pub(crate) fn par_runs(blocks: usize, f: impl Fn(std::ops::Range<usize>) + Sync + Send) {
     let threads = candle_core::utils::get_num_threads().clamp(1, blocks.max(1));
     let per = blocks.div_ceil(threads).max(1);
     (0..blocks.div_ceil(per))
@@ -300,7 +300,7 @@ unsafe fn gemm_raw<T: LaneFloat>(
 
 /// The first and one past the last key a mask row lets through; the whole row when it lets none
 /// through (so that such a row gives the composition's NaN).
-pub(super) fn visible_range<T: LaneFloat>(row: &[T]) -> (usize, usize) {
+pub(crate) fn visible_range<T: LaneFloat>(row: &[T]) -> (usize, usize) {
     let hidden = T::from_f64_k(f64::NEG_INFINITY);
     match (
         row.iter().position(|&v| v != hidden),

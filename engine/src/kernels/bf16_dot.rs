@@ -96,7 +96,7 @@ pub(crate) fn product(x: View<f32>, m: usize, b: &PackedB) -> Vec<f32> {
 }
 
 /// One of the inner loops and the rounded rows it reads.
-pub(super) trait Inner {
+pub(crate) trait Inner {
     /// Rows of x a group takes through a 32-column block (at most `MAX_ROWS`).
     const ROWS: usize;
     /// x's rows rounded, as the loop reads them.
@@ -117,7 +117,7 @@ pub(super) trait Inner {
 }
 
 /// x [m, k] rounded to bf16, k padded to k_pad, as (even, odd) pairs of k row after row.
-pub(super) trait PairRows {
+pub(crate) trait PairRows {
     /// One pair of x's rounded values, as a loop reads it.
     type Pair: Sync;
     fn round(x: View<f32>, m: usize, k: usize) -> Self;
@@ -331,7 +331,7 @@ fn dot_rows<const R: usize>(
 /// streams the packs from memory, and the hardware's prefetchers alone left the loop short of
 /// one row's bandwidth at 8 rows. 32 ahead made decoding faster at batches 1 to 16 and left the
 /// update unchanged (results/perf/step.md, "bf16 products by f32 FMAs").
-pub(super) const AHEAD: usize = 32;
+pub(crate) const AHEAD: usize = 32;
 
 /// `Fma::panel_rows` for R rows: the sums of `dot_rows`, each pair row of a panel widened to f32
 /// once (even values shifted up, odd ones masked) for all R rows.

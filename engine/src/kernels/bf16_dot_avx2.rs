@@ -22,7 +22,7 @@ use super::bf16_pack::RoundedRows;
 const PASS: usize = 5;
 
 /// f32 FMAs in 256-bit registers against the panel widened in registers and x's rounded values.
-pub(super) struct Fma256;
+pub(crate) struct Fma256;
 
 impl Inner for Fma256 {
     const ROWS: usize = 2 * PASS;
