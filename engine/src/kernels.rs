@@ -8,9 +8,9 @@
 //! - `skinny_simd`: x [m, k] @ w^T for the few rows of decoding and prefills: the trait `Isa`
 //!   and the loops over it in `skinny_simd/mod.rs`, one file per instruction set (`avx512.rs`,
 //!   `avx2.rs`) with its registers and `#[target_feature]` entry points;
-//! - `bf16_dot`, `bf16_dot_avx2`, `amx`: products of f32 rows with bf16-packed weights
-//!   (`bf16_pack`) by AVX-512 BF16 dot products, AVX-512 or AVX2 FMAs (the trait `Inner`), or AMX
-//!   tiles.
+//! - `bf16_dot`: products of f32 rows with bf16-packed weights (`bf16_pack`): the trait `Inner`
+//!   and the driver in `bf16_dot/mod.rs`, AVX-512's loops (BF16 dot products, FMAs) in
+//!   `avx512.rs`, AVX2's FMAs in `avx2.rs`; AMX's tiles (`amx`) take the product whole.
 //!
 //! The candle custom ops that call these, with their backward passes, are in `ops`.
 
@@ -18,8 +18,6 @@
 pub(crate) mod amx;
 #[cfg(x86_kernels)]
 pub(crate) mod bf16_dot;
-#[cfg(x86_kernels)]
-pub(crate) mod bf16_dot_avx2;
 #[cfg(x86_kernels)]
 pub(crate) mod bf16_pack;
 pub(crate) mod cpu;

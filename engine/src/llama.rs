@@ -161,7 +161,7 @@ impl Llama {
 
     /// Packs every frozen projection and the vocabulary head for bf16 products
     /// (`model.cpu_matmul: bf16`, `ops::Bf16Weight`): their products then run in bf16 with f32
-    /// sums, on AMX where the CPU has it and otherwise by AVX-512 or AVX2 (`kernels/bf16_dot.rs`).
+    /// sums, on AMX where the CPU has it and otherwise by AVX-512 or AVX2 (`kernels/bf16_dot/`).
     /// Needs AVX2 and FMA, and frozen weights.
     pub fn use_bf16_products(&mut self) -> Result<()> {
         for b in self.blocks.iter_mut() {

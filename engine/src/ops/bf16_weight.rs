@@ -2,7 +2,7 @@
 //! packed twice (`kernels/bf16_pack.rs`), once for x W^T (the forward) and once for g W (the input
 //! gradient), so that every product with it (training, scoring, generation) runs in bf16 with f32
 //! sums: on Intel AMX (`kernels/amx.rs`) where the CPU has it, otherwise by AVX-512 or AVX2
-//! (`kernels/bf16_dot.rs`: AVX512-BF16's dot products on AMD, f32 FMAs elsewhere). The adapters, norms,
+//! (`kernels/bf16_dot/`: AVX512-BF16's dot products on AMD, f32 FMAs elsewhere). The adapters, norms,
 //! attention and log-probs stay f32.
 
 use candle_core::{DType, Device, Result, Tensor};

@@ -15,8 +15,8 @@
 
 use std::arch::x86_64::*;
 
-use super::bf16_dot::{Inner, AHEAD};
-use super::bf16_pack::RoundedRows;
+use super::{Inner, AHEAD};
+use crate::kernels::bf16_pack::RoundedRows;
 
 /// Rows one pass over a panel takes at most.
 const PASS: usize = 5;
