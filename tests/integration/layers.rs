@@ -1,10 +1,12 @@
 //! The library's layers point down. Each top-level module of `src/` sits in one layer of
 //! [`LAYERS`]; a module may import (`crate::m`) only modules of lower layers, and sibling files of
-//! one module may not import each other in a circle. The test reads the source text, so it needs
-//! no build of its own and names the file and line that break the order.
+//! one module may not import each other in a circle. The test reads the source text and names the
+//! file and line that break the order.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+use super::source_enums::rust_files;
 
 /// The allowed order, bottom first: the one place it is written. The engine crate
 /// (`empathy-engine`) sits below all of them; `model` is the seam to it.
@@ -26,17 +28,6 @@ const LAYERS: &[&[&str]] = &[
 
 fn layer_of(module: &str) -> Option<usize> {
     LAYERS.iter().position(|layer| layer.contains(&module))
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("read src") {
-        let path = entry.expect("entry").path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
 }
 
 /// Code lines of a file (comments dropped), numbered from 1.
