@@ -6,6 +6,7 @@ pub mod axis;
 pub mod bar_chart;
 pub mod line_chart;
 pub mod sparkline;
+pub mod stats;
 pub mod svg;
 pub mod table;
 

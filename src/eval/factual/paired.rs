@@ -16,27 +16,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::error::{Error, Result};
-
-/// Settings of the percentile bootstrap.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct BootstrapConfig {
-    /// Number of resamples B (default 2000).
-    pub resamples: usize,
-    /// Seed of the ChaCha8 generator (default 0).
-    pub seed: u64,
-    /// Two-sided coverage of the interval (default 0.95).
-    pub level: f64,
-}
-
-impl Default for BootstrapConfig {
-    fn default() -> Self {
-        BootstrapConfig {
-            resamples: 2000,
-            seed: 0,
-            level: 0.95,
-        }
-    }
-}
+pub use crate::report::stats::{percentile, BootstrapConfig};
 
 /// McNemar's test on paired binary outcomes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -179,21 +159,6 @@ fn bootstrap_diffs(
         .collect();
     diffs.sort_by(f64::total_cmp);
     diffs
-}
-
-/// The `q` quantile of sorted values by linear interpolation between order statistics (Hyndman &
-/// Fan type 7, R's default): h = (n - 1) q, value = x[floor h] + (h - floor h)(x[floor h + 1] - x[floor h]).
-pub fn percentile(sorted: &[f64], q: f64) -> f64 {
-    match sorted.len() {
-        0 => f64::NAN,
-        1 => sorted[0],
-        n => {
-            let h = (n - 1) as f64 * q.clamp(0.0, 1.0);
-            let lo = h.floor() as usize;
-            let hi = (lo + 1).min(n - 1);
-            sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
-        }
-    }
 }
 
 /// Exact two-sided McNemar p-value: 2 * P(X <= min(b, c)) for X ~ Binomial(b + c, 1/2), at most 1.
