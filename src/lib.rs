@@ -7,6 +7,7 @@
 pub mod algo;
 pub mod episode;
 pub mod eval;
+pub mod judge;
 pub mod model;
 pub mod openai;
 pub mod profile;

@@ -9,6 +9,7 @@ mod chat;
 mod common;
 mod eval;
 mod export;
+mod judge;
 mod loading;
 mod redteam;
 mod replay;
@@ -51,6 +52,9 @@ pub enum Command {
     Replay(replay::ReplayCommand),
     /// Train the policy with GRPO against the simulated user.
     Train(train::TrainArgs),
+    /// Judge conversations from elsewhere with the simulated user, and check it against people.
+    #[command(subcommand)]
+    Judge(judge::JudgeCommand),
     /// Merge a run's adapters into an HF model folder.
     Export(export::ExportArgs),
     /// Grids of training runs: run locally or as a Slurm array, status, collect.
@@ -82,6 +86,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Chat(args) => chat::run(&cli.catalog, args),
         Command::Train(args) => train::run(&cli.catalog, args),
         Command::Export(args) => export::run(args),
+        Command::Judge(cmd) => judge::run(&cli.catalog, cmd),
         Command::Sweep(cmd) => sweep::run(&cli.catalog, cmd),
         Command::ServeEnv(args) => serve_env::run(&cli.catalog, args),
         Command::ServeModel(args) => serve_model::run(args),

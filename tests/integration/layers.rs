@@ -21,7 +21,7 @@ const LAYERS: &[&[&str]] = &[
     // A dialogue between a policy and the simulated user.
     &["episode"],
     // What plays dialogues: evaluations, replay, the red team, the servers, the trainer.
-    &["eval", "replay", "redteam", "serve", "train"],
+    &["eval", "judge", "replay", "redteam", "serve", "train"],
     // Many training runs.
     &["sweep"],
 ];

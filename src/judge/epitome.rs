@@ -1,0 +1,316 @@
+//! Agreement with people on EPITOME (Sharma, Miner, Atkins & Althoff, "A Computational Approach to
+//! Understanding Empathy Expressed in Text-Based Mental Health Support", EMNLP 2020): Reddit
+//! (post, response) pairs, each rated 0/1/2 by trained annotators for three mechanisms of empathy.
+//!
+//! Each mechanism is read against the appraiser's matching move:
+//! - emotional reactions (warmth, compassion) ~ the larger of `validate` and `reassure`;
+//! - interpretations (understanding the seeker's feelings and experience) ~ `reflect`;
+//! - explorations (asking about the seeker's experience) ~ `open_question`.
+//!
+//! and the reward itself, the per-reply emotion change, against the sum of the three levels.
+//!
+//! The split is fixed by the post: a pair is in the test part when the FNV-1a 64-bit hash of its
+//! `sp_id` (the UTF-8 bytes) is 8 or 9 modulo 10, else in the dev part (80/20, and every response
+//! to one post on the same side).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::input::{Conversation, Speaker};
+use super::score::Judged;
+use crate::error::{Error, Result};
+use crate::report::stats::{auc_ci, spearman_ci, BootstrapConfig, Estimate};
+use crate::report::Table;
+use crate::sim::Move;
+
+/// The three files of the corpus, as the authors' repository names them.
+pub const FILES: [(Mechanism, &str); 3] = [
+    (
+        Mechanism::EmotionalReactions,
+        "emotional-reactions-reddit.csv",
+    ),
+    (Mechanism::Interpretations, "interpretations-reddit.csv"),
+    (Mechanism::Explorations, "explorations-reddit.csv"),
+];
+
+/// EPITOME's three communication mechanisms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Mechanism {
+    EmotionalReactions,
+    Interpretations,
+    Explorations,
+}
+
+impl Mechanism {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mechanism::EmotionalReactions => "emotional reactions",
+            Mechanism::Interpretations => "interpretations",
+            Mechanism::Explorations => "explorations",
+        }
+    }
+
+    /// The appraiser's reading of this mechanism in one reply.
+    pub fn move_score(self, moves: &BTreeMap<Move, f64>) -> f64 {
+        let m = |k: Move| moves.get(&k).copied().unwrap_or(0.0);
+        match self {
+            Mechanism::EmotionalReactions => m(Move::Validate).max(m(Move::Reassure)),
+            Mechanism::Interpretations => m(Move::Reflect),
+            Mechanism::Explorations => m(Move::OpenQuestion),
+        }
+    }
+
+    /// The move the score comes from, as the table names it.
+    pub fn move_name(self) -> &'static str {
+        match self {
+            Mechanism::EmotionalReactions => "max(validate, reassure)",
+            Mechanism::Interpretations => "reflect",
+            Mechanism::Explorations => "open_question",
+        }
+    }
+
+    /// The paper's RoBERTa classifier on its own test split, as reported (Sharma et al. 2020,
+    /// Table 2: accuracy and macro-F1 over the three levels, in percent).
+    pub fn paper(self) -> (f64, f64) {
+        match self {
+            Mechanism::EmotionalReactions => (79.43, 74.46),
+            Mechanism::Interpretations => (84.04, 62.60),
+            Mechanism::Explorations => (92.61, 72.58),
+        }
+    }
+}
+
+/// The split a post belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    Dev,
+    Test,
+}
+
+impl Part {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Part::Dev => "dev",
+            Part::Test => "test",
+        }
+    }
+
+    /// The part of a post, by the FNV-1a 64-bit hash of its `sp_id`.
+    pub fn of(sp_id: &str) -> Part {
+        if fnv1a64(sp_id.as_bytes()) % 10 >= 8 {
+            Part::Test
+        } else {
+            Part::Dev
+        }
+    }
+}
+
+/// FNV-1a, 64 bits (Fowler, Noll & Vo; offset basis 14695981039346656037, prime 1099511628211).
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// One (post, response) pair with its three levels.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Item {
+    pub sp_id: String,
+    pub rp_id: String,
+    pub post: String,
+    pub response: String,
+    pub levels: BTreeMap<Mechanism, u8>,
+}
+
+impl Item {
+    /// The pair as a conversation to judge, its levels as labels.
+    pub fn conversation(&self) -> Conversation {
+        Conversation {
+            id: format!("{}/{}", self.sp_id, self.rp_id),
+            messages: vec![
+                (Speaker::Seeker, self.post.trim().to_string()),
+                (Speaker::Supporter, self.response.trim().to_string()),
+            ],
+            labels: self
+                .levels
+                .iter()
+                .map(|(m, l)| (m.as_str().to_string(), f64::from(*l)))
+                .collect(),
+        }
+    }
+
+    pub fn part(&self) -> Part {
+        Part::of(&self.sp_id)
+    }
+
+    /// The sum of the three levels, 0-6.
+    pub fn total(&self) -> u8 {
+        self.levels.values().sum()
+    }
+}
+
+/// Reads the three files under `dir` and joins them on (`sp_id`, `rp_id`); a pair must be rated
+/// for all three mechanisms.
+pub fn load(dir: &Path) -> Result<Vec<Item>> {
+    let mut items: BTreeMap<(String, String), Item> = BTreeMap::new();
+    for (mechanism, name) in FILES {
+        let path = dir.join(name);
+        if !path.is_file() {
+            return Err(Error::input(
+                &path,
+                "file",
+                "missing: pass the folder holding EPITOME's three *-reddit.csv files \
+                 (dataset/ in github.com/behavioral-data/Empathy-Mental-Health)",
+            ));
+        }
+        let mut reader = csv::Reader::from_path(&path)
+            .map_err(|e| Error::input(&path, "line 1", format!("not readable as CSV: {e}")))?;
+        let headers = reader
+            .headers()
+            .map_err(|e| Error::input(&path, "line 1", e.to_string()))?
+            .clone();
+        let col = |n: &str| {
+            headers.iter().position(|h| h == n).ok_or_else(|| {
+                Error::input(
+                    &path,
+                    "line 1",
+                    format!("no `{n}` column: is this EPITOME's file?"),
+                )
+            })
+        };
+        let (sp, rp, post, resp, level) = (
+            col("sp_id")?,
+            col("rp_id")?,
+            col("seeker_post")?,
+            col("response_post")?,
+            col("level")?,
+        );
+        for (i, row) in reader.records().enumerate() {
+            let line = i + 2;
+            let row =
+                row.map_err(|e| Error::input(&path, format!("line {line}"), e.to_string()))?;
+            let get = |c: usize| row.get(c).unwrap_or("").to_string();
+            let l: u8 = match get(level).trim().parse() {
+                Ok(l @ 0..=2) => l,
+                _ => {
+                    return Err(Error::input(
+                        &path,
+                        format!("line {line}, level"),
+                        format!("`{}` is not a level 0, 1 or 2", get(level)),
+                    ))
+                }
+            };
+            let key = (get(sp), get(rp));
+            let item = items.entry(key.clone()).or_insert_with(|| Item {
+                sp_id: key.0.clone(),
+                rp_id: key.1.clone(),
+                post: get(post),
+                response: get(resp),
+                levels: BTreeMap::new(),
+            });
+            item.levels.insert(mechanism, l);
+        }
+    }
+    Ok(items
+        .into_values()
+        .filter(|i| i.levels.len() == 3)
+        .collect())
+}
+
+/// One row of the agreement table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    pub measure: String,
+    pub label: String,
+    pub auc: Estimate,
+    pub spearman: Estimate,
+}
+
+/// The agreement of judged pairs with their levels: one row per mechanism, then the per-reply
+/// emotion change and the raw points against the sum of the levels.
+pub fn agreement(items: &[&Item], judged: &[&Judged], cfg: &BootstrapConfig) -> Vec<Row> {
+    let reply = |j: &Judged| j.replies.first().cloned();
+    let mut rows = Vec::new();
+    for (m, _) in FILES {
+        let scores: Vec<f64> = judged
+            .iter()
+            .map(|j| reply(j).map_or(0.0, |r| m.move_score(&r.moves)))
+            .collect();
+        let levels: Vec<f64> = items.iter().map(|i| f64::from(i.levels[&m])).collect();
+        let positive: Vec<bool> = levels.iter().map(|&l| l >= 1.0).collect();
+        rows.push(Row {
+            measure: m.move_name().to_string(),
+            label: m.as_str().to_string(),
+            auc: auc_ci(&scores, &positive, cfg),
+            spearman: spearman_ci(&scores, &levels, cfg),
+        });
+    }
+    let total: Vec<f64> = items.iter().map(|i| f64::from(i.total())).collect();
+    let any: Vec<bool> = total.iter().map(|&t| t >= 1.0).collect();
+    let deltas: Vec<f64> = judged
+        .iter()
+        .map(|j| reply(j).map_or(0.0, |r| f64::from(r.delta)))
+        .collect();
+    let raws: Vec<f64> = judged
+        .iter()
+        .map(|j| reply(j).map_or(0.0, |r| r.raw))
+        .collect();
+    for (name, scores) in [
+        ("emotion change (the reward)", deltas),
+        ("raw points", raws),
+    ] {
+        rows.push(Row {
+            measure: name.to_string(),
+            label: "sum of the three levels".into(),
+            auc: auc_ci(&scores, &any, cfg),
+            spearman: spearman_ci(&scores, &total, cfg),
+        });
+    }
+    rows
+}
+
+/// The agreement rows as a markdown table.
+pub fn table(rows: &[Row]) -> Table {
+    let mut t = Table::new([
+        "appraiser measure",
+        "human label",
+        "n",
+        "AUC, level >= 1 vs 0 [95% CI]",
+        "Spearman [95% CI]",
+    ]);
+    for r in rows {
+        t.push_row([
+            r.measure.clone(),
+            r.label.clone(),
+            r.auc.n.to_string(),
+            r.auc.show(),
+            r.spearman.show(),
+        ]);
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fnv1a_matches_the_reference_vectors() {
+        // The FNV reference test vectors: "" -> offset basis, "a" -> af63dc4c8601ec8c.
+        assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a64(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    #[test]
+    fn the_split_is_about_four_to_one_and_fixed_by_the_post() {
+        let test = (0..10_000)
+            .filter(|i| Part::of(&format!("post{i}")) == Part::Test)
+            .count();
+        assert!((1800..2200).contains(&test), "{test}");
+        assert_eq!(Part::of("65m92s"), Part::of("65m92s"));
+    }
+}
