@@ -32,6 +32,14 @@ impl std::fmt::Display for Violation {
     }
 }
 
+/// At hard the listener's users may all leave, and then the final emotion only says where the last
+/// quantized step landed below 10 (5 or 0). There an adversary whose users all leave too, and
+/// sooner, is below the listener whatever that last step was.
+fn leaves_sooner(a: &Row, listener: &Row) -> bool {
+    let all_left = |r: &Row| r.episodes > 0 && r.left == r.episodes;
+    all_left(listener) && all_left(a) && a.mean_replies < listener.mean_replies
+}
+
 /// Every violated margin, in table order. A cell without the listener is checked only for the
 /// unsafe rule.
 pub fn check(rows: &[Row]) -> Vec<Violation> {
@@ -64,7 +72,7 @@ pub fn check(rows: &[Row]) -> Vec<Violation> {
             };
             for a in in_cell.iter().filter(|r| r.side == Side::Adversary) {
                 if difficulty == Difficulty::Hard {
-                    if a.mean_final >= l.mean_final {
+                    if a.mean_final >= l.mean_final && !leaves_sooner(a, l) {
                         fail("below the listener", not_below(a));
                     }
                     if a.resolved > 0 {
@@ -150,6 +158,7 @@ mod tests {
             resolved,
             left: 0,
             unsafe_ends,
+            mean_replies: 8.0,
         }
     }
 
@@ -187,6 +196,22 @@ mod tests {
             ["resolves nothing at hard", "below the listener"],
             "echo resolved one; mirror ties"
         );
+    }
+
+    #[test]
+    fn at_the_floor_leaving_sooner_is_below() {
+        let h = Difficulty::Hard;
+        let mut listener = row("listener", "reference", h, 4.6, 0);
+        let mut quick = row("sympathy", "sympathy", h, 5.0, 0);
+        (listener.left, quick.left) = (4, 4);
+        (listener.mean_replies, quick.mean_replies) = (5.5, 3.0);
+        assert_eq!(check(&[listener.clone(), quick.clone()]), vec![]);
+        // Staying as long, or a listener whose users do not all leave: the final emotion decides.
+        quick.mean_replies = 5.5;
+        assert_eq!(check(&[listener.clone(), quick.clone()]).len(), 1);
+        quick.mean_replies = 3.0;
+        listener.left = 3;
+        assert_eq!(check(&[listener, quick]).len(), 1);
     }
 
     #[test]

@@ -108,6 +108,8 @@ pub struct Row {
     pub resolved: usize,
     pub left: usize,
     pub unsafe_ends: usize,
+    /// Policy replies per dialogue: how long the user stayed.
+    pub mean_replies: f64,
 }
 
 /// The profiles of a split, at most `limit`, one per scenario before a second of any.
@@ -167,6 +169,11 @@ pub fn row(entry: &Entry, split: Split, difficulty: Difficulty, recs: &[EpisodeR
         resolved: count(End::Resolved),
         left: count(End::Left),
         unsafe_ends: count(End::Unsafe),
+        mean_replies: recs
+            .iter()
+            .map(|r| r.assistant_turns().len() as f64)
+            .sum::<f64>()
+            / n,
     }
 }
 

@@ -21,6 +21,7 @@ pub fn rows_table(rows: &[Row]) -> Table {
         "resolved",
         "left",
         "unsafe",
+        "mean_replies",
     ]);
     for r in rows {
         t.push_row([
@@ -40,6 +41,7 @@ pub fn rows_table(rows: &[Row]) -> Table {
             r.resolved.to_string(),
             r.left.to_string(),
             r.unsafe_ends.to_string(),
+            format!("{:.2}", r.mean_replies),
         ]);
     }
     t

@@ -97,6 +97,13 @@ fn user_sentences<'a>(profile: &Profile, text: &'a str) -> Vec<&'a str> {
     }
 }
 
+/// What EPITOME's emotional reactions (sympathy, presence, hope) add to `validate` or `reassure`:
+/// a quarter move per phrase, at most half a move, since they name no feeling and nothing the user
+/// said (data/lexicon.yaml, `sympathy` and `presence`).
+fn emotional_reaction(phrases: usize) -> f64 {
+    0.25 * phrases.min(2) as f64
+}
+
 fn r3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
@@ -335,9 +342,13 @@ impl Appraiser {
             let score = match m {
                 // A pile of feeling words names no feeling in particular.
                 Move::Validate if findings.feeling_salad => 0.0,
-                Move::Validate => {
-                    sem.max((0.5 * lex + if named_feeling { 0.5 } else { 0.0 }).min(1.0))
-                }
+                Move::Validate => sem.max(
+                    (0.5 * lex
+                        + if named_feeling { 0.5 } else { 0.0 }
+                        + emotional_reaction(cues.sympathy))
+                    .min(1.0),
+                ),
+                Move::Reassure => sem.max((0.5 * lex + emotional_reaction(cues.presence)).min(1.0)),
                 Move::Reflect => spec,
                 // Stacked questions explore nothing: the user cannot answer them all.
                 Move::OpenQuestion if findings.stacked_questions => 0.0,
@@ -385,8 +396,19 @@ impl Appraiser {
                 misfit += w * s;
             }
         }
-        let mut helps = cfg.helps * cfg.semantic.score(self.max_sim(reply, &scenario.helps)?);
-        let hurts = cfg.hurts * cfg.semantic.score(self.max_sim(reply, &scenario.hurts)?);
+        let (help_sim, hurt_sim) = (
+            self.max_sim(reply, &scenario.helps)?,
+            self.max_sim(reply, &scenario.hurts)?,
+        );
+        let mut helps = cfg.helps * cfg.semantic.score(help_sim);
+        // Sentence embeddings place a reply near the topic of every prototype, hurtful or not: a
+        // reply hurts only when it reads more like a `hurts` example than like any `helps` one
+        // (nearest-prototype classification).
+        let hurts = if hurt_sim > help_sim {
+            cfg.hurts * cfg.semantic.score(hurt_sim)
+        } else {
+            0.0
+        };
         // The scenario's example replies count only when said in the policy's own words.
         if findings.copied_scenario {
             helps = 0.0;
@@ -427,7 +449,9 @@ impl Appraiser {
         let stock = [Move::Validate, Move::Reassure, Move::Platitude]
             .iter()
             .map(|m| cues.hits.get(m).copied().unwrap_or(0))
-            .sum::<usize>();
+            .sum::<usize>()
+            + cues.sympathy
+            + cues.presence;
         if stock >= cfg.stuffing.min_cues && spec < 0.5 {
             c.insert("stuffing", scale.loss * cfg.stuffing.points);
             out.reasons.push("a pile of stock phrases".into());

@@ -18,6 +18,8 @@ struct LexiconFile {
     open_question_starts: Vec<String>,
     open_invitations: Vec<String>,
     feelings: Vec<String>,
+    sympathy: Vec<String>,
+    presence: Vec<String>,
     warmth: WarmthFile,
     stopwords: Vec<String>,
 }
@@ -38,6 +40,8 @@ pub struct Lexicon {
     open_invitations: Vec<String>,
     /// Normalized feeling words.
     pub feelings: Vec<String>,
+    sympathy: Vec<String>,
+    presence: Vec<String>,
     warm_words: Vec<String>,
     warm_emoji: Vec<String>,
     agreement: Vec<String>,
@@ -58,6 +62,11 @@ pub struct Cues {
     pub warm: usize,
     /// Phrases of agreement with the user.
     pub agreement: usize,
+    /// Expressions of sympathy ("so sorry to hear"): an emotional reaction toward `validate`.
+    pub sympathy: usize,
+    /// Offers of presence and wishes ("here for you", "I hope things get better"): an emotional
+    /// reaction toward `reassure`.
+    pub presence: usize,
 }
 
 impl Lexicon {
@@ -89,6 +98,8 @@ impl Lexicon {
             open_starts: norm(file.open_question_starts),
             open_invitations: norm(file.open_invitations),
             feelings: norm(file.feelings),
+            sympathy: norm(file.sympathy),
+            presence: norm(file.presence),
             warm_words: norm(file.warmth.words),
             warm_emoji: file.warmth.emoji,
             agreement: norm(file.warmth.agreement),
@@ -117,6 +128,8 @@ impl Lexicon {
             closed_questions: closed,
             warm: count_phrases(&padded, &self.warm_words) + emoji,
             agreement: count_phrases(&padded, &self.agreement),
+            sympathy: count_phrases(&padded, &self.sympathy),
+            presence: count_phrases(&padded, &self.presence),
         }
     }
 
@@ -170,6 +183,8 @@ mod tests {
         let c = lx.cues("At least you have your health. Everything happens for a reason!");
         assert!(c.hits[&Move::Minimize] >= 1);
         assert!(c.hits[&Move::Platitude] >= 1);
+        let c = lx.cues("So sorry to hear that. I'm here for you, and I hope things get better.");
+        assert_eq!((c.sympathy, c.presence), (1, 2), "{c:?}");
         let c = lx.cues("You're absolutely right, I completely agree! Sending hugs ❤️");
         assert!(c.agreement >= 2 && c.warm >= 2, "{c:?}");
     }
