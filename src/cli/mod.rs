@@ -9,6 +9,7 @@ mod chat;
 mod common;
 mod eval;
 mod export;
+mod judge_agreement;
 mod loading;
 mod redteam;
 mod replay;
@@ -60,6 +61,9 @@ pub enum Command {
     ServeEnv(serve_env::ServeEnvArgs),
     /// Serve a model behind an OpenAI-compatible /v1/chat/completions with batching.
     ServeModel(serve_model::ServeModelArgs),
+    /// Temporary, until `judge` takes `agreement`: people's ratings against the simulator.
+    #[command(subcommand, hide = true)]
+    Judge(judge_agreement::TemporaryJudgeCommand),
 }
 
 /// Runs one parsed command line. Everything but the servers runs on a worker of rayon's pool,
@@ -85,5 +89,6 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Sweep(cmd) => sweep::run(&cli.catalog, cmd),
         Command::ServeEnv(args) => serve_env::run(&cli.catalog, args),
         Command::ServeModel(args) => serve_model::run(args),
+        Command::Judge(cmd) => judge_agreement::run_temporary(&cli.catalog, cmd),
     }
 }
