@@ -119,7 +119,12 @@ pub fn auc(scores: &[f64], positive: &[bool]) -> f64 {
     if n_pos == 0.0 || n_neg == 0.0 {
         return f64::NAN;
     }
-    let r_pos: f64 = ranks.iter().zip(positive).filter(|(_, &p)| p).map(|(r, _)| r).sum();
+    let r_pos: f64 = ranks
+        .iter()
+        .zip(positive)
+        .filter(|(_, &p)| p)
+        .map(|(r, _)| r)
+        .sum();
     (r_pos - n_pos * (n_pos + 1.0) / 2.0) / (n_pos * n_neg)
 }
 
@@ -181,14 +186,20 @@ mod tests {
 
     #[test]
     fn ties_share_the_average_rank() {
-        assert_eq!(average_ranks(&[10.0, 20.0, 10.0, 30.0]), vec![1.5, 3.0, 1.5, 4.0]);
+        assert_eq!(
+            average_ranks(&[10.0, 20.0, 10.0, 30.0]),
+            vec![1.5, 3.0, 1.5, 4.0]
+        );
     }
 
     #[test]
     fn spearman_matches_a_hand_computed_value() {
         // x ranks 1..5; y = [1, 3, 2, 5, 4] has d = [0, -1, 1, -1, 1], sum d^2 = 4:
         // rho = 1 - 6 * 4 / (5 * 24) = 0.8.
-        assert!(close(spearman(&[1.0, 2.0, 3.0, 4.0, 5.0], &[1.0, 3.0, 2.0, 5.0, 4.0]), 0.8));
+        assert!(close(
+            spearman(&[1.0, 2.0, 3.0, 4.0, 5.0], &[1.0, 3.0, 2.0, 5.0, 4.0]),
+            0.8
+        ));
         // With ties in y = [0, 0, 1, 1] (ranks 1.5, 1.5, 3.5, 3.5) against x = 1..4:
         // cov = sum (rx - 2.5)(ry - 2.5) = (-1.5)(-1) + (-0.5)(-1) + 0.5 + 1.5 = 4;
         // sxx = 5, syy = 4: rho = 4 / sqrt(20) = 0.894427...
