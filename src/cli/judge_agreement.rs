@@ -7,9 +7,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use empathy_gym::episode::{read_episodes, EpisodeRecord};
-use empathy_gym::replay::rate::{
-    agreement, read_key, read_ratings, AgreementOptions, KeyRow,
-};
+use empathy_gym::replay::rate::{agreement, read_key, read_ratings, AgreementOptions, KeyRow};
 use empathy_gym::report::stats::BootstrapConfig;
 use empathy_gym::Error;
 

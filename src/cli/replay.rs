@@ -8,10 +8,10 @@ use candle_core::Device;
 use clap::{Args, Subcommand};
 use empathy_gym::episode::{read_episodes, EpisodeLog, EpisodeRecord, EpisodeWriter};
 use empathy_gym::profile::{Catalog, Difficulty};
+use empathy_gym::replay::rate::{render_rate_page, write_key, Arm, Study, StudyOptions};
 use empathy_gym::replay::{
     episode_stats, render_html, render_transcript, rerun, verify, By, RerunSettings, StatsOptions,
 };
-use empathy_gym::replay::rate::{render_rate_page, write_key, Arm, Study, StudyOptions};
 use empathy_gym::reward::{Aggregate, RewardMode};
 
 use super::common::{build_simulator, load_chosen_simulator, SimulatorArgs};
@@ -189,11 +189,7 @@ fn rate_page(args: HtmlArgs) -> anyhow::Result<()> {
         items: args.items,
     };
     let study = match &args.pair {
-        Some(pair) => Study::paired(
-            &arms(&pair[..1])?,
-            &arms(&pair[1..])?,
-            opts,
-        ),
+        Some(pair) => Study::paired(&arms(&pair[..1])?, &arms(&pair[1..])?, opts),
         None => Study::single(&arms(&args.files)?, opts),
     };
     if study.items.is_empty() {

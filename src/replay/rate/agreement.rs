@@ -62,12 +62,16 @@ impl AgreementReport {
             self.raters.len(),
             raters.join(", ")
         );
-        out.push_str("## Human ratings against the simulator (Spearman's rho, 95% bootstrap interval)\n\n");
+        out.push_str(
+            "## Human ratings against the simulator (Spearman's rho, 95% bootstrap interval)\n\n",
+        );
         out.push_str(&self.correlation.to_markdown());
         out.push_str("\n## Agreement between raters (Krippendorff's alpha, interval metric)\n\n");
         match &self.reliability {
             Some(t) => out.push_str(&t.to_markdown()),
-            None => out.push_str("One rater: agreement between raters needs two or more on the same dialogues.\n"),
+            None => out.push_str(
+                "One rater: agreement between raters needs two or more on the same dialogues.\n",
+            ),
         }
         if let Some(t) = &self.preference {
             out.push_str("\n## A/B pairs: which side is preferred\n\n");
@@ -103,7 +107,11 @@ impl Dialogue<'_> {
 
 /// The scales and their mean, as the tables' rows name them.
 fn scale_names() -> Vec<&'static str> {
-    SCALES.iter().copied().chain(["mean of the three"]).collect()
+    SCALES
+        .iter()
+        .copied()
+        .chain(["mean of the three"])
+        .collect()
 }
 
 /// Joins `ratings` through `key` (read from `key_path`) with `episodes` and computes the report.
@@ -145,7 +153,10 @@ pub fn agreement(
     for r in ratings {
         let Some(&d) = index.get(&(r.item.as_str(), r.side.as_str())) else {
             let (field, what) = if items.contains(r.item.as_str()) {
-                ("side", format!("item {} has no side `{}` in the key", r.item, r.side))
+                (
+                    "side",
+                    format!("item {} has no side `{}` in the key", r.item, r.side),
+                )
             } else {
                 ("item", format!("item {} is not in the key", r.item))
             };
@@ -183,7 +194,10 @@ pub fn agreement(
         .filter(|d| d.scores.iter().any(|s| !s.is_empty()))
         .count();
     Ok(AgreementReport {
-        raters: per_rater.into_iter().map(|(r, n)| (r.to_string(), n)).collect(),
+        raters: per_rater
+            .into_iter()
+            .map(|(r, n)| (r.to_string(), n))
+            .collect(),
         dialogues: dialogues.len(),
         rated,
         correlation: correlation(&dialogues, &opts.bootstrap),
@@ -238,7 +252,11 @@ fn correlation(dialogues: &[Dialogue], cfg: &BootstrapConfig) -> Table {
         t.push_row([
             name.to_string(),
             rated.len().to_string(),
-            if rated.is_empty() { "-".into() } else { format!("{mean:.2}") },
+            if rated.is_empty() {
+                "-".into()
+            } else {
+                format!("{mean:.2}")
+            },
             show(&spearman_ci(&h, &rw, cfg)),
             show(&spearman_ci(&human, &emotion, cfg)),
         ]);
@@ -247,7 +265,12 @@ fn correlation(dialogues: &[Dialogue], cfg: &BootstrapConfig) -> Table {
 }
 
 fn reliability(dialogues: &[Dialogue], cfg: &BootstrapConfig) -> Table {
-    let mut t = Table::new(["scale", "dialogues with 2+ raters", "raters", "alpha (interval)"]);
+    let mut t = Table::new([
+        "scale",
+        "dialogues with 2+ raters",
+        "raters",
+        "alpha (interval)",
+    ]);
     for (k, name) in SCALES.iter().enumerate() {
         let units: Vec<Vec<f64>> = dialogues
             .iter()

@@ -60,7 +60,12 @@ fn cell(t: &Table, row: &str, col: &str) -> String {
 
 /// Four dialogues with rewards 0.1 to 0.4 and final emotions 60, 40, 80, 70, rated by two people.
 fn single() -> (Vec<EpisodeRecord>, Vec<KeyRow>) {
-    let eps = vec![rec("a", 0.1, 60), rec("b", 0.2, 40), rec("c", 0.3, 80), rec("d", 0.4, 70)];
+    let eps = vec![
+        rec("a", 0.1, 60),
+        rec("b", 0.2, 40),
+        rec("c", 0.3, 80),
+        rec("d", 0.4, 70),
+    ];
     let key = ["i1", "i2", "i3", "i4"]
         .iter()
         .zip(&eps)
@@ -96,20 +101,32 @@ fn correlation_and_alpha_match_hand_computed_values() {
     let c = &r.correlation;
     assert_eq!(cell(c, "empathy", "dialogues"), "4");
     assert_eq!(cell(c, "empathy", "mean rating"), "2.75");
-    assert!(cell(c, "empathy", "rho vs reward").starts_with("0.800 ["), "{c:?}");
-    assert!(cell(c, "empathy", "rho vs final emotion").starts_with("0.800 ["), "{c:?}");
+    assert!(
+        cell(c, "empathy", "rho vs reward").starts_with("0.800 ["),
+        "{c:?}"
+    );
+    assert!(
+        cell(c, "empathy", "rho vs final emotion").starts_with("0.800 ["),
+        "{c:?}"
+    );
     assert_eq!(cell(c, "relevance", "rho vs reward"), "-");
     // Naturalness 1, 2, 3, 4 against the reward: rho = 1.
     assert!(cell(c, "naturalness", "rho vs reward").starts_with("1.000 ["));
     let a = r.reliability.as_ref().expect("two raters");
     assert_eq!(cell(a, "empathy", "dialogues with 2+ raters"), "4");
     assert_eq!(cell(a, "empathy", "raters"), "2");
-    assert!(cell(a, "empathy", "alpha (interval)").starts_with("0.816 ["), "{a:?}");
+    assert!(
+        cell(a, "empathy", "alpha (interval)").starts_with("0.816 ["),
+        "{a:?}"
+    );
     assert_eq!(cell(a, "relevance", "alpha (interval)"), "-");
     assert!(cell(a, "naturalness", "alpha (interval)").starts_with("1.000"));
     assert!(r.preference.is_none());
     let md = r.to_markdown();
-    assert!(md.starts_with("4 of 4 dialogues rated by 2 raters: alice (4), bob (4)"), "{md}");
+    assert!(
+        md.starts_with("4 of 4 dialogues rated by 2 raters: alice (4), bob (4)"),
+        "{md}"
+    );
     assert!(md.contains("Krippendorff's alpha, interval metric"));
 }
 
@@ -156,16 +173,28 @@ fn join_errors_name_the_file_line_and_field() {
             .to_string()
     };
     let e = run(vec![rating(7, "alice", "nope", "", [1, 1, 1])], &eps);
-    assert!(e.starts_with("alice.csv: line 7, field item: item nope is not in the key k.csv"), "{e}");
+    assert!(
+        e.starts_with("alice.csv: line 7, field item: item nope is not in the key k.csv"),
+        "{e}"
+    );
     let e = run(vec![rating(3, "alice", "i1", "B", [1, 1, 1])], &eps);
-    assert!(e.starts_with("alice.csv: line 3, field side: item i1 has no side `B`"), "{e}");
+    assert!(
+        e.starts_with("alice.csv: line 3, field side: item i1 has no side `B`"),
+        "{e}"
+    );
     let twice = vec![
         rating(2, "alice", "i1", "", [1, 1, 1]),
         rating(9, "alice", "i1", "", [2, 2, 2]),
     ];
     let e = run(twice, &eps);
-    assert!(e.contains("line 9, field rater: alice rated item i1 again (first at alice.csv line 2)"), "{e}");
+    assert!(
+        e.contains("line 9, field rater: alice rated item i1 again (first at alice.csv line 2)"),
+        "{e}"
+    );
     let e = run(vec![], &eps[1..]);
-    assert!(e.starts_with("k.csv: line 2, field episode: episode"), "{e}");
+    assert!(
+        e.starts_with("k.csv: line 2, field episode: episode"),
+        "{e}"
+    );
     assert!(e.contains("is in none of the logs given"), "{e}");
 }

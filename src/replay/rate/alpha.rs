@@ -79,7 +79,10 @@ mod tests {
 
     #[test]
     fn perfect_agreement_is_one_and_nothing_to_agree_is_nan() {
-        assert_eq!(krippendorff_alpha_interval(&[vec![1.0, 1.0], vec![4.0, 4.0]]), 1.0);
+        assert_eq!(
+            krippendorff_alpha_interval(&[vec![1.0, 1.0], vec![4.0, 4.0]]),
+            1.0
+        );
         assert!(krippendorff_alpha_interval(&[vec![3.0, 3.0], vec![3.0, 3.0]]).is_nan());
         assert!(krippendorff_alpha_interval(&[vec![3.0], vec![4.0]]).is_nan());
     }

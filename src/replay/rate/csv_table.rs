@@ -66,5 +66,9 @@ fn csv_error(path: &Path, e: &csv::Error) -> Error {
         csv::ErrorKind::Utf8 { .. } => "not UTF-8 text".to_string(),
         _ => e.to_string(),
     };
-    Error::input(path, format!("line {line}"), format!("{what}; is this the CSV the page exported?"))
+    Error::input(
+        path,
+        format!("line {line}"),
+        format!("{what}; is this the CSV the page exported?"),
+    )
 }

@@ -94,7 +94,11 @@ pub fn read_key(path: &Path) -> Result<Vec<KeyRow>> {
             key_line: *line,
         };
         if row.item.is_empty() || row.episode.is_empty() {
-            let which = if row.item.is_empty() { "item" } else { "episode" };
+            let which = if row.item.is_empty() {
+                "item"
+            } else {
+                "episode"
+            };
             return Err(Error::input(
                 path,
                 format!("line {line}, field {which}"),
@@ -141,7 +145,11 @@ mod tests {
         let back = read_key(&path).unwrap();
         assert_eq!(back, vec![KeyRow { key_line: 2, ..row }]);
 
-        std::fs::write(&path, "item,side,arm,log,line,episode\nx,A,base,l,seven,e\n").unwrap();
+        std::fs::write(
+            &path,
+            "item,side,arm,log,line,episode\nx,A,base,l,seven,e\n",
+        )
+        .unwrap();
         let e = read_key(&path).unwrap_err().to_string();
         assert!(e.contains("k.key.csv: line 2, field line: `seven`"), "{e}");
         std::fs::write(&path, "item,side,arm,log,episode\n").unwrap();

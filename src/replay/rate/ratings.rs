@@ -116,13 +116,19 @@ mod tests {
         assert_eq!(r.len(), 2);
         assert_eq!(r[0].scores, [Some(4), None, Some(5)]);
         assert_eq!((r[0].line, r[0].side.as_str()), (2, "A"));
-        assert_eq!((r[1].rater.as_str(), r[1].side.as_str(), r[1].line), ("bo, b", "", 3));
+        assert_eq!(
+            (r[1].rater.as_str(), r[1].side.as_str(), r[1].line),
+            ("bo, b", "", 3)
+        );
     }
 
     #[test]
     fn bad_rows_name_file_line_and_field() {
         let e = err(&format!("{HEAD}alice,x,A,4,6,5,t\n"));
-        assert!(e.contains("alice.csv: line 2, field relevance: `6` is not a rating"), "{e}");
+        assert!(
+            e.contains("alice.csv: line 2, field relevance: `6` is not a rating"),
+            "{e}"
+        );
         let e = err(&format!("{HEAD}alice,x,A,4,5,5,t\nalice,y,A,four,5,5,t\n"));
         assert!(e.contains("line 3, field empathy: `four`"), "{e}");
         let e = err(&format!("{HEAD}alice,x,A,4.5,5,5,t\n"));
@@ -130,7 +136,10 @@ mod tests {
         let e = err(&format!("{HEAD},x,A,4,5,5,t\n"));
         assert!(e.contains("line 2, field rater: is empty"), "{e}");
         let e = err("rater,item,side,empathy,naturalness\nalice,x,A,4,5\n");
-        assert!(e.contains("alice.csv: line 1: no column `relevance`"), "{e}");
+        assert!(
+            e.contains("alice.csv: line 1: no column `relevance`"),
+            "{e}"
+        );
         let e = err(&format!("{HEAD}alice,x,A,4,5\n"));
         assert!(e.contains("line 2: 5 fields where the header has 7"), "{e}");
     }

@@ -89,7 +89,10 @@ impl Study {
         let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
         let mut waiting: BTreeMap<(String, String, String), VecDeque<&Arm>> = BTreeMap::new();
         for b in base {
-            waiting.entry(profile_key(&b.record)).or_default().push_back(b);
+            waiting
+                .entry(profile_key(&b.record))
+                .or_default()
+                .push_back(b);
         }
         let mut drafts = Vec::new();
         let mut unpaired = 0;
@@ -125,7 +128,8 @@ impl Study {
             .into_iter()
             .map(|sides| {
                 let episodes: Vec<&str> = sides.iter().map(|s| s.episode.as_str()).collect();
-                let mut h = crate::seed::derive(opts.seed, hash_bytes(episodes.join(",").as_bytes()));
+                let mut h =
+                    crate::seed::derive(opts.seed, hash_bytes(episodes.join(",").as_bytes()));
                 // Two items may not share an id (the same episode twice, or a 32-bit collision).
                 while !taken.insert(h >> 32) {
                     h = crate::seed::derive(h, 1);
@@ -210,7 +214,14 @@ mod tests {
 
     fn logs(n: usize) -> Vec<Arm> {
         (0..n)
-            .map(|i| arm("dir/x.jsonl", i + 1, &format!("s{i}"), &format!("reply {i}")))
+            .map(|i| {
+                arm(
+                    "dir/x.jsonl",
+                    i + 1,
+                    &format!("s{i}"),
+                    &format!("reply {i}"),
+                )
+            })
             .collect()
     }
 
@@ -230,7 +241,13 @@ mod tests {
         assert_ne!(a.id, b.id);
         let ids: BTreeSet<&str> = a.items.iter().map(|i| i.id.as_str()).collect();
         assert_eq!(ids.len(), 12, "ids are unique");
-        let first5 = Study::single(&eps, StudyOptions { seed: 1, items: Some(5) });
+        let first5 = Study::single(
+            &eps,
+            StudyOptions {
+                seed: 1,
+                items: Some(5),
+            },
+        );
         assert_eq!(order(&first5), order(&a)[..5]);
         assert_eq!(a.items[0].sides[0].arm, "x.jsonl");
         assert_eq!(
@@ -261,11 +278,20 @@ mod tests {
             assert_ne!(a.arm, b.arm);
             let scenario = |x: &StudySide| {
                 let arms = if x.arm == TRAINED { &trained } else { &base };
-                arms.iter().find(|r| r.line == x.line).unwrap().record.profile.scenario.clone()
+                arms.iter()
+                    .find(|r| r.line == x.line)
+                    .unwrap()
+                    .record
+                    .profile
+                    .scenario
+                    .clone()
             };
             assert_eq!(scenario(a), scenario(b), "a pair shares its profile");
             trained_a += usize::from(a.arm == TRAINED);
         }
-        assert!((3..=17).contains(&trained_a), "sides drawn: {trained_a} of 20");
+        assert!(
+            (3..=17).contains(&trained_a),
+            "sides drawn: {trained_a} of 20"
+        );
     }
 }
