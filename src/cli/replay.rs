@@ -194,21 +194,34 @@ fn rate_page(args: HtmlArgs) -> anyhow::Result<()> {
     };
     if study.items.is_empty() {
         anyhow::bail!(
-            "no dialogues to rate{}",
-            if args.pair.is_some() {
-                ": no profile is played in both logs"
+            "no dialogues to rate: {}",
+            if args.items == Some(0) {
+                "--items is 0"
+            } else if args.pair.is_some() {
+                "no profile is played in both logs"
             } else {
-                ": the logs are empty"
+                "the logs are empty"
             }
         );
     }
     let title = args.title.as_deref().unwrap_or("Rating study");
     let page = render_rate_page(title, &study);
-    std::fs::write(&args.out, page).map_err(|e| empathy_gym::Error::io(&args.out, e))?;
     let key = args
         .key
         .clone()
         .unwrap_or_else(|| args.out.with_extension("key.csv"));
+    if key == args.out {
+        anyhow::bail!(
+            "--key and --out are both {}; the key must not be the page",
+            key.display()
+        );
+    }
+    for file in [&args.out, &key] {
+        if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| empathy_gym::Error::io(dir, e))?;
+        }
+    }
+    std::fs::write(&args.out, page).map_err(|e| empathy_gym::Error::io(&args.out, e))?;
     let rows = study.key_rows();
     write_key(&key, &rows)?;
     println!(
