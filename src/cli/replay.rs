@@ -8,7 +8,7 @@ use candle_core::Device;
 use clap::{Args, Subcommand};
 use empathy_gym::episode::{read_episodes, EpisodeLog, EpisodeRecord, EpisodeWriter};
 use empathy_gym::profile::{Catalog, Difficulty};
-use empathy_gym::replay::rate::{render_rate_page, write_key, Arm, Study, StudyOptions};
+use empathy_gym::replay::rate::{render_rate_page, write_key, LoggedEpisode, Study, StudyOptions};
 use empathy_gym::replay::{
     episode_stats, render_html, render_transcript, rerun, verify, By, RerunSettings, StatsOptions,
 };
@@ -172,10 +172,10 @@ fn html(args: HtmlArgs) -> anyhow::Result<()> {
 }
 
 /// The logs' episodes as the study reads them, with each log's name as given.
-fn arms(files: &[PathBuf]) -> anyhow::Result<Vec<Arm>> {
+fn logged_episodes(files: &[PathBuf]) -> anyhow::Result<Vec<LoggedEpisode>> {
     Ok(read_all(files)?
         .into_iter()
-        .map(|(log, line, record)| Arm {
+        .map(|(log, line, record)| LoggedEpisode {
             log: files[log].display().to_string(),
             line,
             record,
@@ -189,8 +189,12 @@ fn rate_page(args: HtmlArgs) -> anyhow::Result<()> {
         items: args.items,
     };
     let study = match &args.pair {
-        Some(pair) => Study::paired(&arms(&pair[..1])?, &arms(&pair[1..])?, opts),
-        None => Study::single(&arms(&args.files)?, opts),
+        Some(pair) => Study::paired(
+            &logged_episodes(&pair[..1])?,
+            &logged_episodes(&pair[1..])?,
+            opts,
+        ),
+        None => Study::single(&logged_episodes(&args.files)?, opts),
     };
     if study.items.is_empty() {
         anyhow::bail!(

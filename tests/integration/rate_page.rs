@@ -328,6 +328,7 @@ fn raters_rate_with_keys_export_and_judge_agreement_joins_the_logs() {
         .collect();
     let (mut human, mut reward, mut units) = (Vec::new(), Vec::new(), Vec::new());
     let mut trained_preferred = 0;
+    let mut trained_means = Vec::new();
     for (i, item) in items.iter().enumerate() {
         let mut means = BTreeMap::new();
         for (side, label) in ["A", "B"].iter().enumerate() {
@@ -343,6 +344,7 @@ fn raters_rate_with_keys_export_and_judge_agreement_joins_the_logs() {
             means.insert(row["arm"].clone(), (a + b) / 2.0);
         }
         trained_preferred += usize::from(means["trained"] > means["base"]);
+        trained_means.push(means["trained"]);
     }
     let rho = spearman(&human, &reward);
     let alpha = krippendorff_alpha_interval(&units);
@@ -375,6 +377,9 @@ fn raters_rate_with_keys_export_and_judge_agreement_joins_the_logs() {
     let row = format!("| empathy | {m} | 2 | {alpha:.3} [");
     assert!(md.contains(&row), "{row}\n{md}");
     let row = format!("| empathy | {n} | {trained_preferred}/{n} (");
+    assert!(md.contains(&row), "{row}\n{md}");
+    let trained_mean = trained_means.iter().sum::<f64>() / n as f64;
+    let row = format!("| trained | {n} | {trained_mean:.2} |");
     assert!(md.contains(&row), "{row}\n{md}");
 
     // A row for an item the key does not list names the file, line and field; exit code 2.

@@ -10,6 +10,8 @@
 //! - In A/B pairs, which side do people prefer, and does the reward prefer the same one? Per scale,
 //!   the pairs where the trained side's mean rating is higher, equal or lower, the pairs where its
 //!   reward is higher, and how often the two preferences point the same way.
+//! - With more than one arm (base and trained, or several logs rated as single dialogues), each
+//!   arm's mean ratings beside its mean reward.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -45,6 +47,8 @@ pub struct AgreementReport {
     pub reliability: Option<Table>,
     /// Per scale: preferences in A/B pairs; `None` when the study has no pairs.
     pub preference: Option<Table>,
+    /// Per arm: mean ratings and mean reward; `None` with a single arm.
+    pub arms: Option<Table>,
 }
 
 impl AgreementReport {
@@ -75,6 +79,10 @@ impl AgreementReport {
         }
         if let Some(t) = &self.preference {
             out.push_str("\n## A/B pairs: which side is preferred\n\n");
+            out.push_str(&t.to_markdown());
+        }
+        if let Some(t) = &self.arms {
+            out.push_str("\n## By arm: mean ratings and mean reward\n\n");
             out.push_str(&t.to_markdown());
         }
         out
@@ -204,6 +212,7 @@ pub fn agreement(
         reliability: (seen.keys().map(|(r, _)| r).collect::<BTreeSet<_>>().len() >= 2)
             .then(|| reliability(&dialogues, &opts.bootstrap)),
         preference: preference(&dialogues),
+        arms: arms(&dialogues),
     })
 }
 
@@ -362,6 +371,41 @@ fn preference(dialogues: &[Dialogue]) -> Option<Table> {
             share(reward_t, n),
             share(same, both),
         ]);
+    }
+    Some(t)
+}
+
+/// The mean of the values, `-` without any.
+fn mean_cell(values: impl Iterator<Item = f64>) -> String {
+    let v: Vec<f64> = values.collect();
+    if v.is_empty() {
+        return "-".into();
+    }
+    format!("{:.2}", v.iter().sum::<f64>() / v.len() as f64)
+}
+
+fn arms(dialogues: &[Dialogue]) -> Option<Table> {
+    let mut by_arm: BTreeMap<&str, Vec<&Dialogue>> = BTreeMap::new();
+    for d in dialogues {
+        by_arm.entry(&d.key.arm).or_default().push(d);
+    }
+    if by_arm.len() < 2 {
+        return None;
+    }
+    let headers = ["arm", "dialogues rated"]
+        .into_iter()
+        .chain(SCALES)
+        .chain(["mean reward"]);
+    let mut t = Table::new(headers);
+    for (arm, ds) in by_arm {
+        let rated: Vec<&&Dialogue> = ds
+            .iter()
+            .filter(|d| d.score(SCALES.len()).is_some())
+            .collect();
+        let mut row = vec![arm.to_string(), rated.len().to_string()];
+        row.extend((0..SCALES.len()).map(|k| mean_cell(rated.iter().filter_map(|d| d.mean(k)))));
+        row.push(mean_cell(rated.iter().filter_map(|d| d.record.reward)));
+        t.push_row(row);
     }
     Some(t)
 }

@@ -122,6 +122,7 @@ fn correlation_and_alpha_match_hand_computed_values() {
     assert_eq!(cell(a, "relevance", "alpha (interval)"), "-");
     assert!(cell(a, "naturalness", "alpha (interval)").starts_with("1.000"));
     assert!(r.preference.is_none());
+    assert!(r.arms.is_none(), "one log, one arm");
     let md = r.to_markdown();
     assert!(
         md.starts_with("4 of 4 dialogues rated by 2 raters: alice (4), bob (4)"),
@@ -162,6 +163,13 @@ fn pairs_count_preferences_of_people_and_reward() {
     assert_eq!(cell(p, "relevance", "same preference"), "2/2 (100%)");
     assert_eq!(cell(p, "naturalness", "people: tie"), "2/2 (100%)");
     assert_eq!(cell(p, "naturalness", "same preference"), "-");
+    // By arm: trained empathy 5 and 4, base 2 and 4; rewards 0.9, 0.3 and 0.1, 0.5.
+    let arms = r.arms.as_ref().expect("two arms");
+    assert_eq!(cell(arms, TRAINED, "empathy"), "4.50");
+    assert_eq!(cell(arms, BASE, "empathy"), "3.00");
+    assert_eq!(cell(arms, TRAINED, "mean reward"), "0.60");
+    assert_eq!(cell(arms, BASE, "mean reward"), "0.30");
+    assert_eq!(cell(arms, BASE, "dialogues rated"), "2");
 }
 
 #[test]

@@ -22,4 +22,4 @@ pub use fingerprint::fingerprint;
 pub use key::{read_key, write_key, KeyRow};
 pub use page::render_rate_page;
 pub use ratings::{read_ratings, Rating, RATINGS_HEADER};
-pub use study::{Arm, Study, StudyItem, StudyOptions, StudySide, BASE, SCALES, TRAINED};
+pub use study::{LoggedEpisode, Study, StudyItem, StudyOptions, StudySide, BASE, SCALES, TRAINED};

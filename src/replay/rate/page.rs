@@ -74,12 +74,12 @@ pub fn render_rate_page(title: &str, study: &Study) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::study::{Arm, StudyOptions};
+    use super::super::study::{LoggedEpisode, StudyOptions};
     use super::*;
 
     #[test]
     fn the_page_is_blind_and_cannot_close_its_script() {
-        let arm = |log: &str, scenario: &str, reward: f64| Arm {
+        let logged = |log: &str, scenario: &str, reward: f64| LoggedEpisode {
             log: log.into(),
             line: 1,
             record: serde_json::from_value(serde_json::json!({
@@ -97,8 +97,8 @@ mod tests {
             }))
             .unwrap(),
         };
-        let base = [arm("base-log.jsonl", "job-loss", 0.4321)];
-        let trained = [arm("trained-log.jsonl", "job-loss", 0.8765)];
+        let base = [logged("base-log.jsonl", "job-loss", 0.4321)];
+        let trained = [logged("trained-log.jsonl", "job-loss", 0.8765)];
         let study = Study::paired(&base, &trained, StudyOptions::default());
         let page = render_rate_page("a<b", &study);
         assert!(!page.contains("</script><b>"));

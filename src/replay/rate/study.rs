@@ -21,7 +21,7 @@ pub const TRAINED: &str = "trained";
 
 /// One episode of a log, with where it came from.
 #[derive(Debug, Clone)]
-pub struct Arm {
+pub struct LoggedEpisode {
     /// The log's name as given on the command line.
     pub log: String,
     /// The line in that log.
@@ -43,7 +43,7 @@ pub struct StudyOptions {
 pub struct StudySide {
     /// `A` or `B` in a pair; empty for a single dialogue.
     pub side: String,
-    /// `base` or `trained` in a pair; the log's name for a single dialogue.
+    /// `base` or `trained` in a pair; the log's file name for a single dialogue.
     pub arm: String,
     pub log: String,
     pub line: usize,
@@ -75,7 +75,7 @@ pub struct Study {
 
 impl Study {
     /// Every episode as its own item.
-    pub fn single(episodes: &[Arm], opts: StudyOptions) -> Study {
+    pub fn single(episodes: &[LoggedEpisode], opts: StudyOptions) -> Study {
         let drafts = episodes
             .iter()
             .map(|a| vec![side(a, "", &file_name(&a.log))])
@@ -85,9 +85,10 @@ impl Study {
 
     /// Base and trained episodes paired by profile (scenario, persona, difficulty; the k-th of a
     /// profile in one log with the k-th in the other), each pair's sides drawn from the seed.
-    pub fn paired(base: &[Arm], trained: &[Arm], opts: StudyOptions) -> Study {
+    pub fn paired(base: &[LoggedEpisode], trained: &[LoggedEpisode], opts: StudyOptions) -> Study {
         let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
-        let mut waiting: BTreeMap<(String, String, String), VecDeque<&Arm>> = BTreeMap::new();
+        let mut waiting: BTreeMap<(String, String, String), VecDeque<&LoggedEpisode>> =
+            BTreeMap::new();
         for b in base {
             waiting
                 .entry(profile_key(&b.record))
@@ -170,7 +171,7 @@ fn file_name(log: &str) -> String {
         .map_or_else(|| log.to_string(), |n| n.to_string_lossy().into_owned())
 }
 
-fn side(a: &Arm, side: &str, arm: &str) -> StudySide {
+fn side(a: &LoggedEpisode, side: &str, arm: &str) -> StudySide {
     StudySide {
         side: side.into(),
         arm: arm.into(),
@@ -193,7 +194,7 @@ fn side(a: &Arm, side: &str, arm: &str) -> StudySide {
 mod tests {
     use super::*;
 
-    fn arm(log: &str, line: usize, scenario: &str, reply: &str) -> Arm {
+    fn logged(log: &str, line: usize, scenario: &str, reply: &str) -> LoggedEpisode {
         let record = serde_json::from_value(serde_json::json!({
             "schema": "empathy-gym/episode/v1",
             "profile": {"scenario": scenario, "persona": "p", "difficulty": "hard"},
@@ -205,17 +206,17 @@ mod tests {
             "end": "max_turns", "reward": 0.4,
         }))
         .unwrap();
-        Arm {
+        LoggedEpisode {
             log: log.into(),
             line,
             record,
         }
     }
 
-    fn logs(n: usize) -> Vec<Arm> {
+    fn logs(n: usize) -> Vec<LoggedEpisode> {
         (0..n)
             .map(|i| {
-                arm(
+                logged(
                     "dir/x.jsonl",
                     i + 1,
                     &format!("s{i}"),
@@ -259,14 +260,14 @@ mod tests {
 
     #[test]
     fn pairs_join_by_profile_and_draw_their_sides() {
-        let base: Vec<Arm> = (0..20)
-            .map(|i| arm("base.jsonl", i + 1, &format!("s{i}"), "base"))
+        let base: Vec<LoggedEpisode> = (0..20)
+            .map(|i| logged("base.jsonl", i + 1, &format!("s{i}"), "base"))
             .collect();
-        let mut trained: Vec<Arm> = (0..20)
+        let mut trained: Vec<LoggedEpisode> = (0..20)
             .rev()
-            .map(|i| arm("trained.jsonl", 20 - i, &format!("s{i}"), "trained"))
+            .map(|i| logged("trained.jsonl", 20 - i, &format!("s{i}"), "trained"))
             .collect();
-        trained.push(arm("trained.jsonl", 21, "only-here", "trained"));
+        trained.push(logged("trained.jsonl", 21, "only-here", "trained"));
         let s = Study::paired(&base, &trained, StudyOptions::default());
         assert_eq!((s.items.len(), s.unpaired), (20, 1));
         let mut trained_a = 0;
