@@ -161,10 +161,12 @@ pub fn agreement(
     for r in ratings {
         let Some(&d) = index.get(&(r.item.as_str(), r.side.as_str())) else {
             let (field, what) = if items.contains(r.item.as_str()) {
-                (
-                    "side",
-                    format!("item {} has no side `{}` in the key", r.item, r.side),
-                )
+                let side = if r.side.is_empty() {
+                    "an empty side (it is an A/B pair: the side is A or B)".to_string()
+                } else {
+                    format!("no side {}", r.side)
+                };
+                ("side", format!("item {} has {side} in the key", r.item))
             } else {
                 ("item", format!("item {} is not in the key", r.item))
             };

@@ -170,6 +170,13 @@ fn pairs_count_preferences_of_people_and_reward() {
     assert_eq!(cell(arms, TRAINED, "mean reward"), "0.60");
     assert_eq!(cell(arms, BASE, "mean reward"), "0.30");
     assert_eq!(cell(arms, BASE, "dialogues rated"), "2");
+    let no_side = [rating(4, "bob", "p1", "", [1, 1, 1])];
+    let e = agreement(Path::new("k.csv"), &key, &no_side, &eps, &opts()).unwrap_err();
+    let e = e.to_string();
+    assert!(
+        e.contains("line 4, field side: item p1 has an empty side (it is an A/B pair"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -187,7 +194,7 @@ fn join_errors_name_the_file_line_and_field() {
     );
     let e = run(vec![rating(3, "alice", "i1", "B", [1, 1, 1])], &eps);
     assert!(
-        e.starts_with("alice.csv: line 3, field side: item i1 has no side `B`"),
+        e.starts_with("alice.csv: line 3, field side: item i1 has no side B"),
         "{e}"
     );
     let twice = vec![
