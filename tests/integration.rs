@@ -31,6 +31,8 @@ mod lora;
 mod model;
 #[path = "integration/model_fixtures.rs"]
 mod model_fixtures;
+#[path = "integration/rate_page.rs"]
+mod rate_page;
 #[path = "integration/readme.rs"]
 mod readme;
 #[path = "integration/redteam.rs"]

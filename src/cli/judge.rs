@@ -25,6 +25,8 @@ pub enum JudgeCommand {
     Score(ScoreArgs),
     /// Agreement with EPITOME's human empathy levels on the fixed dev or test part.
     Epitome(EpitomeArgs),
+    /// People's ratings (from `replay html --rate`) against the simulator, and between raters.
+    Agreement(super::judge_agreement::AgreementArgs),
 }
 
 #[derive(Debug, Args)]
@@ -70,6 +72,7 @@ pub fn run(catalog: &Path, cmd: JudgeCommand) -> anyhow::Result<()> {
     match cmd {
         JudgeCommand::Score(args) => score(catalog, args),
         JudgeCommand::Epitome(args) => run_epitome(catalog, args),
+        JudgeCommand::Agreement(args) => super::judge_agreement::run(catalog, args),
     }
 }
 

@@ -10,6 +10,7 @@ mod common;
 mod eval;
 mod export;
 mod judge;
+mod judge_agreement;
 mod loading;
 mod redteam;
 mod replay;

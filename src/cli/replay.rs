@@ -1,5 +1,6 @@
-//! `empathy-gym replay show|verify|rescore FILE.jsonl`, `replay stats FILE.jsonl...` and
-//! `replay html FILE.jsonl... --out report.html`.
+//! `empathy-gym replay show|verify|rescore FILE.jsonl`, `replay stats FILE.jsonl...`,
+//! `replay html FILE.jsonl... --out report.html`, and the blind rating page
+//! `replay html --rate FILE.jsonl... | --pair BASE TRAINED --out rate.html`.
 
 use std::path::{Path, PathBuf};
 
@@ -7,6 +8,7 @@ use candle_core::Device;
 use clap::{Args, Subcommand};
 use empathy_gym::episode::{read_episodes, EpisodeLog, EpisodeRecord, EpisodeWriter};
 use empathy_gym::profile::{Catalog, Difficulty};
+use empathy_gym::replay::rate::{render_rate_page, write_key, LoggedEpisode, Study, StudyOptions};
 use empathy_gym::replay::{
     episode_stats, render_html, render_transcript, rerun, verify, By, RerunSettings, StatsOptions,
 };
@@ -32,7 +34,8 @@ pub enum ReplayCommand {
     /// mean reward, mean final emotion, ends, mean reply length.
     Stats(StatsArgs),
     /// One self-contained HTML page: the episodes with filters, each transcript beside its
-    /// emotion curve, and the run overview by step.
+    /// emotion curve, and the run overview by step. With --rate: a blind rating page for people
+    /// and its key.
     Html(HtmlArgs),
 }
 
@@ -73,14 +76,32 @@ pub struct StatsArgs {
 #[derive(Debug, Args)]
 pub struct HtmlArgs {
     /// Episode logs (JSONL), shown together.
-    #[arg(required = true)]
+    #[arg(required_unless_present = "pair", conflicts_with = "pair")]
     pub files: Vec<PathBuf>,
     /// The page to write.
     #[arg(long)]
     pub out: PathBuf,
-    /// The page's title (default: the log names).
+    /// The page's title (default: the log names; with --rate: "Rating study").
     #[arg(long)]
     pub title: Option<String>,
+    /// Write a blind rating page instead: only the dialogues' text, in a seeded order under opaque
+    /// ids, rated by people on 1-5 scales; its key goes beside it (see --key).
+    #[arg(long)]
+    pub rate: bool,
+    /// With --rate: rate A/B pairs, a dialogue of BASE beside one of TRAINED with the same profile,
+    /// the sides drawn per pair.
+    #[arg(long, num_args = 2, value_names = ["BASE", "TRAINED"], requires = "rate")]
+    pub pair: Option<Vec<PathBuf>>,
+    /// With --rate: seeds the item ids, their order and the A/B sides.
+    #[arg(long, default_value_t = 0, requires = "rate")]
+    pub seed: u64,
+    /// With --rate: keep only this many items (the first of the seeded order).
+    #[arg(long, requires = "rate")]
+    pub items: Option<usize>,
+    /// With --rate: where the key goes (default: beside the page, `rate.html` -> `rate.key.csv`).
+    /// Keep it from the raters; `judge agreement` reads it.
+    #[arg(long, requires = "rate")]
+    pub key: Option<PathBuf>,
 }
 
 pub fn run(catalog_root: &Path, cmd: ReplayCommand) -> anyhow::Result<()> {
@@ -133,6 +154,9 @@ fn read_all(files: &[PathBuf]) -> anyhow::Result<Vec<(usize, usize, EpisodeRecor
 }
 
 fn html(args: HtmlArgs) -> anyhow::Result<()> {
+    if args.rate {
+        return rate_page(args);
+    }
     let episodes = read_all(&args.files)?;
     let logs: Vec<String> = args.files.iter().map(|f| f.display().to_string()).collect();
     let title = args.title.clone().unwrap_or_else(|| logs.join(", "));
@@ -144,6 +168,80 @@ fn html(args: HtmlArgs) -> anyhow::Result<()> {
         logs.len(),
         args.out.display()
     );
+    Ok(())
+}
+
+/// The logs' episodes as the study reads them, with each log's name as given.
+fn logged_episodes(files: &[PathBuf]) -> anyhow::Result<Vec<LoggedEpisode>> {
+    Ok(read_all(files)?
+        .into_iter()
+        .map(|(log, line, record)| LoggedEpisode {
+            log: files[log].display().to_string(),
+            line,
+            record,
+        })
+        .collect())
+}
+
+fn rate_page(args: HtmlArgs) -> anyhow::Result<()> {
+    let opts = StudyOptions {
+        seed: args.seed,
+        items: args.items,
+    };
+    let study = match &args.pair {
+        Some(pair) => Study::paired(
+            &logged_episodes(&pair[..1])?,
+            &logged_episodes(&pair[1..])?,
+            opts,
+        ),
+        None => Study::single(&logged_episodes(&args.files)?, opts),
+    };
+    if study.items.is_empty() {
+        anyhow::bail!(
+            "no dialogues to rate: {}",
+            if args.items == Some(0) {
+                "--items is 0"
+            } else if args.pair.is_some() {
+                "no profile is played in both logs"
+            } else {
+                "the logs are empty"
+            }
+        );
+    }
+    let title = args.title.as_deref().unwrap_or("Rating study");
+    let page = render_rate_page(title, &study);
+    let key = args
+        .key
+        .clone()
+        .unwrap_or_else(|| args.out.with_extension("key.csv"));
+    if key == args.out {
+        anyhow::bail!(
+            "--key and --out are both {}; the key must not be the page",
+            key.display()
+        );
+    }
+    for file in [&args.out, &key] {
+        if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| empathy_gym::Error::io(dir, e))?;
+        }
+    }
+    std::fs::write(&args.out, page).map_err(|e| empathy_gym::Error::io(&args.out, e))?;
+    let rows = study.key_rows();
+    write_key(&key, &rows)?;
+    println!(
+        "{} items ({} dialogues) of study {} written to {}; the key, to keep from the raters, to {}",
+        study.items.len(),
+        rows.len(),
+        study.id,
+        args.out.display(),
+        key.display()
+    );
+    if study.unpaired > 0 {
+        println!(
+            "{} episodes left out: the other log has no episode of their profile left to pair with",
+            study.unpaired
+        );
+    }
     Ok(())
 }
 

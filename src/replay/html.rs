@@ -119,7 +119,7 @@ pub fn render_html(
 }
 
 /// JSON that can sit inside `<script>`: `<` only occurs in strings, where `\u003c` means the same.
-fn script_safe(json: &str) -> String {
+pub(crate) fn script_safe(json: &str) -> String {
     json.replace('<', "\\u003c")
 }
 

@@ -1,9 +1,12 @@
 //! Replay of logged dialogues: re-run the simulator on the logged assistant turns to verify a log
 //! bit for bit, or to re-score it under another difficulty or reward mode (DESIGN section 8);
-//! aggregates over logs (`replay stats`) and a self-contained HTML report (`replay html`).
+//! aggregates over logs (`replay stats`), a self-contained HTML report (`replay html`), and blind
+//! human rating of dialogues with its agreement report (`rate`: `replay html --rate`, `judge
+//! agreement`).
 
 mod html;
 mod log_stats;
+pub mod rate;
 mod rerun;
 mod transcript;
 

@@ -21,7 +21,7 @@ const REPLIES: &[&str] = &[
 const SEED: u64 = 9;
 
 /// The browser: Debian's chromium on PATH (scripts/test.sh installs it).
-fn chromium() -> &'static str {
+pub(super) fn chromium() -> &'static str {
     for c in ["chromium", "chromium-browser"] {
         if Command::new(c)
             .arg("--version")
@@ -35,7 +35,7 @@ fn chromium() -> &'static str {
 }
 
 /// One browser at a time, so that the timed load does not share the cores with another one.
-static BROWSER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+pub(super) static BROWSER: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// The attributes of `<body>` after the page's script ran, the browser's log and DOM, and the
 /// seconds the browser took (start, load, script, DOM written out).
