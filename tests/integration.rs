@@ -17,6 +17,8 @@ mod cuda;
 mod factual;
 #[path = "integration/grpo.rs"]
 mod grpo;
+#[path = "integration/judge.rs"]
+mod judge;
 #[path = "integration/layers.rs"]
 mod layers;
 #[path = "integration/llm_sim.rs"]

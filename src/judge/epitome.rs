@@ -258,9 +258,35 @@ pub fn agreement(items: &[&Item], judged: &[&Judged], cfg: &BootstrapConfig) -> 
         .iter()
         .map(|j| reply(j).map_or(0.0, |r| r.raw))
         .collect();
+    // The raw points split into what the reply earned (its supportive moves: `fit`, or `generic`
+    // below the acceptance threshold) and what it lost (every negative component but the constant
+    // `resistance`), to show which side agrees with people.
+    let part = |earned: bool| -> Vec<f64> {
+        judged
+            .iter()
+            .map(|j| {
+                reply(j).map_or(0.0, |r| {
+                    r.components
+                        .iter()
+                        .filter(|(k, v)| {
+                            let supportive = k.as_str() == "fit" || k.as_str() == "generic";
+                            if earned {
+                                supportive
+                            } else {
+                                !supportive && k.as_str() != "resistance" && **v < 0.0
+                            }
+                        })
+                        .map(|(_, v)| v)
+                        .sum()
+                })
+            })
+            .collect()
+    };
     for (name, scores) in [
         ("emotion change (the reward)", deltas),
         ("raw points", raws),
+        ("earned points (fit, generic)", part(true)),
+        ("lost points (penalties)", part(false)),
     ] {
         rows.push(Row {
             measure: name.to_string(),
@@ -303,6 +329,88 @@ mod tests {
         assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
         assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
         assert_eq!(fnv1a64(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    /// Four pairs: ER levels 0, 1, 2, 0 and validate scores 0.1, 0.5, 0.9, 0.5.
+    fn fixture() -> (Vec<Item>, Vec<Judged>) {
+        let er = [0u8, 1, 2, 0];
+        let validate = [0.1, 0.5, 0.9, 0.5];
+        let deltas = [-5, 0, 10, 0];
+        let mut items = Vec::new();
+        let mut judged = Vec::new();
+        for k in 0..4 {
+            let mut levels = BTreeMap::new();
+            levels.insert(Mechanism::EmotionalReactions, er[k]);
+            levels.insert(Mechanism::Interpretations, 0);
+            levels.insert(Mechanism::Explorations, u8::from(k == 2));
+            items.push(Item {
+                sp_id: format!("p{k}"),
+                rp_id: format!("r{k}"),
+                post: "post".into(),
+                response: "response".into(),
+                levels,
+            });
+            let moves: BTreeMap<Move, f64> = [(Move::Validate, validate[k])].into();
+            judged.push(Judged {
+                id: format!("p{k}/r{k}"),
+                derived: crate::judge::Derived {
+                    need: crate::profile::HiddenNeed::BeHeard,
+                    need_because: "default".into(),
+                    feelings: vec![],
+                    specifics: vec![],
+                },
+                labels: BTreeMap::new(),
+                trajectory: vec![40, (40 + deltas[k]) as u8],
+                would_end: "-".into(),
+                replies: vec![crate::judge::JudgedReply {
+                    turn: 1,
+                    moves,
+                    components: BTreeMap::new(),
+                    raw: f64::from(deltas[k]),
+                    delta: deltas[k],
+                    emotion: (40 + deltas[k]) as u8,
+                    warmth: 0.0,
+                    reasons: vec![],
+                }],
+            });
+        }
+        (items, judged)
+    }
+
+    #[test]
+    fn agreement_matches_hand_computed_auc_and_spearman() {
+        let (items, judged) = fixture();
+        let (its, js): (Vec<&Item>, Vec<&Judged>) =
+            (items.iter().collect(), judged.iter().collect());
+        let cfg = BootstrapConfig {
+            resamples: 100,
+            ..Default::default()
+        };
+        let rows = agreement(&its, &js, &cfg);
+        let er = &rows[0];
+        assert_eq!(er.label, "emotional reactions");
+        // Positives (level >= 1) score 0.5 and 0.9; negatives 0.1 and 0.5. Pairs: 0.5 > 0.1 (1),
+        // 0.5 = 0.5 (1/2), 0.9 > 0.1 (1), 0.9 > 0.5 (1): AUC = 3.5 / 4.
+        assert!((er.auc.value - 0.875).abs() < 1e-12, "{}", er.auc.show());
+        // Ranks of the scores 1, 2.5, 4, 2.5 and of the levels 1.5, 3, 4, 1.5: deviations from 2.5
+        // are (-1.5, 0, 1.5, 0) and (-1, 0.5, 1.5, -1); covariance 1.5 + 2.25 = 3.75, sums of
+        // squares 4.5 and 4.5: rho = 3.75 / 4.5 = 0.8333...
+        assert!(
+            (er.spearman.value - 3.75 / 4.5).abs() < 1e-12,
+            "{}",
+            er.spearman.show()
+        );
+        // Interpretations are all 0: no AUC to compute.
+        assert!(rows[1].auc.value.is_nan());
+        // The reward: deltas -5, 0, 10, 0 against level sums 0, 1, 3, 0; positives 0 and 10,
+        // negatives -5 and 0: pairs 1, 1, 1, 1/2: AUC = 3.5 / 4.
+        let reward = &rows[3];
+        assert_eq!(reward.measure, "emotion change (the reward)");
+        assert!(
+            (reward.auc.value - 0.875).abs() < 1e-12,
+            "{}",
+            reward.auc.show()
+        );
     }
 
     #[test]

@@ -184,7 +184,8 @@ mod tests {
         assert!(c.hits[&Move::Minimize] >= 1);
         assert!(c.hits[&Move::Platitude] >= 1);
         let c = lx.cues("So sorry to hear that. I'm here for you, and I hope things get better.");
-        assert_eq!((c.sympathy, c.presence), (1, 2), "{c:?}");
+        // Overlapping phrases each count ("so sorry", "sorry to hear"); the appraiser caps them.
+        assert_eq!((c.sympathy, c.presence), (2, 3), "{c:?}");
         let c = lx.cues("You're absolutely right, I completely agree! Sending hugs ❤️");
         assert!(c.agreement >= 2 && c.warm >= 2, "{c:?}");
     }
