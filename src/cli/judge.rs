@@ -183,20 +183,45 @@ fn run_epitome(catalog: &Path, args: EpitomeArgs) -> anyhow::Result<()> {
         resamples: args.resamples,
         ..Default::default()
     };
-    let mut report = String::new();
-    for part in parts {
-        let (its, js): (Vec<&Item>, Vec<&Judged>) = chosen
+    let side = |part: Part| -> (Vec<&Item>, Vec<&Judged>) {
+        chosen
             .iter()
             .zip(&judged)
             .filter(|(i, _)| i.part() == part)
             .map(|(i, j)| (*i, j))
-            .unzip();
+            .unzip()
+    };
+    let mut report = format!(
+        "Written by `empathy-gym judge epitome DIR --part {}` ({} pairs rated for all three \
+         mechanisms; appraiser data {}; bootstrap {} resamples, seed {}).\n\n",
+        match args.part {
+            PartArg::Dev => "dev",
+            PartArg::Test => "test",
+            PartArg::Both => "both",
+        },
+        items.len(),
+        epitome::data_fingerprint(catalog)?,
+        cfg.resamples,
+        cfg.seed
+    );
+    for part in parts {
+        let (its, js) = side(part);
         let rows = epitome::agreement(&its, &js, &cfg);
         report.push_str(&format!(
             "### The {} part ({} pairs)\n\n{}\n",
             part.as_str(),
             its.len(),
             epitome::table(&rows).to_markdown()
+        ));
+    }
+    if matches!(args.part, PartArg::Both) {
+        let (dev, test) = (side(Part::Dev), side(Part::Test));
+        report.push_str(&format!(
+            "### Beside the paper's classifiers
+
+{}
+",
+            epitome::anchor((&dev.0, &dev.1), (&test.0, &test.1)).to_markdown()
         ));
     }
     print!("{report}");

@@ -115,6 +115,29 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
     h
 }
 
+/// The data files that make up the appraiser and the judge's rules, in the order hashed.
+const DATA_FILES: [&str; 7] = [
+    "appraiser.yaml",
+    "detectors.yaml",
+    "difficulty.yaml",
+    "judge.yaml",
+    "lexicon.yaml",
+    "moves.yaml",
+    "safety.yaml",
+];
+
+/// "fnv1a64 0123456789abcdef": the hash of the appraiser's and the judge's data files under
+/// `root/data`, so a report names the version of the rules it measured (report the test part
+/// once per version).
+pub fn data_fingerprint(root: &Path) -> Result<String> {
+    let mut bytes = Vec::new();
+    for name in DATA_FILES {
+        let path = root.join("data").join(name);
+        bytes.extend(std::fs::read(&path).map_err(|e| Error::io(&path, e))?);
+    }
+    Ok(format!("fnv1a64 {:016x}", fnv1a64(&bytes)))
+}
+
 /// One (post, response) pair with its three levels.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Item {
@@ -298,6 +321,80 @@ pub fn agreement(items: &[&Item], judged: &[&Judged], cfg: &BootstrapConfig) -> 
     rows
 }
 
+/// Accuracy and macro-F1 over the three levels when a score is cut into levels 0/1/2 at two
+/// thresholds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Levels {
+    /// Scores below `low` read as level 0, from `high` on as level 2.
+    pub low: f64,
+    pub high: f64,
+    pub accuracy: f64,
+    pub macro_f1: f64,
+}
+
+/// The level a score reads as under thresholds `low <= high`.
+fn level_of(score: f64, low: f64, high: f64) -> u8 {
+    if score >= high {
+        2
+    } else if score >= low {
+        1
+    } else {
+        0
+    }
+}
+
+/// Accuracy and macro-F1 (the mean over the three levels of each level's F1, 0 for a level
+/// neither predicted nor present) of `scores` cut at `low` and `high` against `levels`.
+pub fn three_levels(scores: &[f64], levels: &[u8], low: f64, high: f64) -> Levels {
+    let mut hits = [0usize; 3];
+    let mut predicted = [0usize; 3];
+    let mut actual = [0usize; 3];
+    for (&s, &l) in scores.iter().zip(levels) {
+        let p = level_of(s, low, high) as usize;
+        predicted[p] += 1;
+        actual[l.min(2) as usize] += 1;
+        if p == l as usize {
+            hits[p] += 1;
+        }
+    }
+    let f1 = |k: usize| {
+        let denom = predicted[k] + actual[k];
+        if denom == 0 {
+            0.0
+        } else {
+            2.0 * hits[k] as f64 / denom as f64
+        }
+    };
+    Levels {
+        low,
+        high,
+        accuracy: hits.iter().sum::<usize>() as f64 / scores.len().max(1) as f64,
+        macro_f1: (f1(0) + f1(1) + f1(2)) / 3.0,
+    }
+}
+
+/// The thresholds that maximize macro-F1 on (`scores`, `levels`), searched over the scores'
+/// distinct values (at most 64 of them, evenly spaced in rank): how a score is cut into the
+/// paper's three levels, fit on the dev part and then applied unchanged to the test part.
+pub fn fit_levels(scores: &[f64], levels: &[u8]) -> Levels {
+    let mut cuts: Vec<f64> = scores.to_vec();
+    cuts.sort_by(f64::total_cmp);
+    cuts.dedup();
+    let step = cuts.len().div_ceil(64).max(1);
+    let mut cuts: Vec<f64> = cuts.into_iter().step_by(step).collect();
+    cuts.push(f64::INFINITY);
+    let mut best = three_levels(scores, levels, f64::INFINITY, f64::INFINITY);
+    for (i, &low) in cuts.iter().enumerate() {
+        for &high in &cuts[i..] {
+            let l = three_levels(scores, levels, low, high);
+            if l.macro_f1 > best.macro_f1 {
+                best = l;
+            }
+        }
+    }
+    best
+}
+
 /// The agreement rows as a markdown table.
 pub fn table(rows: &[Row]) -> Table {
     let mut t = Table::new([
@@ -314,6 +411,44 @@ pub fn table(rows: &[Row]) -> Table {
             r.auc.n.to_string(),
             r.auc.show(),
             r.spearman.show(),
+        ]);
+    }
+    t
+}
+
+/// The paper's classifiers beside the appraiser's move scores cut into three levels at thresholds
+/// fit on the dev part (macro-F1), both scored on the test part.
+pub fn anchor(dev: (&[&Item], &[&Judged]), test: (&[&Item], &[&Judged])) -> Table {
+    let mut t = Table::new([
+        "mechanism",
+        "paper's RoBERTa: accuracy / macro-F1 (its test split)",
+        "appraiser move",
+        "cut at (fit on dev)",
+        "accuracy / macro-F1 (test part)",
+    ]);
+    let read = |(items, judged): (&[&Item], &[&Judged]), m: Mechanism| -> (Vec<f64>, Vec<u8>) {
+        let scores = judged
+            .iter()
+            .map(|j| j.replies.first().map_or(0.0, |r| m.move_score(&r.moves)))
+            .collect();
+        (scores, items.iter().map(|i| i.levels[&m]).collect())
+    };
+    for (m, _) in FILES {
+        let (ds, dl) = read(dev, m);
+        let (ts, tl) = read(test, m);
+        let fit = fit_levels(&ds, &dl);
+        let on_test = three_levels(&ts, &tl, fit.low, fit.high);
+        let (acc, f1) = m.paper();
+        t.push_row([
+            m.as_str().to_string(),
+            format!("{acc:.1}% / {f1:.1}%"),
+            m.move_name().to_string(),
+            format!("{:.3}, {:.3}", fit.low, fit.high),
+            format!(
+                "{:.1}% / {:.1}%",
+                100.0 * on_test.accuracy,
+                100.0 * on_test.macro_f1
+            ),
         ]);
     }
     t
@@ -411,6 +546,19 @@ mod tests {
             "{}",
             reward.auc.show()
         );
+    }
+
+    #[test]
+    fn three_levels_match_a_hand_count() {
+        // Scores 0.1, 0.4, 0.6, 0.9 cut at 0.3 and 0.8 read as levels 0, 1, 1, 2; the truth is
+        // 0, 1, 2, 2. Hits: level 0 1 of (1 predicted, 1 true), level 1 1 of (2, 1), level 2 1 of
+        // (1, 2). F1: 1, 2/3, 2/3; macro-F1 7/9; accuracy 3/4.
+        let l = three_levels(&[0.1, 0.4, 0.6, 0.9], &[0, 1, 2, 2], 0.3, 0.8);
+        assert!((l.accuracy - 0.75).abs() < 1e-12);
+        assert!((l.macro_f1 - 7.0 / 9.0).abs() < 1e-12, "{l:?}");
+        // Fitting finds the perfect cut when there is one.
+        let fit = fit_levels(&[0.1, 0.2, 0.5, 0.6, 0.9], &[0, 0, 1, 1, 2]);
+        assert_eq!((fit.accuracy, fit.macro_f1), (1.0, 1.0), "{fit:?}");
     }
 
     #[test]
