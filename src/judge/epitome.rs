@@ -252,15 +252,31 @@ pub struct Row {
     pub spearman: Estimate,
 }
 
+/// A pair's one reply.
+fn first_reply(j: &Judged) -> Option<&super::score::JudgedReply> {
+    j.replies.first()
+}
+
+/// The raw points a reply earned: its supportive moves (`fit`, or `generic` below the acceptance
+/// threshold).
+fn earned(component: &str, _points: f64) -> bool {
+    matches!(component, "fit" | "generic")
+}
+
+/// The raw points a reply lost: every negative component but the constant `resistance`.
+fn lost(component: &str, points: f64) -> bool {
+    points < 0.0 && !matches!(component, "fit" | "generic" | "resistance")
+}
+
 /// The agreement of judged pairs with their levels: one row per mechanism, then the per-reply
-/// emotion change and the raw points against the sum of the levels.
+/// emotion change and the raw points against the sum of the levels, and the raw points split into
+/// what the reply earned and what it lost, to show which side agrees with people.
 pub fn agreement(items: &[&Item], judged: &[&Judged], cfg: &BootstrapConfig) -> Vec<Row> {
-    let reply = |j: &Judged| j.replies.first().cloned();
     let mut rows = Vec::new();
     for (m, _) in FILES {
         let scores: Vec<f64> = judged
             .iter()
-            .map(|j| reply(j).map_or(0.0, |r| m.move_score(&r.moves)))
+            .map(|j| first_reply(j).map_or(0.0, |r| m.move_score(&r.moves)))
             .collect();
         let levels: Vec<f64> = items.iter().map(|i| f64::from(i.levels[&m])).collect();
         let positive: Vec<bool> = levels.iter().map(|&l| l >= 1.0).collect();
@@ -275,30 +291,20 @@ pub fn agreement(items: &[&Item], judged: &[&Judged], cfg: &BootstrapConfig) -> 
     let any: Vec<bool> = total.iter().map(|&t| t >= 1.0).collect();
     let deltas: Vec<f64> = judged
         .iter()
-        .map(|j| reply(j).map_or(0.0, |r| f64::from(r.delta)))
+        .map(|j| first_reply(j).map_or(0.0, |r| f64::from(r.delta)))
         .collect();
     let raws: Vec<f64> = judged
         .iter()
-        .map(|j| reply(j).map_or(0.0, |r| r.raw))
+        .map(|j| first_reply(j).map_or(0.0, |r| r.raw))
         .collect();
-    // The raw points split into what the reply earned (its supportive moves: `fit`, or `generic`
-    // below the acceptance threshold) and what it lost (every negative component but the constant
-    // `resistance`), to show which side agrees with people.
-    let part = |earned: bool| -> Vec<f64> {
+    let points = |of: fn(&str, f64) -> bool| -> Vec<f64> {
         judged
             .iter()
             .map(|j| {
-                reply(j).map_or(0.0, |r| {
+                first_reply(j).map_or(0.0, |r| {
                     r.components
                         .iter()
-                        .filter(|(k, v)| {
-                            let supportive = k.as_str() == "fit" || k.as_str() == "generic";
-                            if earned {
-                                supportive
-                            } else {
-                                !supportive && k.as_str() != "resistance" && **v < 0.0
-                            }
-                        })
+                        .filter(|(k, v)| of(k, **v))
                         .map(|(_, v)| v)
                         .sum()
                 })
@@ -308,8 +314,8 @@ pub fn agreement(items: &[&Item], judged: &[&Judged], cfg: &BootstrapConfig) -> 
     for (name, scores) in [
         ("emotion change (the reward)", deltas),
         ("raw points", raws),
-        ("earned points (fit, generic)", part(true)),
-        ("lost points (penalties)", part(false)),
+        ("earned points (fit, generic)", points(earned)),
+        ("lost points (penalties)", points(lost)),
     ] {
         rows.push(Row {
             measure: name.to_string(),

@@ -97,13 +97,6 @@ fn user_sentences<'a>(profile: &Profile, text: &'a str) -> Vec<&'a str> {
     }
 }
 
-/// What EPITOME's emotional reactions (sympathy, presence, hope) add to `validate` or `reassure`:
-/// a quarter move per phrase, at most half a move, since they name no feeling and nothing the user
-/// said (data/lexicon.yaml, `sympathy` and `presence`).
-fn emotional_reaction(phrases: usize) -> f64 {
-    0.25 * phrases.min(2) as f64
-}
-
 fn r3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
@@ -345,10 +338,12 @@ impl Appraiser {
                 Move::Validate => sem.max(
                     (0.5 * lex
                         + if named_feeling { 0.5 } else { 0.0 }
-                        + emotional_reaction(cues.sympathy))
+                        + self.cfg.emotional_reaction.score(cues.sympathy))
                     .min(1.0),
                 ),
-                Move::Reassure => sem.max((0.5 * lex + emotional_reaction(cues.presence)).min(1.0)),
+                Move::Reassure => {
+                    sem.max((0.5 * lex + self.cfg.emotional_reaction.score(cues.presence)).min(1.0))
+                }
                 Move::Reflect => spec,
                 // Stacked questions explore nothing: the user cannot answer them all.
                 Move::OpenQuestion if findings.stacked_questions => 0.0,

@@ -45,6 +45,24 @@ pub struct Stuffing {
     pub points: f64,
 }
 
+/// What EPITOME's emotional-reaction phrases (lexicon `sympathy`, `presence`) add to `validate`
+/// and `reassure`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmotionalReaction {
+    /// Move score per phrase.
+    pub per_phrase: f64,
+    /// The most the phrases add together.
+    pub max: f64,
+}
+
+impl EmotionalReaction {
+    /// The move score `phrases` of them add.
+    pub fn score(&self, phrases: usize) -> f64 {
+        (self.per_phrase * phrases as f64).min(self.max)
+    }
+}
+
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Length {
@@ -88,6 +106,7 @@ pub struct AppraiserConfig {
     pub specificity: Specificity,
     pub repetition: Threshold,
     pub stuffing: Stuffing,
+    pub emotional_reaction: EmotionalReaction,
     pub length: Length,
     pub gibberish: Gibberish,
     pub factual: Factual,
