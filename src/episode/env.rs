@@ -10,7 +10,7 @@ use super::record::{End, EpisodeRecord, PolicyRef, ProfileRef, SimulatorRef, Tur
 use crate::error::{Error, Result};
 use crate::profile::Profile;
 use crate::reward::{self, Aggregate, RewardMode, Rubric};
-use crate::sim::emotion::{apply_delta, quantize_delta};
+use crate::sim::emotion::{applied_delta, apply_delta};
 use crate::sim::speaker::{speak, SpeakInput, SpeakerMemory};
 use crate::sim::{Appraisal, AppraisalInput, Simulator};
 
@@ -148,12 +148,13 @@ impl DialogueEnv {
         let written = appraisal.user_text.take();
         let knobs = &self.profile.knobs;
         let is_unsafe = appraisal.unsafe_reply.is_some();
-        // An unsafe reply takes the emotion to the floor at once, past the step cap.
-        let delta = if is_unsafe {
-            -i32::from(self.emotion)
-        } else {
-            quantize_delta(appraisal.raw, knobs.quantum, knobs.step_cap)
-        };
+        let delta = applied_delta(
+            self.emotion,
+            appraisal.raw,
+            is_unsafe,
+            knobs.quantum,
+            knobs.step_cap,
+        );
         self.emotion = apply_delta(self.emotion, delta);
         self.policy_turns += 1;
         self.turns.push(Turn::Assistant {

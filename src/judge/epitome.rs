@@ -21,6 +21,7 @@ use super::score::Judged;
 use crate::error::{Error, Result};
 use crate::report::stats::{auc_ci, spearman_ci, BootstrapConfig, Estimate};
 use crate::report::Table;
+use crate::seed::fnv1a64;
 use crate::sim::Move;
 
 /// The three files of the corpus, as the authors' repository names them.
@@ -103,16 +104,6 @@ impl Part {
             Part::Dev
         }
     }
-}
-
-/// FNV-1a, 64 bits (Fowler, Noll & Vo; offset basis 14695981039346656037, prime 1099511628211).
-pub fn fnv1a64(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
 }
 
 /// The data files that make up the appraiser and the judge's rules, in the order hashed.
@@ -463,14 +454,6 @@ pub fn anchor(dev: (&[&Item], &[&Judged]), test: (&[&Item], &[&Judged])) -> Tabl
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn fnv1a_matches_the_reference_vectors() {
-        // The FNV reference test vectors: "" -> offset basis, "a" -> af63dc4c8601ec8c.
-        assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
-        assert_eq!(fnv1a64(b"foobar"), 0x8594_4171_f739_67e8);
-    }
 
     /// Four pairs: ER levels 0, 1, 2, 0 and validate scores 0.1, 0.5, 0.9, 0.5.
     fn fixture() -> (Vec<Item>, Vec<Judged>) {

@@ -12,7 +12,7 @@ use super::derive::{Derived, JudgeRules};
 use super::input::{Conversation, Speaker};
 use crate::error::Result;
 use crate::profile::Profile;
-use crate::sim::emotion::{apply_delta, quantize_delta};
+use crate::sim::emotion::{applied_delta, apply_delta};
 use crate::sim::{AppraisalInput, Appraiser, Move};
 
 /// One supporter reply, judged.
@@ -145,11 +145,7 @@ pub fn judge(
             let r = &mut readings[k];
             let knobs = &r.profile.knobs;
             let is_unsafe = a.unsafe_reply.is_some();
-            let delta = if is_unsafe {
-                -i32::from(r.emotion)
-            } else {
-                quantize_delta(a.raw, knobs.quantum, knobs.step_cap)
-            };
+            let delta = applied_delta(r.emotion, a.raw, is_unsafe, knobs.quantum, knobs.step_cap);
             r.emotion = apply_delta(r.emotion, delta);
             let turn = r.judged.replies.len() as u32 + 1;
             if r.judged.would_end == "-" {

@@ -46,6 +46,16 @@ pub fn quantize_delta(raw: f64, quantum: u8, cap: u8) -> i32 {
     delta.clamp(-i32::from(cap), i32::from(cap))
 }
 
+/// The change an appraisal applies to `emotion`: an unsafe reply takes it to the floor at once,
+/// past the step cap; any other reply moves it by its raw points quantized and clamped.
+pub fn applied_delta(emotion: u8, raw: f64, is_unsafe: bool, quantum: u8, cap: u8) -> i32 {
+    if is_unsafe {
+        -i32::from(emotion)
+    } else {
+        quantize_delta(raw, quantum, cap)
+    }
+}
+
 /// Applies a change to an emotion, saturating at 0 and 100.
 pub fn apply_delta(emotion: u8, delta: i32) -> u8 {
     (i32::from(emotion) + delta).clamp(0, 100) as u8

@@ -21,6 +21,23 @@ const REPLIES: &[&str] = &[
 const SEED: u64 = 9;
 
 /// The browser: Debian's chromium on PATH (scripts/test.sh installs it).
+/// Fails unless `html` loads nothing from outside itself (no sources, links, imports or requests).
+pub(super) fn assert_self_contained(html: &str) {
+    for outside in [
+        "src=",
+        "href=",
+        "url(",
+        "@import",
+        "fetch(",
+        "XMLHttpRequest",
+    ] {
+        assert!(
+            !html.contains(outside),
+            "the page must not load anything: {outside}"
+        );
+    }
+}
+
 pub(super) fn chromium() -> &'static str {
     for c in ["chromium", "chromium-browser"] {
         if Command::new(c)
@@ -111,19 +128,7 @@ fn the_page_lists_filters_and_shows_episodes_in_chromium() {
     ]);
     assert!(o.status.success(), "{}", output_of(&o));
     let html = std::fs::read_to_string(&page).unwrap();
-    for outside in [
-        "src=",
-        "href=",
-        "url(",
-        "@import",
-        "fetch(",
-        "XMLHttpRequest",
-    ] {
-        assert!(
-            !html.contains(outside),
-            "the page must not load anything: {outside}"
-        );
-    }
+    assert_self_contained(&html);
     let records: Vec<EpisodeRecord> = [&easy, &hard]
         .iter()
         .flat_map(|f| {

@@ -89,7 +89,8 @@ impl ConditionGrid {
     /// seed and the item id (not on other items), and each context uses the same sentence with and
     /// without the wrong belief, so the two conditions differ only by the belief.
     pub fn prompts(&self, item: &QaItem) -> Vec<ConditionPrompt> {
-        let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ fnv1a(item.id.as_bytes()));
+        let mut rng =
+            ChaCha8Rng::seed_from_u64(self.seed ^ crate::seed::fnv1a64(item.id.as_bytes()));
         let mut out = Vec::with_capacity(Condition::COUNT);
         for context in Context::ALL {
             let phrases = self.contexts.phrases(context);
@@ -131,16 +132,6 @@ fn pick<'a>(rng: &mut ChaCha8Rng, list: &'a [String]) -> Option<&'a String> {
     }
 }
 
-/// 64-bit FNV-1a hash: stable across platforms and Rust versions (unlike `DefaultHasher`).
-fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,12 +146,5 @@ mod tests {
         assert_eq!(names.len(), 18);
         assert_eq!(all[5].name(), "emotion_sad+wrong");
         assert_eq!(all[5].label(), "sad + wrong");
-    }
-
-    #[test]
-    fn fnv1a_matches_reference_values() {
-        // Published FNV-1a 64 test vectors: "" and "a".
-        assert_eq!(fnv1a(b""), 0xcbf29ce484222325);
-        assert_eq!(fnv1a(b"a"), 0xaf63dc4c8601ec8c);
     }
 }

@@ -8,8 +8,9 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::fingerprint::{fingerprint, hash_bytes};
+use super::fingerprint::fingerprint;
 use crate::episode::{EpisodeRecord, Turn};
+use crate::seed::fnv1a64;
 
 /// The rating scales, in the order the page shows them and the CSVs write them.
 pub const SCALES: [&str; 3] = ["empathy", "relevance", "naturalness"];
@@ -129,8 +130,7 @@ impl Study {
             .into_iter()
             .map(|sides| {
                 let episodes: Vec<&str> = sides.iter().map(|s| s.episode.as_str()).collect();
-                let mut h =
-                    crate::seed::derive(opts.seed, hash_bytes(episodes.join(",").as_bytes()));
+                let mut h = crate::seed::derive(opts.seed, fnv1a64(episodes.join(",").as_bytes()));
                 // Two items may not share an id (the same episode twice, or a 32-bit collision).
                 while !taken.insert(h >> 32) {
                     h = crate::seed::derive(h, 1);
@@ -146,7 +146,7 @@ impl Study {
             items.truncate(n);
         }
         let ids: Vec<&str> = items.iter().map(|i| i.id.as_str()).collect();
-        let id = crate::seed::derive(opts.seed, hash_bytes(ids.join(",").as_bytes()));
+        let id = crate::seed::derive(opts.seed, fnv1a64(ids.join(",").as_bytes()));
         Study {
             id: format!("{:012x}", id >> 16),
             seed: opts.seed,
