@@ -20,7 +20,6 @@ const REPLIES: &[&str] = &[
 ];
 const SEED: u64 = 9;
 
-/// The browser: Debian's chromium on PATH (scripts/test.sh installs it).
 /// Fails unless `html` loads nothing from outside itself (no sources, links, imports or requests).
 pub(super) fn assert_self_contained(html: &str) {
     for outside in [
@@ -38,6 +37,7 @@ pub(super) fn assert_self_contained(html: &str) {
     }
 }
 
+/// The browser: Debian's chromium on PATH (scripts/test.sh installs it).
 pub(super) fn chromium() -> &'static str {
     for c in ["chromium", "chromium-browser"] {
         if Command::new(c)
