@@ -208,13 +208,16 @@ fn esconv_dialogue(path: &Path, where_: &str, value: Value) -> Result<Conversati
     };
     for (k, t) in turns.iter().enumerate() {
         let who = match t.speaker.as_deref().map(str::to_ascii_lowercase).as_deref() {
-            Some("seeker" | "usr" | "user" | "client") => Speaker::Seeker,
-            Some("supporter" | "sys" | "system" | "assistant" | "helper") => Speaker::Supporter,
+            // ESConv's crowd-sourcing platform also names them `speaker` and `listener`.
+            Some("seeker" | "usr" | "user" | "client" | "speaker") => Speaker::Seeker,
+            Some("supporter" | "sys" | "system" | "assistant" | "helper" | "listener") => {
+                Speaker::Supporter
+            }
             other => {
                 return Err(bad(
                     &format!("dialog[{k}].speaker"),
                     &format!(
-                        "{}: use seeker (or usr, user) and supporter (or sys, assistant)",
+                        "{}: use seeker (or usr, user, speaker) and supporter (or sys, assistant, listener)",
                         other.map_or("missing".to_string(), |o| format!("`{o}` is not a speaker"))
                     ),
                 ))

@@ -96,6 +96,43 @@ fn an_esconv_dialogue_gets_a_trajectory_and_its_survey() {
 }
 
 #[test]
+fn esconv_lines_with_the_platform_speaker_names_are_read_and_bad_speakers_named() {
+    let dir = temp_dir();
+    let input = dir.path().join("dialogues.jsonl");
+    std::fs::write(
+        &input,
+        concat!(
+            r#"{"dialog": [{"speaker": "speaker", "content": "My sister stopped talking to me."}, "#,
+            r#"{"speaker": "listener", "content": "That must hurt. What happened between you?"}]}"#,
+            "\n",
+            r#"{"dialog": [{"speaker": "seeker", "content": "I feel stuck."}, "#,
+            r#"{"speaker": "therapist", "content": "Why?"}]}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("judged");
+    let o = eg(&[
+        "judge",
+        "score",
+        input.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", output_of(&o));
+    let text = output_of(&o);
+    assert!(
+        text.contains("line 2, dialog[1].speaker") && text.contains("`therapist` is not a speaker"),
+        "{text}"
+    );
+    assert_eq!(
+        csv_rows(&out.join("dialogues.csv")).len(),
+        1,
+        "line 1 was judged"
+    );
+}
+
+#[test]
 fn a_bad_row_is_named_and_the_rows_before_it_are_kept() {
     let dir = temp_dir();
     let input = dir.path().join("pairs.csv");
