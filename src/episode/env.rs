@@ -296,6 +296,7 @@ impl DialogueEnv {
                 model: info.model,
                 prompt_version: info.prompt_version,
                 device: info.device,
+                data: info.data,
             },
             reward_mode: self.reward_mode,
             reward_aggregate: self.aggregate,

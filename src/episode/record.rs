@@ -114,6 +114,11 @@ pub struct SimulatorRef {
     /// re-runs a dialogue bit for bit only there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<String>,
+    /// The fingerprint of the appraiser's rule files (absent in logs written before it was
+    /// logged, and for an LLM user). `replay verify` re-runs a dialogue bit for bit only under
+    /// the same rules.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<String>,
 }
 
 fn default_kind() -> String {

@@ -195,6 +195,7 @@ mod tests {
                 model: None,
                 prompt_version: None,
                 device: None,
+                data: None,
             },
             reward_mode: Default::default(),
             reward_aggregate: Default::default(),

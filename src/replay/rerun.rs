@@ -77,8 +77,29 @@ impl std::fmt::Display for Mismatch {
     }
 }
 
-/// Re-runs `record` exactly as logged and reports the first difference, if any.
+/// Re-runs `record` exactly as logged and reports the first difference, if any. When the log was
+/// written under other appraiser rules than `sim` reads, the difference says so.
 pub fn verify(
+    sim: &dyn Simulator,
+    catalog: &Catalog,
+    record: &EpisodeRecord,
+) -> Result<Option<Mismatch>> {
+    let found = first_difference(sim, catalog, record)?;
+    let (logged, now) = (&record.simulator.data, sim.info().data);
+    Ok(found.map(|mut m| {
+        if now.is_some() && *logged != now {
+            m.what.push_str(&format!(
+                " (the log was written under appraiser rules {}, this appraiser reads {}: the \
+                 data files changed since)",
+                logged.as_deref().unwrap_or("that were not recorded"),
+                now.as_deref().unwrap_or_default()
+            ));
+        }
+        m
+    }))
+}
+
+fn first_difference(
     sim: &dyn Simulator,
     catalog: &Catalog,
     record: &EpisodeRecord,

@@ -73,7 +73,18 @@ pub struct Appraiser {
     lexicon: Lexicon,
     embedder: Arc<Embedder>,
     prototypes: BTreeMap<Move, Vec<Arc<Embedding>>>,
+    /// The FNV-1a 64 of [`RULE_FILES`] as read, in that order.
+    data: String,
 }
+
+/// The rule files under `data/` that decide every appraisal, in the order fingerprinted.
+pub const RULE_FILES: [&str; 5] = [
+    "appraiser.yaml",
+    "detectors.yaml",
+    "lexicon.yaml",
+    "moves.yaml",
+    "safety.yaml",
+];
 
 /// The sentences of a user message, with the persona's voice opener (which may end in a comma and
 /// run into the next sentence) split off first, so that every part is a cached bank sentence.
@@ -115,13 +126,24 @@ impl Appraiser {
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
             prototypes.insert(*m, embedder.embed(&refs)?);
         }
+        let mut bytes = Vec::new();
+        for name in RULE_FILES {
+            let path = root.join("data").join(name);
+            bytes.extend(std::fs::read(&path).map_err(|e| crate::error::Error::io(&path, e))?);
+        }
         Ok(Appraiser {
             cfg,
             detectors,
             lexicon,
             embedder,
             prototypes,
+            data: format!("fnv1a64 {:016x}", crate::seed::fnv1a64(&bytes)),
         })
+    }
+
+    /// The fingerprint of the rule files this appraiser read (`fnv1a64 0123456789abcdef`).
+    pub fn data_fingerprint(&self) -> &str {
+        &self.data
     }
 
     /// Where the sentence embeddings run.

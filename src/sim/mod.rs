@@ -42,6 +42,9 @@ pub struct SimulatorInfo {
     pub prompt_version: Option<String>,
     /// Where the appraiser's sentence embeddings run, when not on the CPU (`cuda`).
     pub device: Option<String>,
+    /// A fingerprint of the rule files the appraiser read (`fnv1a64 ...`): a log written under
+    /// other rules does not re-run bit for bit, and `replay verify` says so.
+    pub data: Option<String>,
 }
 
 /// A model of how the user's emotion moves. Implementations must be deterministic for replay.
@@ -63,6 +66,7 @@ impl Simulator for Appraiser {
             kind: "appraiser".into(),
             version: "1".into(),
             device: embed::device_name(self.embedder_device()),
+            data: Some(self.data_fingerprint().to_string()),
             ..Default::default()
         }
     }

@@ -158,6 +158,7 @@ impl Simulator for LlmSimulator {
             model: Some(self.backend.model()),
             prompt_version: Some(self.prompts.version.clone()),
             device: None,
+            data: None,
         }
     }
 
