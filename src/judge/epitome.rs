@@ -117,16 +117,10 @@ const DATA_FILES: [&str; 7] = [
     "safety.yaml",
 ];
 
-/// "fnv1a64 0123456789abcdef": the hash of the appraiser's and the judge's data files under
-/// `root/data`, so a report names the version of the rules it measured (report the test part
-/// once per version).
+/// The version of the rules a report measured (report the test part once per version): the
+/// fingerprint of [`DATA_FILES`] under `root/data`.
 pub fn data_fingerprint(root: &Path) -> Result<String> {
-    let mut bytes = Vec::new();
-    for name in DATA_FILES {
-        let path = root.join("data").join(name);
-        bytes.extend(std::fs::read(&path).map_err(|e| Error::io(&path, e))?);
-    }
-    Ok(format!("fnv1a64 {:016x}", fnv1a64(&bytes)))
+    crate::profile::yaml::fingerprint(&root.join("data"), &DATA_FILES)
 }
 
 /// One (post, response) pair with its three levels.

@@ -64,7 +64,6 @@ struct Reading {
     profile: Profile,
     conv: Conversation,
     next: usize,
-    emotion: u8,
     judged: Judged,
 }
 
@@ -88,7 +87,7 @@ impl Reading {
         };
         AppraisalInput {
             profile: &self.profile,
-            emotion: self.emotion,
+            emotion: self.judged.final_emotion(),
             turn: self.judged.replies.len() as u32 + 1,
             reply: &self.conv.messages[at].1,
             user_messages: of(Speaker::Seeker),
@@ -124,7 +123,6 @@ pub fn judge(
                 profile,
                 conv,
                 next: 0,
-                emotion: start,
             }
         })
         .collect();
@@ -145,11 +143,12 @@ pub fn judge(
             let r = &mut readings[k];
             let knobs = &r.profile.knobs;
             let is_unsafe = a.unsafe_reply.is_some();
-            let delta = applied_delta(r.emotion, a.raw, is_unsafe, knobs.quantum, knobs.step_cap);
-            r.emotion = apply_delta(r.emotion, delta);
+            let before = r.judged.final_emotion();
+            let delta = applied_delta(before, a.raw, is_unsafe, knobs.quantum, knobs.step_cap);
+            let emotion = apply_delta(before, delta);
             let turn = r.judged.replies.len() as u32 + 1;
             if r.judged.would_end == "-" {
-                let end = match r.emotion {
+                let end = match emotion {
                     _ if is_unsafe => Some("unsafe"),
                     100.. => Some("resolved"),
                     0..10 => Some("left"),
@@ -159,14 +158,14 @@ pub fn judge(
                     r.judged.would_end = format!("{e} after reply {turn}");
                 }
             }
-            r.judged.trajectory.push(r.emotion);
+            r.judged.trajectory.push(emotion);
             r.judged.replies.push(JudgedReply {
                 turn,
                 moves: a.moves,
                 components: a.components,
                 raw: a.raw,
                 delta,
-                emotion: r.emotion,
+                emotion,
                 warmth: a.warmth,
                 reasons: a.reasons,
             });

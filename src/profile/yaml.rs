@@ -28,6 +28,17 @@ pub fn parse_yaml<T: DeserializeOwned>(text: &str, path: &Path) -> Result<T> {
     })
 }
 
+/// "fnv1a64 0123456789abcdef": the FNV-1a 64 of the files `names` under `dir`, read in that order:
+/// the version of a set of rule files, for logs and reports.
+pub fn fingerprint(dir: &Path, names: &[&str]) -> Result<String> {
+    let mut bytes = Vec::new();
+    for name in names {
+        let path = dir.join(name);
+        bytes.extend(std::fs::read(&path).map_err(|e| Error::io(&path, e))?);
+    }
+    Ok(format!("fnv1a64 {:016x}", crate::seed::fnv1a64(&bytes)))
+}
+
 /// Lists the `*.yaml` files of a folder, sorted by name so that catalogs load deterministically.
 pub fn yaml_files(dir: &Path) -> Result<Vec<std::path::PathBuf>> {
     let entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;

@@ -126,18 +126,14 @@ impl Appraiser {
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
             prototypes.insert(*m, embedder.embed(&refs)?);
         }
-        let mut bytes = Vec::new();
-        for name in RULE_FILES {
-            let path = root.join("data").join(name);
-            bytes.extend(std::fs::read(&path).map_err(|e| crate::error::Error::io(&path, e))?);
-        }
+        let data = crate::profile::yaml::fingerprint(&root.join("data"), &RULE_FILES)?;
         Ok(Appraiser {
             cfg,
             detectors,
             lexicon,
             embedder,
             prototypes,
-            data: format!("fnv1a64 {:016x}", crate::seed::fnv1a64(&bytes)),
+            data,
         })
     }
 

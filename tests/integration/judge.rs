@@ -14,6 +14,17 @@ fn csv_rows(path: &Path) -> Vec<csv::StringRecord> {
         .collect()
 }
 
+/// Runs `judge score INPUT --out OUT`.
+fn judge_score(input: &Path, out: &Path) -> std::process::Output {
+    eg(&[
+        "judge",
+        "score",
+        input.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ])
+}
+
 fn header_index(path: &Path, name: &str) -> usize {
     let mut r = csv::Reader::from_path(path).unwrap();
     r.headers().unwrap().iter().position(|h| h == name).unwrap()
@@ -44,13 +55,7 @@ fn an_esconv_dialogue_gets_a_trajectory_and_its_survey() {
     let input = dir.path().join("esconv.json");
     std::fs::write(&input, ESCONV).unwrap();
     let out = dir.path().join("judged");
-    let o = eg(&[
-        "judge",
-        "score",
-        input.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let o = judge_score(&input, &out);
     assert!(o.status.success(), "{}", output_of(&o));
     assert!(
         output_of(&o).contains("judged 1 conversations, 3 replies"),
@@ -112,13 +117,7 @@ fn esconv_lines_with_the_platform_speaker_names_are_read_and_bad_speakers_named(
     )
     .unwrap();
     let out = dir.path().join("judged");
-    let o = eg(&[
-        "judge",
-        "score",
-        input.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let o = judge_score(&input, &out);
     assert_eq!(o.status.code(), Some(2), "{}", output_of(&o));
     let text = output_of(&o);
     assert!(
@@ -146,13 +145,7 @@ fn a_bad_row_is_named_and_the_rows_before_it_are_kept() {
     )
     .unwrap();
     let out = dir.path().join("judged");
-    let o = eg(&[
-        "judge",
-        "score",
-        input.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let o = judge_score(&input, &out);
     assert_eq!(o.status.code(), Some(2), "{}", output_of(&o));
     let text = output_of(&o);
     assert!(
@@ -180,13 +173,7 @@ fn an_episode_log_is_judged_with_its_logged_reward_beside() {
         &log,
     );
     let out = dir.path().join("judged");
-    let o = eg(&[
-        "judge",
-        "score",
-        log.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let o = judge_score(&log, &out);
     assert!(o.status.success(), "{}", output_of(&o));
     let dialogues = out.join("dialogues.csv");
     let rows = csv_rows(&dialogues);

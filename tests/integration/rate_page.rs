@@ -6,14 +6,13 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use empathy_gym::episode::{read_episodes, EpisodeRecord};
 use empathy_gym::replay::rate::krippendorff_alpha_interval;
 use empathy_gym::report::stats::spearman;
 
 use super::common::*;
-use super::replay_html::{chromium, BROWSER};
+use super::replay_html::open_in_chromium;
 
 const SEED: u64 = 4;
 /// The base policy's replies, and the trained one's: both play the same profiles.
@@ -146,32 +145,11 @@ fn browse(
     profile: &Path,
     home: &Path,
 ) -> (BTreeMap<String, String>, String) {
-    let _one = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
     let url = format!("file://{}#{hash}", page.display());
-    let o = Command::new("timeout")
-        .args([
-            "120",
-            chromium(),
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .args(["--enable-logging=stderr", "--v=0", "--dump-dom"])
-        .arg(&url)
-        .env("HOME", home)
-        .output()
-        .expect("run chromium");
-    assert!(o.status.success(), "chromium on {url}: {}", output_of(&o));
-    let dom = String::from_utf8_lossy(&o.stdout).to_string();
-    let start = dom.find("<body").expect("a body in the DOM");
-    let tag = &dom[start..start + dom[start..].find('>').unwrap()];
-    let attrs: BTreeMap<String, String> = tag
-        .split(" data-")
-        .skip(1)
-        .filter_map(|a| a.split_once("=\""))
-        .map(|(k, v)| (k.to_string(), v.trim_end_matches('"').to_string()))
-        .collect();
+    let (o, attrs, dom) = open_in_chromium(&url, |c| {
+        c.arg(format!("--user-data-dir={}", profile.display()))
+            .env("HOME", home);
+    });
     assert_eq!(attrs["ready"], "1", "{attrs:?}");
     assert_eq!(attrs["errors"], "", "{attrs:?}");
     assert!(

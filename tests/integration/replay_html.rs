@@ -38,7 +38,7 @@ pub(super) fn assert_self_contained(html: &str) {
 }
 
 /// The browser: Debian's chromium on PATH (scripts/test.sh installs it).
-pub(super) fn chromium() -> &'static str {
+fn chromium() -> &'static str {
     for c in ["chromium", "chromium-browser"] {
         if Command::new(c)
             .arg("--version")
@@ -52,27 +52,29 @@ pub(super) fn chromium() -> &'static str {
 }
 
 /// One browser at a time, so that the timed load does not share the cores with another one.
-pub(super) static BROWSER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+static BROWSER: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// The attributes of `<body>` after the page's script ran, the browser's log and DOM, and the
-/// seconds the browser took (start, load, script, DOM written out).
-fn load(page: &Path, hash: &str) -> (BTreeMap<String, String>, String, f64) {
+/// Opens `url` in headless Chromium (one browser at a time), with `setup` adding options such as
+/// a profile folder or `$HOME`; returns the browser's output, the attributes of `<body>` after the
+/// page's script ran, and the DOM.
+pub(super) fn open_in_chromium(
+    url: &str,
+    setup: impl FnOnce(&mut Command),
+) -> (std::process::Output, BTreeMap<String, String>, String) {
     let _one = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
-    let url = format!("file://{}{hash}", page.display());
-    let t0 = Instant::now();
-    let o = Command::new("timeout")
-        .args([
-            "120",
-            chromium(),
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-        ])
-        .args(["--enable-logging=stderr", "--v=0", "--dump-dom"])
-        .arg(&url)
-        .output()
-        .expect("run chromium");
-    let secs = t0.elapsed().as_secs_f64();
+    let mut command = Command::new("timeout");
+    command.args([
+        "120",
+        chromium(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--enable-logging=stderr",
+        "--v=0",
+        "--dump-dom",
+    ]);
+    setup(&mut command);
+    let o = command.arg(url).output().expect("run chromium");
     assert!(o.status.success(), "chromium on {url}: {}", output_of(&o));
     let dom = String::from_utf8_lossy(&o.stdout).to_string();
     let start = dom.find("<body").expect("a body in the DOM");
@@ -83,6 +85,15 @@ fn load(page: &Path, hash: &str) -> (BTreeMap<String, String>, String, f64) {
         .filter_map(|a| a.split_once("=\""))
         .map(|(k, v)| (k.to_string(), v.trim_end_matches('"').to_string()))
         .collect();
+    (o, attrs, dom)
+}
+
+/// The attributes of `<body>` after the page's script ran, the browser's log and DOM, and the
+/// seconds the browser took (start, load, script, DOM written out).
+fn load(page: &Path, hash: &str) -> (BTreeMap<String, String>, String, f64) {
+    let t0 = Instant::now();
+    let (o, attrs, dom) = open_in_chromium(&format!("file://{}{hash}", page.display()), |_| {});
+    let secs = t0.elapsed().as_secs_f64();
     (
         attrs,
         format!("{}\n{dom}", String::from_utf8_lossy(&o.stderr)),
