@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""The rank checks of results/validation/ that `empathy-gym judge` does not print itself, computed
+from its output files (standard library only).
+
+    rank_checks.py components JUDGED.jsonl            # each component and move of a judged EPITOME
+                                                      #   part against the sum of the levels
+    rank_checks.py catalog LOG_DIR JUDGED.jsonl       # `judge score` of logs against the logs
+    rank_checks.py survey JUDGED.jsonl                # ESConv-shaped dialogues against the
+                                                      #   seekers' survey scores
+
+Spearman's rho uses average ranks for ties, as src/report/stats.rs does; intervals are 95%
+percentile bootstraps over items (2,000 resamples, Python's random seeded with 0).
+"""
+import json
+import random
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+
+def ranks(x):
+    order = sorted(range(len(x)), key=lambda i: x[i])
+    r = [0.0] * len(x)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and x[order[j + 1]] == x[order[i]]:
+            j += 1
+        for k in order[i:j + 1]:
+            r[k] = (i + j) / 2 + 1
+        i = j + 1
+    return r
+
+
+def pearson(a, b):
+    n = len(a)
+    ma, mb = sum(a) / n, sum(b) / n
+    sab = sum((x - ma) * (y - mb) for x, y in zip(a, b))
+    saa = sum((x - ma) ** 2 for x in a)
+    sbb = sum((y - mb) ** 2 for y in b)
+    return sab / (saa * sbb) ** 0.5 if saa and sbb else float("nan")
+
+
+def spearman(a, b):
+    return pearson(ranks(a), ranks(b))
+
+
+def interval(a, b, resamples=2000):
+    rng = random.Random(0)
+    n, draws = len(a), []
+    for _ in range(resamples):
+        idx = [rng.randrange(n) for _ in range(n)]
+        s = spearman([a[i] for i in idx], [b[i] for i in idx])
+        if s == s:
+            draws.append(s)
+    draws.sort()
+    return draws[int(0.025 * len(draws))], draws[int(0.975 * len(draws)) - 1]
+
+
+def read_jsonl(path):
+    return [json.loads(line) for line in open(path) if line.strip()]
+
+
+def components(judged):
+    rows = read_jsonl(judged)
+    total = [sum(r["labels"].values()) for r in rows]
+    first = [r["replies"][0] for r in rows]
+    names = sorted({k for f in first for k in f["components"]})
+    print("| component | fires on | rho with the level sum |")
+    print("| --- | ---: | ---: |")
+    for k in names:
+        v = [f["components"].get(k, 0.0) for f in first]
+        print(f"| {k} | {sum(1 for x in v if x)} | {spearman(v, total):+.3f} |")
+    print("\n| move | rho with the level sum |\n| --- | ---: |")
+    for m in first[0]["moves"]:
+        print(f"| {m} | {spearman([f['moves'].get(m, 0.0) for f in first], total):+.3f} |")
+
+
+def catalog(log_dir, judged):
+    logged = {}
+    for f in sorted(Path(log_dir).glob("*.jsonl")):
+        for n, line in enumerate(open(f), 1):
+            if line.strip():
+                rec = json.loads(line)
+                deltas = [t["delta"] for t in rec["turns"] if t["role"] == "user" and t.get("delta") is not None]
+                logged[(f.name, n)] = deltas
+    per_reply_j, per_reply_l, final_j, final_l = [], [], [], []
+    by_policy = defaultdict(lambda: ([], []))
+    for r in read_jsonl(judged):
+        name, rest = r["id"].split(":", 1)
+        deltas = logged[(name, int(rest.split()[0]))]
+        for a, b in zip((x["delta"] for x in r["replies"]), deltas):
+            per_reply_j.append(a)
+            per_reply_l.append(b)
+        final_j.append(r["trajectory"][-1])
+        final_l.append(r["labels"]["logged.final_emotion"])
+        by_policy[name][0].append(final_j[-1])
+        by_policy[name][1].append(final_l[-1])
+    print(f"per reply: rho {spearman(per_reply_j, per_reply_l):.3f} over {len(per_reply_j)} replies")
+    print(f"per dialogue (final emotion): rho {spearman(final_j, final_l):.3f} over {len(final_j)}")
+    print("| log | judged from the text | logged with the scenario |\n| --- | ---: | ---: |")
+    for name, (j, l) in sorted(by_policy.items()):
+        print(f"| {name} | {sum(j) / len(j):.1f} | {sum(l) / len(l):.1f} |")
+
+
+def survey(judged):
+    rows = [r for r in read_jsonl(judged) if "seeker.empathy" in r["labels"]]
+    final = [r["trajectory"][-1] for r in rows]
+    print(f"{len(rows)} dialogues with the seeker's ratings; mean replies "
+          f"{sum(len(r['replies']) for r in rows) / len(rows):.1f}, mean final emotion "
+          f"{sum(final) / len(final):.1f}, would have left: "
+          f"{sum(1 for r in rows if r['would_end'].startswith('left'))}")
+    for k in ["seeker.empathy", "seeker.relevance"]:
+        y = [r["labels"][k] for r in rows]
+        lo, hi = interval(final, y)
+        print(f"final emotion ~ {k}: rho {spearman(final, y):.3f} [{lo:.3f}, {hi:.3f}]")
+    both = [r for r in rows if "seeker.final_emotion_intensity" in r["labels"]]
+    drop = [r["labels"]["seeker.initial_emotion_intensity"] - r["labels"]["seeker.final_emotion_intensity"] for r in both]
+    print(f"final emotion ~ intensity drop: rho {spearman([r['trajectory'][-1] for r in both], drop):.3f} over {len(both)}")
+
+
+if __name__ == "__main__":
+    commands = {"components": components, "catalog": catalog, "survey": survey}
+    if len(sys.argv) < 3 or sys.argv[1] not in commands:
+        sys.exit(__doc__)
+    commands[sys.argv[1]](*sys.argv[2:])
