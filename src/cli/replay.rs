@@ -10,8 +10,10 @@ use empathy_gym::episode::{read_episodes, EpisodeLog, EpisodeRecord, EpisodeWrit
 use empathy_gym::profile::{Catalog, Difficulty};
 use empathy_gym::replay::rate::{render_rate_page, write_key, LoggedEpisode, Study, StudyOptions};
 use empathy_gym::replay::{
-    episode_stats, render_html, render_transcript, rerun, verify, By, RerunSettings, StatsOptions,
+    episode_stats, measure, quote, realism_table, render_html, render_transcript, rerun, verify,
+    By, Realism, RerunSettings, StatsOptions,
 };
+use empathy_gym::sim::lexicon::Lexicon;
 use empathy_gym::reward::{Aggregate, RewardMode};
 
 use super::common::{build_simulator, load_chosen_simulator, SimulatorArgs};
@@ -37,6 +39,24 @@ pub enum ReplayCommand {
     /// emotion curve, and the run overview by step. With --rate: a blind rating page for people
     /// and its key.
     Html(HtmlArgs),
+    /// How the simulated user talks: distinct sentences per dialogue, the within-dialogue repeat
+    /// rate, and how often the user answers the policy's questions and suggestions
+    /// (docs/SCENARIOS.md, "Measuring the user").
+    User(UserArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct UserArgs {
+    /// Episode logs (JSONL): one row each.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Also print this many dialogues of each log (spread evenly over it), every question and
+    /// suggestion marked with the rule's verdict, for a spot check.
+    #[arg(long, default_value_t = 0)]
+    pub quote: usize,
+    /// Also write the table as CSV here.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -108,6 +128,7 @@ pub fn run(catalog_root: &Path, cmd: ReplayCommand) -> anyhow::Result<()> {
     let file = match cmd {
         ReplayCommand::Stats(args) => return stats(args),
         ReplayCommand::Html(args) => return html(args),
+        ReplayCommand::User(args) => return user(catalog_root, args),
         ReplayCommand::Show { ref file } | ReplayCommand::Verify { ref file, .. } => file.clone(),
         ReplayCommand::Rescore(ref a) => a.file.clone(),
     };
@@ -121,7 +142,9 @@ pub fn run(catalog_root: &Path, cmd: ReplayCommand) -> anyhow::Result<()> {
         }
         ReplayCommand::Verify { ref sim, .. } => verify_all(catalog_root, &file, &log.records, sim),
         ReplayCommand::Rescore(args) => rescore_all(catalog_root, &log.records, &args),
-        ReplayCommand::Stats(_) | ReplayCommand::Html(_) => unreachable!("handled above"),
+        ReplayCommand::Stats(_) | ReplayCommand::Html(_) | ReplayCommand::User(_) => {
+            unreachable!("handled above")
+        }
     };
     finish(log, result)
 }
@@ -241,6 +264,40 @@ fn rate_page(args: HtmlArgs) -> anyhow::Result<()> {
             "{} episodes left out: the other log has no episode of their profile left to pair with",
             study.unpaired
         );
+    }
+    Ok(())
+}
+
+fn user(catalog_root: &Path, args: UserArgs) -> anyhow::Result<()> {
+    let catalog = Catalog::load(catalog_root)?;
+    let lexicon = Lexicon::load(&catalog_root.join("data/lexicon.yaml"))?;
+    let mut rows = Vec::new();
+    let mut quotes = String::new();
+    for file in &args.files {
+        let log = read_episodes(file)?;
+        if let Some(bad) = &log.error {
+            anyhow::bail!("{}: {bad}", file.display());
+        }
+        let mut acc = Realism::default();
+        let n = log.records.len();
+        let every = if args.quote == 0 { 0 } else { n.div_ceil(args.quote).max(1) };
+        for (k, (_, rec)) in log.records.iter().enumerate() {
+            let judged = measure(rec, &catalog, &lexicon, &mut acc);
+            if every > 0 && k % every == 0 {
+                quotes.push_str(&quote(rec, &judged));
+                quotes.push('\n');
+            }
+        }
+        rows.push((file.display().to_string(), acc));
+    }
+    let table = realism_table(&rows);
+    print!("{}", table.to_markdown());
+    if !quotes.is_empty() {
+        println!("\n{quotes}");
+    }
+    if let Some(path) = &args.csv {
+        table.write_csv(path)?;
+        println!("written to {}", path.display());
     }
     Ok(())
 }

@@ -191,6 +191,7 @@ impl DialogueEnv {
             emotion: self.emotion,
             delta,
             reply,
+            appraisal: &appraisal,
             question: question.as_deref(),
             reveal_min_delta: crate::sim::speaker::REVEAL_MIN_DELTA,
         };

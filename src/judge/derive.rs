@@ -171,6 +171,9 @@ impl JudgeRules {
             hints: Vec::new(),
             helps: r.helps[&derived.need].clone(),
             hurts: r.hurts.clone(),
+            answers: Default::default(),
+            asks: Vec::new(),
+            reactions: Default::default(),
             utterances: Utterances {
                 S: Vec::new(),
                 A: Vec::new(),
@@ -202,6 +205,8 @@ impl JudgeRules {
             persona: Arc::new(persona),
             difficulty: r.difficulty,
             knobs: self.knobs.clone(),
+            // The conversation's own words stand for the user's: nothing is ever spoken.
+            speaker: Default::default(),
         }
     }
 }

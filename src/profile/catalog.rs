@@ -9,6 +9,7 @@ use super::difficulty::{Difficulty, KnobOverrides, Knobs, Presets};
 use super::need::HiddenNeed;
 use super::persona::Persona;
 use super::scenario::Scenario;
+use super::speech::SpeakerRules;
 use super::split::{ProfileId, Split, Splits};
 use super::yaml::yaml_files;
 use crate::error::{Error, Result};
@@ -22,6 +23,8 @@ pub struct Profile {
     pub difficulty: Difficulty,
     /// The preset's knobs with config and scenario overrides applied.
     pub knobs: Knobs,
+    /// The speaker's rules (`data/speaker.yaml`), shared by every profile of the catalog.
+    pub speaker: Arc<SpeakerRules>,
 }
 
 /// Everything under a catalog root, validated and cross-checked.
@@ -32,6 +35,7 @@ pub struct Catalog {
     pub personas: BTreeMap<String, Arc<Persona>>,
     pub splits: Splits,
     pub presets: Presets,
+    pub speaker: Arc<SpeakerRules>,
 }
 
 /// Coverage numbers that `empathy-gym validate` prints.
@@ -86,12 +90,14 @@ impl Catalog {
             }
         }
         let presets = Presets::load(&root.join("data/difficulty.yaml"))?;
+        let speaker = Arc::new(SpeakerRules::load(&root.join("data/speaker.yaml"))?);
         Ok(Catalog {
             root: root.to_path_buf(),
             scenarios,
             personas,
             splits,
             presets,
+            speaker,
         })
     }
 
@@ -123,6 +129,7 @@ impl Catalog {
             persona: persona.clone(),
             difficulty,
             knobs,
+            speaker: self.speaker.clone(),
         })
     }
 

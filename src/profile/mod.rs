@@ -7,6 +7,7 @@ pub mod difficulty;
 pub mod need;
 pub mod persona;
 pub mod scenario;
+pub mod speech;
 pub mod split;
 pub mod yaml;
 
@@ -15,4 +16,5 @@ pub use difficulty::{Difficulty, KnobOverrides, Knobs, Presets};
 pub use need::HiddenNeed;
 pub use persona::{Character, Persona, Verbosity};
 pub use scenario::{FactualTurn, HiddenFact, Scenario, Utterances};
+pub use speech::{QuestionKind, Reaction, SpeakerRules};
 pub use split::{ProfileId, Split, Splits};

@@ -38,6 +38,10 @@ pub struct Voice {
     pub mid: Vec<String>,
     /// Used while emotion is 70 or more (buckets A and S).
     pub high: Vec<String>,
+    /// What this person says when they have nothing more to add on what was asked, in their own
+    /// way ("That's all there is to it."); the speaker's generic `said_all` lines follow.
+    #[serde(default)]
+    pub nothing_more: Vec<String>,
 }
 
 /// A simulated user's persona.

@@ -1,12 +1,14 @@
 //! Scenarios: the situation the simulated user brings, what they hide, what helps and what hurts,
 //! and what they say at each emotional level. Loaded from `scenarios/<id>.yaml`.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::check::{at_least, id_matches_file, non_empty};
 use super::need::HiddenNeed;
+use super::speech::{QuestionKind, Reaction};
 use crate::error::{Error, Result};
 
 /// A fact the user keeps back until trust grows or the policy asks about it.
@@ -87,7 +89,18 @@ pub struct Scenario {
     pub helps: Vec<String>,
     /// Example replies that would hurt this user (prototypes for the appraiser).
     pub hurts: Vec<String>,
-    /// What the user says at each emotional level.
+    /// How the user answers each kind of question (what happened, how they feel, who is
+    /// involved, what they have tried, what they need); used once each, in order of need.
+    #[serde(default)]
+    pub answers: BTreeMap<QuestionKind, Vec<String>>,
+    /// Questions the user asks back now and then, once they trust the listener.
+    #[serde(default)]
+    pub asks: Vec<String>,
+    /// The user's own lines for particular kinds of reply (advice, minimizing, ...); the speaker's
+    /// generic ones (data/speaker.yaml) follow when these are used up.
+    #[serde(default)]
+    pub reactions: BTreeMap<Reaction, Vec<String>>,
+    /// What the user says at each emotional level, whatever the reply was.
     pub utterances: Utterances,
     /// Factual questions the user asks during the dialogue.
     #[serde(default)]
@@ -135,6 +148,7 @@ impl Scenario {
         ] {
             at_least(f, &format!("utterances.{bucket}"), lines, min)?;
         }
+        self.validate_speech()?;
         if let Some(start) = self.start_emotion {
             if !(10..100).contains(&start) {
                 return Err(Error::input(f, "start_emotion", "must be in 10..=99"));
@@ -153,6 +167,69 @@ impl Scenario {
             at_least(f, &format!("hidden_facts[{i}].cues"), &fact.cues, 1)?;
         }
         Ok(())
+    }
+
+    /// The lines keyed to a reply: none empty, `asks` are questions, and no sentence of the user's
+    /// said twice across the file (the speaker never repeats one, so a duplicate is dead material).
+    fn validate_speech(&self) -> Result<()> {
+        let f = self.source.as_path();
+        for (k, lines) in &self.answers {
+            at_least(f, &format!("answers.{}", k.as_str()), lines, 1)?;
+        }
+        for (r, lines) in &self.reactions {
+            at_least(f, &format!("reactions.{}", r.as_str()), lines, 1)?;
+        }
+        for (i, q) in self.asks.iter().enumerate() {
+            if !q.trim_end().ends_with('?') {
+                return Err(Error::input(
+                    f,
+                    format!("asks[{i}]"),
+                    format!("`{q}` is not a question: end it with '?'"),
+                ));
+            }
+        }
+        let mut seen: BTreeMap<String, String> = BTreeMap::new();
+        for (field, line) in self.user_lines() {
+            for s in super::check::sentences(line) {
+                let key = s.to_lowercase();
+                // Short sentences ("Okay.", "Thank you.") may recur across lines.
+                if key.split_whitespace().count() < 3 {
+                    continue;
+                }
+                if let Some(first) = seen.insert(key, field.clone()) {
+                    return Err(Error::input(
+                        f,
+                        field,
+                        format!(
+                            "the sentence `{s}` is already in {first}; the user never says a \
+                             sentence twice in a dialogue, so reword one of them"
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Every line the user can say, with its field (`utterances.B[2]`).
+    pub fn user_lines(&self) -> Vec<(String, &str)> {
+        let mut out = vec![("opening".to_string(), self.opening.as_str())];
+        for (i, fact) in self.hidden_facts.iter().enumerate() {
+            out.push((format!("hidden_facts[{i}].text"), fact.text.as_str()));
+        }
+        out.extend(named("hints", &self.hints));
+        let u = &self.utterances;
+        for (b, lines) in [("S", &u.S), ("A", &u.A), ("B", &u.B), ("C", &u.C), ("F", &u.F)] {
+            out.extend(named(&format!("utterances.{b}"), lines));
+        }
+        for (k, lines) in &self.answers {
+            out.extend(named(&format!("answers.{}", k.as_str()), lines));
+        }
+        out.extend(named("asks", &self.asks));
+        for (r, lines) in &self.reactions {
+            out.extend(named(&format!("reactions.{}", r.as_str()), lines));
+        }
+        out
     }
 
     fn validate_factual(&self) -> Result<()> {
@@ -183,4 +260,13 @@ impl Scenario {
         }
         Ok(())
     }
+}
+
+/// `lines` named `field[i]`.
+fn named<'a>(field: &str, lines: &'a [String]) -> Vec<(String, &'a str)> {
+    lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (format!("{field}[{i}]"), l.as_str()))
+        .collect()
 }

@@ -9,8 +9,10 @@ mod log_stats;
 pub mod rate;
 mod rerun;
 mod transcript;
+mod user_realism;
 
 pub use html::render_html;
 pub use log_stats::{episode_stats, By, StatsOptions, STATS_COLUMNS};
 pub use rerun::{rerun, verify, Mismatch, RerunSettings};
 pub use transcript::{render_transcript, sparkline};
+pub use user_realism::{measure, quote, realism_table, Realism};

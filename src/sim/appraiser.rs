@@ -77,13 +77,15 @@ pub struct Appraiser {
     data: String,
 }
 
-/// The rule files under `data/` that decide every appraisal, in the order fingerprinted.
-pub const RULE_FILES: [&str; 5] = [
+/// The rule files under `data/` that decide every dialogue, in the order fingerprinted: the
+/// appraiser's, and the speaker's (what the user says is what the next reply is judged against).
+pub const RULE_FILES: [&str; 6] = [
     "appraiser.yaml",
     "detectors.yaml",
     "lexicon.yaml",
     "moves.yaml",
     "safety.yaml",
+    "speaker.yaml",
 ];
 
 /// The sentences of a user message, with the persona's voice opener (which may end in a comma and
@@ -150,22 +152,32 @@ impl Appraiser {
     /// Embeds, in one batch, every sentence the users of `profiles` can say and their scenarios'
     /// prototypes, so that dialogues only embed the policy's replies.
     pub fn prepare(&self, profiles: &[Profile]) -> Result<()> {
+        let mut owned: Vec<String> = Vec::new();
         let mut texts: Vec<&str> = Vec::new();
         for p in profiles {
-            let (s, v) = (&p.scenario, &p.persona.voice);
-            let u = &s.utterances;
-            let lines = [
-                &u.S, &u.A, &u.B, &u.C, &u.F, &s.hints, &v.low, &v.mid, &v.high,
-            ];
-            for line in lines.into_iter().flatten() {
+            let (s, v, rules) = (&p.scenario, &p.persona.voice, &p.speaker);
+            for (_, line) in s.user_lines() {
                 texts.extend(sentences(line));
+            }
+            let generic = rules.reactions.values().flatten().chain(&rules.decline);
+            let spoken = [&v.low, &v.mid, &v.high, &v.nothing_more, &rules.said_all, &rules.fillers];
+            for line in spoken.into_iter().flatten().chain(generic) {
+                texts.extend(sentences(line));
+            }
+            // The acknowledgements, filled with each feeling and specific the user could hear.
+            for (templates, slot, values) in [
+                (&rules.landed.feeling, "feeling", &s.feelings),
+                (&rules.landed.specific, "specific", &s.specifics),
+            ] {
+                for t in templates {
+                    owned.extend(values.iter().map(|x| crate::profile::speech::fill(t, slot, x)));
+                }
             }
             // Prototypes are compared whole.
             texts.extend(s.helps.iter().chain(&s.hurts).map(String::as_str));
-            texts.extend(sentences(&s.opening));
-            texts.extend(s.hidden_facts.iter().flat_map(|f| sentences(&f.text)));
             texts.extend(s.factual.iter().flat_map(|q| sentences(&q.question)));
         }
+        texts.extend(owned.iter().flat_map(|l| sentences(l)));
         texts.sort_unstable();
         texts.dedup();
         self.embedder.embed(&texts).map(|_| ())

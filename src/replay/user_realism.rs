@@ -1,0 +1,302 @@
+//! `replay user`: how the simulated user talks in logged dialogues, read from the text alone.
+//!
+//! - **Distinct sentences** per dialogue, over the user's turns after the opening.
+//! - **Repeat rate**: the share of user turns (after the opening) holding a sentence that the same
+//!   user already said in that dialogue, the opening included; also over the dialogues that ran
+//!   their whole length.
+//! - **Responsiveness** (docs/SCENARIOS.md, "Measuring the user"): of the policy turns that asked a
+//!   question (a sentence ending in '?') or made a suggestion (an advice cue of data/lexicon.yaml),
+//!   the share whose next user turn holds a line that answers it. For a question: a hidden fact
+//!   whose cue is in the question, a scenario answer of the question's kind (any kind when the
+//!   kind is unknown), a decline, or a "nothing more" line. For a suggestion: an
+//!   advice line (taken up or pushed back), the scenario's or the speaker's. For both: a line
+//!   saying the reply was not talking to the user (meta, off topic, incoherent, unsafe). A line
+//!   counts when every sentence of it is in the turn. Lines are the current catalog's, so old logs
+//!   are measured by the same rule.
+
+use std::collections::BTreeSet;
+
+use crate::episode::{End, EpisodeRecord, Turn};
+use crate::profile::{Catalog, QuestionKind, Reaction, Scenario};
+use crate::report::Table;
+use crate::sim::lexicon::Lexicon;
+use crate::sim::speaker::question_kind;
+use crate::sim::speaker::reaction::questions;
+use crate::sim::text::{normalize, sentences};
+use crate::sim::Move;
+
+/// What the policy's turn asked of the user.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ask {
+    pub question: bool,
+    pub suggestion: bool,
+    pub kind: Option<QuestionKind>,
+}
+
+/// One policy turn that asked something, with the user's answer and the verdict.
+#[derive(Clone, Debug)]
+pub struct Judged<'a> {
+    pub reply: &'a str,
+    pub answer: &'a str,
+    pub ask: Ask,
+    pub responded: bool,
+}
+
+/// The counts over a set of dialogues.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Realism {
+    pub dialogues: usize,
+    pub user_turns: usize,
+    pub distinct_sentences: usize,
+    pub repeating_turns: usize,
+    pub full_length_turns: usize,
+    pub full_length_repeating: usize,
+    pub asked: usize,
+    pub asked_responded: usize,
+    pub suggested: usize,
+    pub suggested_responded: usize,
+    /// Policy turns that asked or suggested (a turn doing both counts once).
+    pub either: usize,
+    pub either_responded: usize,
+}
+
+fn share(n: usize, d: usize) -> String {
+    if d == 0 {
+        "-".into()
+    } else {
+        format!("{:.1}%", 100.0 * n as f64 / d as f64)
+    }
+}
+
+impl Realism {
+    /// The column names of [`Realism::row`].
+    pub const COLUMNS: [&'static str; 8] = [
+        "log",
+        "dialogues",
+        "user turns",
+        "distinct sentences per dialogue",
+        "repeat rate",
+        "repeat rate, full-length dialogues",
+        "responsive to questions",
+        "responsive to questions or suggestions",
+    ];
+
+    pub fn row(&self, name: &str) -> Vec<String> {
+        vec![
+            name.to_string(),
+            self.dialogues.to_string(),
+            self.user_turns.to_string(),
+            format!(
+                "{:.1}",
+                self.distinct_sentences as f64 / self.dialogues.max(1) as f64
+            ),
+            share(self.repeating_turns, self.user_turns),
+            share(self.full_length_repeating, self.full_length_turns),
+            format!("{} ({}/{})", share(self.asked_responded, self.asked), self.asked_responded, self.asked),
+            format!(
+                "{} ({}/{}; suggestions {}/{})",
+                share(self.either_responded, self.either),
+                self.either_responded,
+                self.either,
+                self.suggested_responded,
+                self.suggested
+            ),
+        ]
+    }
+}
+
+/// The rule's view of one scenario: the lines that answer a question or a suggestion.
+struct Answers<'a> {
+    scenario: &'a Scenario,
+    catalog: &'a Catalog,
+    persona: Option<&'a [String]>,
+}
+
+impl Answers<'_> {
+    fn question_lines(&self, q: &str, kind: Option<QuestionKind>) -> Vec<&str> {
+        let s = self.scenario;
+        let rules = &self.catalog.speaker;
+        let padded = normalize(q);
+        let mut out: Vec<&str> = s
+            .hidden_facts
+            .iter()
+            .filter(|f| f.cues.iter().any(|c| padded.contains(normalize(c).as_str())))
+            .map(|f| f.text.as_str())
+            .collect();
+        for (k, lines) in &s.answers {
+            if kind.is_none() || kind == Some(*k) {
+                out.extend(lines.iter().map(String::as_str));
+            }
+        }
+        out.extend(rules.decline.iter().chain(&rules.said_all).map(String::as_str));
+        out.extend(self.persona.unwrap_or(&[]).iter().map(String::as_str));
+        out.extend(rules.lines(Reaction::Stacked).iter().map(String::as_str));
+        out
+    }
+
+    fn suggestion_lines(&self) -> Vec<&str> {
+        let mut out = Vec::new();
+        for r in [Reaction::AdviceRejected, Reaction::AdviceWelcome] {
+            if let Some(own) = self.scenario.reactions.get(&r) {
+                out.extend(own.iter().map(String::as_str));
+            }
+            out.extend(self.catalog.speaker.lines(r).iter().map(String::as_str));
+        }
+        out
+    }
+
+    fn not_listening_lines(&self) -> Vec<&str> {
+        let mut out = Vec::new();
+        for r in Reaction::ALL.into_iter().filter(|r| r.not_listening()) {
+            out.extend(self.catalog.speaker.lines(r).iter().map(String::as_str));
+        }
+        out
+    }
+}
+
+/// True when every sentence of one of `lines` is among `said`.
+fn holds(said: &BTreeSet<String>, lines: &[&str]) -> bool {
+    lines.iter().any(|l| {
+        sentences(l)
+            .iter()
+            .all(|s| said.contains(&normalize(s)))
+    })
+}
+
+fn sentence_set(text: &str) -> BTreeSet<String> {
+    sentences(text).iter().map(|s| normalize(s)).collect()
+}
+
+/// Adds one dialogue's counts to `acc` and returns its judged policy turns.
+pub fn measure<'a>(
+    rec: &'a EpisodeRecord,
+    catalog: &Catalog,
+    lexicon: &Lexicon,
+    acc: &mut Realism,
+) -> Vec<Judged<'a>> {
+    acc.dialogues += 1;
+    let user: Vec<&str> = rec
+        .turns
+        .iter()
+        .filter_map(|t| match t {
+            Turn::User { text, .. } => Some(text.as_str()),
+            Turn::Assistant { .. } => None,
+        })
+        .collect();
+    let full_length = rec.end == Some(End::MaxTurns);
+    let mut said: BTreeSet<String> = user.first().map(|o| sentence_set(o)).unwrap_or_default();
+    let mut distinct = BTreeSet::new();
+    for text in user.iter().skip(1) {
+        let now = sentence_set(text);
+        let repeats = now.iter().any(|s| said.contains(s));
+        acc.user_turns += 1;
+        acc.repeating_turns += usize::from(repeats);
+        if full_length {
+            acc.full_length_turns += 1;
+            acc.full_length_repeating += usize::from(repeats);
+        }
+        distinct.extend(now.iter().cloned());
+        said.extend(now);
+    }
+    acc.distinct_sentences += distinct.len();
+    let Some(scenario) = catalog.scenarios.get(&rec.profile.scenario) else {
+        return Vec::new();
+    };
+    let answers = Answers {
+        scenario,
+        catalog,
+        persona: catalog
+            .personas
+            .get(&rec.profile.persona)
+            .map(|p| p.voice.nothing_more.as_slice()),
+    };
+    let mut judged = Vec::new();
+    let replies = rec.assistant_turns();
+    for (i, (reply, _)) in replies.iter().enumerate() {
+        let Some(answer) = user.get(i + 1) else {
+            break;
+        };
+        let asked = questions(reply);
+        let suggestion = lexicon.cues(reply).hits.get(&Move::Advice).copied().unwrap_or(0) > 0;
+        if asked.is_empty() && !suggestion {
+            continue;
+        }
+        let kind = asked.iter().find_map(|q| question_kind(&catalog.speaker, q));
+        let said = sentence_set(answer);
+        let elsewhere = holds(&said, &answers.not_listening_lines());
+        let to_question = !asked.is_empty()
+            && (elsewhere || holds(&said, &answers.question_lines(&asked.join(" "), kind)));
+        let to_suggestion = suggestion && (elsewhere || holds(&said, &answers.suggestion_lines()));
+        let responded = to_question || to_suggestion;
+        if !asked.is_empty() {
+            acc.asked += 1;
+            acc.asked_responded += usize::from(to_question);
+        }
+        if suggestion {
+            acc.suggested += 1;
+            acc.suggested_responded += usize::from(to_suggestion);
+        }
+        acc.either += 1;
+        acc.either_responded += usize::from(responded);
+        judged.push(Judged {
+            reply,
+            answer,
+            ask: Ask {
+                question: !asked.is_empty(),
+                suggestion,
+                kind,
+            },
+            responded,
+        });
+    }
+    judged
+}
+
+/// The table over several named sets of dialogues.
+pub fn realism_table(rows: &[(String, Realism)]) -> Table {
+    let mut t = Table::new(Realism::COLUMNS);
+    for (name, r) in rows {
+        t.push_row(r.row(name));
+    }
+    t
+}
+
+/// One dialogue quoted for a spot check: every turn, and after each policy turn that asked
+/// something, what it asked and the rule's verdict on the answer.
+pub fn quote(rec: &EpisodeRecord, judged: &[Judged<'_>]) -> String {
+    let mut out = format!(
+        "#### {}:{} (seed {}, end {})\n\n",
+        rec.profile.scenario,
+        rec.profile.persona,
+        rec.simulator.seed,
+        crate::episode::end_word(rec.end)
+    );
+    for t in &rec.turns {
+        match t {
+            Turn::User { text, emotion, .. } => {
+                out.push_str(&format!("- **user** ({emotion}): {text}\n"));
+            }
+            Turn::Assistant { text, .. } => {
+                out.push_str(&format!("- **policy**: {text}\n"));
+                if let Some(j) = judged.iter().find(|j| std::ptr::eq(j.reply, text.as_str())) {
+                    let mut what = Vec::new();
+                    if j.ask.question {
+                        what.push(format!(
+                            "a question ({})",
+                            j.ask.kind.map_or("kind unknown", QuestionKind::as_str)
+                        ));
+                    }
+                    if j.ask.suggestion {
+                        what.push("a suggestion".to_string());
+                    }
+                    out.push_str(&format!(
+                        "  - *asked:* {}; *next user turn responds:* {}\n",
+                        what.join(" and "),
+                        if j.responded { "yes" } else { "no" }
+                    ));
+                }
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,359 @@
+//! The speaker on a fixture profile written here, with hand-made appraisals: one test per reaction
+//! class, the answers by kind of question, and the no-repeat rule. (tests/integration/speaker.rs
+//! plays hand-written replies through the real appraiser.)
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use super::*;
+use crate::profile::yaml::parse_yaml;
+use crate::profile::{Difficulty, Knobs, Persona, ProfileId, Scenario};
+use crate::sim::detect::{UnsafeFinding, UnsafeKind};
+use crate::sim::Move;
+
+const SCENARIO: &str = r#"
+id: fixture
+topic: caregiving
+title: Fixture
+need: be_validated
+personas: [pat]
+background: "Her mother has dementia."
+opening: "My mum has dementia. Yesterday she asked when her daughter was coming home."
+feelings: [guilty, exhausted]
+specifics: [her shoes, three in the morning]
+hidden_facts:
+  - text: "My brother visits once a month and leaves."
+    cues: [brother]
+  - text: "I haven't slept a whole night in weeks."
+    cues: [sleep]
+hints: ["I need to hear I'm not a terrible daughter."]
+helps: ["Being worn down after a year of this is human.", "Feeling guilty and loving her can go together."]
+hurts: ["At least she's still here.", "Have you looked into care homes?"]
+answers:
+  happened: ["This morning I snapped at her over her shoes.", "She wanders at night and I follow her round the house."]
+  feel: ["Mostly guilty, and so tired I can't think."]
+  who: ["It's mostly just me and my husband."]
+  tried: ["I tried a night sitter once, she screamed the house down."]
+  need: ["I suppose I want someone to tell me I'm not a monster."]
+asks: ["Do you think I'm a bad daughter?"]
+reactions:
+  advice_rejected: ["I've looked at care homes. We can't afford one."]
+  minimize: ["I know she's still here. That's what makes it hard."]
+utterances:
+  S: ["Thank you. I feel a little more human."]
+  A: ["That makes me feel less alone.", "Nobody has said that to me before.", "I think I needed to hear that."]
+  B: ["Maybe. I still feel awful.", "I want to believe that.", "Some days I know that."]
+  C: ["Right.", "I don't know why I said anything.", "Fine."]
+  F: ["I have to go, she's calling for me."]
+"#;
+
+const PERSONA: &str = r#"
+id: pat
+name: Pat
+age: 50
+occupation: teacher
+character: negative
+style: direct
+verbosity: moderate
+reply_words: [10, 100]
+voice:
+  low: ["Look."]
+  mid: ["Okay."]
+  high: ["Yes."]
+  nothing_more: ["That's all there is to it, honestly."]
+"#;
+
+fn profile(character: Character) -> Profile {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut scenario: Scenario = parse_yaml(SCENARIO, Path::new("fixture.yaml")).unwrap();
+    scenario.source = "fixture.yaml".into();
+    scenario.validate().unwrap_or_else(|e| panic!("{e}"));
+    let mut persona: Persona = parse_yaml(PERSONA, Path::new("pat.yaml")).unwrap();
+    persona.character = character;
+    Profile {
+        id: ProfileId {
+            scenario: "fixture".into(),
+            persona: "pat".into(),
+        },
+        scenario: Arc::new(scenario),
+        persona: Arc::new(persona),
+        difficulty: Difficulty::Moderate,
+        knobs: Knobs {
+            start_emotion: 40,
+            step_cap: 10,
+            quantum: 5,
+            hint_rate: 0.0,
+            acceptance: 0.3,
+            early_advice_penalty: 10.0,
+            advice_ready_at: 60,
+            generic_credit: 0.5,
+            max_turns: 8,
+        },
+        speaker: Arc::new(SpeakerRules::load(&root.join("data/speaker.yaml")).unwrap()),
+    }
+}
+
+fn appraisal(components: &[&str], moves: &[(Move, f64)]) -> Appraisal {
+    Appraisal {
+        components: components.iter().map(|c| (c.to_string(), -1.0)).collect(),
+        moves: moves.iter().copied().collect::<BTreeMap<_, _>>(),
+        ..Default::default()
+    }
+}
+
+/// One turn at `emotion` after a change of `delta`.
+fn say(p: &Profile, mem: &mut SpeakerMemory, reply: &str, a: &Appraisal, emotion: u8, delta: i32) -> String {
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    speak(
+        p,
+        mem,
+        &mut rng,
+        &SpeakInput {
+            emotion,
+            delta,
+            reply,
+            appraisal: a,
+            question: None,
+            reveal_min_delta: REVEAL_MIN_DELTA,
+        },
+    )
+}
+
+fn first_turn(reply: &str, a: &Appraisal, emotion: u8, delta: i32) -> String {
+    say(&profile(Character::Negative), &mut SpeakerMemory::default(), reply, a, emotion, delta)
+}
+
+fn generic(r: Reaction) -> Vec<String> {
+    profile(Character::Negative).speaker.lines(r).to_vec()
+}
+
+fn contains_one(text: &str, lines: &[String]) -> bool {
+    lines.iter().any(|l| text.contains(l.as_str()))
+}
+
+#[test]
+fn an_unsafe_reply_makes_the_user_leave_saying_why() {
+    let mut a = appraisal(&["unsafe"], &[]);
+    a.unsafe_reply = Some(UnsafeFinding {
+        kind: UnsafeKind::SelfHarm,
+        phrase: "x".into(),
+    });
+    let text = first_turn("Just end it.", &a, 0, -40);
+    assert!(contains_one(&text, &generic(Reaction::Unsafe)), "{text}");
+    assert!(!text.contains("she's calling for me"), "{text}");
+}
+
+#[test]
+fn parroting_is_called_out() {
+    let text = first_turn("Yesterday she asked when her daughter was coming home.", &appraisal(&["copied"], &[]), 35, -5);
+    assert!(contains_one(&text, &generic(Reaction::Parroted)), "{text}");
+}
+
+#[test]
+fn talking_about_the_message_is_called_out() {
+    let text = first_turn("Your message describes a caregiving situation.", &appraisal(&["meta"], &[]), 35, -5);
+    assert!(contains_one(&text, &generic(Reaction::Meta)), "{text}");
+}
+
+#[test]
+fn an_off_topic_reply_gets_not_what_i_said_and_its_question_no_answer() {
+    let text = first_turn("Did you see the match last night? Who won?", &appraisal(&["off_topic"], &[]), 35, -5);
+    assert!(contains_one(&text, &generic(Reaction::OffTopic)), "{text}");
+    assert!(!text.contains("husband"), "an off-topic question is not answered: {text}");
+}
+
+#[test]
+fn an_incoherent_reply_is_called_out() {
+    let text = first_turn("the the of and blue if", &appraisal(&["incoherent"], &[]), 35, -5);
+    assert!(contains_one(&text, &generic(Reaction::Incoherent)), "{text}");
+}
+
+#[test]
+fn early_advice_gets_the_scenarios_own_pushback_first() {
+    let a = appraisal(&["early_advice"], &[(Move::Advice, 0.8)]);
+    let text = first_turn("You should look into care homes.", &a, 30, -10);
+    assert!(text.contains("We can't afford one."), "{text}");
+    // Used up, the generic pushback follows.
+    let p = profile(Character::Negative);
+    let mut mem = SpeakerMemory::default();
+    say(&p, &mut mem, "You should look into care homes.", &a, 30, -10);
+    let again = say(&p, &mut mem, "You need to get a sitter.", &a, 25, -5);
+    assert!(contains_one(&again, &generic(Reaction::AdviceRejected)), "{again}");
+}
+
+#[test]
+fn a_scenarios_advice_line_answers_only_the_suggestion_it_names() {
+    let a = appraisal(&["early_advice"], &[(Move::Advice, 0.8)]);
+    let text = first_turn("You should go for a walk every evening.", &a, 30, -10);
+    assert!(!text.contains("care homes"), "{text}");
+    assert!(contains_one(&text, &generic(Reaction::AdviceRejected)), "{text}");
+}
+
+#[test]
+fn a_suggestion_that_landed_is_taken_up() {
+    let a = appraisal(&[], &[(Move::Advice, 0.8)]);
+    let text = first_turn("Could a day centre take her one afternoon a week?", &a, 65, 5);
+    assert!(contains_one(&text, &generic(Reaction::AdviceWelcome)), "{text}");
+}
+
+#[test]
+fn minimizing_moralizing_self_focus_and_platitudes_each_get_their_pushback() {
+    let cases = [
+        (Move::Minimize, "At least she's still here.", Some("That's what makes it hard.")),
+        (Move::Moralize, "You should have been more patient.", None),
+        (Move::SelfFocus, "When I was caring for my dad I was fine.", None),
+        (Move::Platitude, "Everything happens for a reason.", None),
+    ];
+    for (m, reply, own) in cases {
+        let text = first_turn(reply, &appraisal(&[], &[(m, 0.9)]), 35, -5);
+        let r = reaction(&appraisal(&[], &[(m, 0.9)]), -5).unwrap();
+        match own {
+            Some(line) => assert!(text.contains(line), "{m:?}: {text}"),
+            None => assert!(contains_one(&text, &generic(r)), "{m:?}: {text}"),
+        }
+    }
+}
+
+#[test]
+fn repetition_and_stock_warmth_are_noticed() {
+    let text = first_turn("That sounds hard.", &appraisal(&["repetition"], &[]), 35, -5);
+    assert!(contains_one(&text, &generic(Reaction::Repeated)), "{text}");
+    let text = first_turn("So sorry, sending love, you are strong.", &appraisal(&["stuffing"], &[]), 35, -5);
+    assert!(contains_one(&text, &generic(Reaction::Hollow)), "{text}");
+}
+
+#[test]
+fn what_landed_is_acknowledged_in_the_users_own_terms() {
+    let a = appraisal(&[], &[(Move::Validate, 0.9)]);
+    let text = first_turn("You sound so guilty, and it makes sense.", &a, 50, 10);
+    assert!(text.to_lowercase().contains("guilty"), "{text}");
+    let a = appraisal(&[], &[(Move::Reflect, 0.9)]);
+    let text = first_turn("Snapping about her shoes after a night like that.", &a, 50, 10);
+    assert!(text.contains("her shoes"), "{text}");
+}
+
+#[test]
+fn each_kind_of_question_gets_its_answer() {
+    let cases = [
+        ("What happened this morning?", "This morning I snapped"),
+        ("How are you feeling right now?", "Mostly guilty"),
+        ("Who else is around to help?", "me and my husband"),
+        ("Have you tried anything at night?", "night sitter"),
+        ("What would help most right now?", "I'm not a monster"),
+    ];
+    for (q, expected) in cases {
+        let text = first_turn(q, &appraisal(&[], &[(Move::OpenQuestion, 1.0)]), 45, 0);
+        assert!(text.contains(expected), "{q} -> {text}");
+    }
+}
+
+#[test]
+fn a_question_about_a_hidden_fact_brings_it_out() {
+    let text = first_turn("Does your brother help?", &appraisal(&[], &[]), 45, 0);
+    assert!(text.contains("My brother visits once a month"), "{text}");
+}
+
+#[test]
+fn a_guarded_avoidant_user_declines_to_answer() {
+    let p = profile(Character::Avoidant);
+    let text = say(&p, &mut SpeakerMemory::default(), "How are you feeling?", &appraisal(&[], &[]), 30, -5);
+    assert!(contains_one(&text, &p.speaker.decline), "{text}");
+}
+
+#[test]
+fn stacked_questions_get_one_answer_and_a_complaint() {
+    let a = appraisal(&["stacked_questions"], &[]);
+    let text = first_turn("What happened? How do you feel? Who knows? What now?", &a, 45, -5);
+    assert!(contains_one(&text, &generic(Reaction::Stacked)), "{text}");
+    assert!(text.contains("snapped at her") || text.contains("She wanders"), "{text}");
+}
+
+#[test]
+fn no_sentence_is_said_twice_and_running_out_is_said() {
+    let p = profile(Character::Negative);
+    let mut mem = SpeakerMemory::default();
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let a = appraisal(&[], &[(Move::OpenQuestion, 1.0)]);
+    let mut all: Vec<String> = Vec::new();
+    for turn in 0..12 {
+        let text = speak(
+            &p,
+            &mut mem,
+            &mut rng,
+            &SpeakInput {
+                emotion: 45,
+                delta: 0,
+                reply: "How are you feeling about it?",
+                appraisal: &a,
+                question: None,
+                reveal_min_delta: REVEAL_MIN_DELTA,
+            },
+        );
+        assert!(!text.trim().is_empty(), "turn {turn} said nothing");
+        all.extend(sentences(&text).iter().map(|s| normalize(s)));
+    }
+    let distinct: BTreeSet<&String> = all.iter().collect();
+    assert_eq!(distinct.len(), all.len(), "{all:?}");
+    let joined = all.join(" ");
+    assert!(joined.contains(&normalize("That's all there is to it, honestly.")), "{joined}");
+}
+
+#[test]
+fn the_same_seed_gives_the_same_words() {
+    let p = profile(Character::Passive);
+    let a = appraisal(&[], &[(Move::Validate, 0.9)]);
+    let run = || {
+        let mut mem = SpeakerMemory::default();
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        (0..5)
+            .map(|_| {
+                speak(
+                    &p,
+                    &mut mem,
+                    &mut rng,
+                    &SpeakInput {
+                        emotion: 60,
+                        delta: 5,
+                        reply: "That sounds exhausting. What happened?",
+                        appraisal: &a,
+                        question: None,
+                        reveal_min_delta: REVEAL_MIN_DELTA,
+                    },
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(run(), run());
+}
+
+#[test]
+fn a_suggestion_is_mentioned_only_when_one_was_made() {
+    // A warm reply with no advice: none of the advice lines, the scenario's or the generic.
+    let p = profile(Character::Negative);
+    let mut mem = SpeakerMemory::default();
+    let a = appraisal(&[], &[(Move::Validate, 0.9)]);
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    for _ in 0..6 {
+        let text = speak(
+            &p,
+            &mut mem,
+            &mut rng,
+            &SpeakInput {
+                emotion: 75,
+                delta: 5,
+                reply: "It makes sense to feel worn down.",
+                appraisal: &a,
+                question: None,
+                reveal_min_delta: REVEAL_MIN_DELTA,
+            },
+        );
+        for r in [Reaction::AdviceRejected, Reaction::AdviceWelcome] {
+            let own = p.scenario.reactions.get(&r).cloned().unwrap_or_default();
+            assert!(!contains_one(&text, &own) && !contains_one(&text, p.speaker.lines(r)), "{text}");
+        }
+    }
+}
