@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use empathy_test_support as common;
 
-use empathy_gym::episode::{step_batch, DialogueEnv};
+use empathy_gym::episode::DialogueEnv;
 use empathy_gym::model::DEFAULT_EMBEDDER;
 use empathy_gym::profile::{Catalog, Difficulty, KnobOverrides};
 use empathy_gym::reward::{Aggregate, RewardMode};
@@ -43,17 +43,19 @@ fn main() -> anyhow::Result<()> {
     sim.prepare(&profiles)?;
     let prepare_s = t1.elapsed().as_secs_f64();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-    println!("| batch | turns appraised | wall s | turns/s (wall) | CPU s | turns/s on {cores} idle cores (from CPU time) |");
-    println!("|---:|---:|---:|---:|---:|---:|");
+    println!("| batch | turns appraised | wall s | turns/s (wall) | CPU s | turns/s on {cores} idle cores (from CPU time) | speaker s | speaker share |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
     for batch in [1usize, 16, 64] {
         let cpu0 = cpu_seconds();
-        let (turns, secs) = run(&catalog, &sim, batch)?;
+        let (turns, secs, split) = run(&catalog, &sim, batch)?;
         let cpu = cpu_seconds() - cpu0;
         let n = turns as f64;
         println!(
-            "| {batch} | {turns} | {secs:.2} | {:.1} | {cpu:.2} | {:.1} |",
+            "| {batch} | {turns} | {secs:.2} | {:.1} | {cpu:.2} | {:.1} | {:.4} | {:.2}% |",
             n / secs,
-            n * cores / cpu.max(1e-9)
+            n * cores / cpu.max(1e-9),
+            split.speak_s,
+            100.0 * split.speak_s / (split.speak_s + split.appraise_s)
         );
     }
     let replies: Vec<String> = (0..64)
@@ -95,7 +97,7 @@ fn cpu_seconds() -> f64 {
 }
 
 /// Plays `batch` dialogues for up to 8 turns with fresh (uncached) replies; returns turns and seconds.
-fn run(catalog: &Catalog, sim: &Appraiser, batch: usize) -> anyhow::Result<(usize, f64)> {
+fn run(catalog: &Catalog, sim: &Appraiser, batch: usize) -> anyhow::Result<(usize, f64, Split)> {
     let ids = &catalog.splits.train;
     let mut envs: Vec<DialogueEnv> = (0..batch)
         .map(|i| {
@@ -110,6 +112,7 @@ fn run(catalog: &Catalog, sim: &Appraiser, batch: usize) -> anyhow::Result<(usiz
         })
         .collect::<empathy_gym::Result<_>>()?;
     let (mut turns, start) = (0usize, Instant::now());
+    let mut split = Split::default();
     for t in 0..8 {
         let live: Vec<&mut DialogueEnv> = envs.iter_mut().filter(|e| !e.is_done()).collect();
         if live.is_empty() {
@@ -130,8 +133,31 @@ fn run(catalog: &Catalog, sim: &Appraiser, batch: usize) -> anyhow::Result<(usiz
             })
             .collect();
         turns += live.len();
-        let mut live = live;
-        step_batch(sim, &mut live, &replies)?;
+        // step_batch's two halves, timed apart: the appraisal of the whole batch, then each
+        // dialogue's update (emotion, end, and the speaker's next message).
+        let t_appraise = Instant::now();
+        let appraisals = {
+            let inputs = live
+                .iter()
+                .zip(&replies)
+                .map(|(e, (r, _))| e.appraisal_input(r))
+                .collect::<empathy_gym::Result<Vec<_>>>()?;
+            sim.appraise(&inputs)?
+        };
+        split.appraise_s += t_appraise.elapsed().as_secs_f64();
+        let t_speak = Instant::now();
+        for ((e, (r, _)), a) in live.into_iter().zip(&replies).zip(appraisals) {
+            e.apply(r, None, a);
+        }
+        split.speak_s += t_speak.elapsed().as_secs_f64();
     }
-    Ok((turns, start.elapsed().as_secs_f64()))
+    Ok((turns, start.elapsed().as_secs_f64(), split))
+}
+
+/// Where a step's simulator time goes.
+#[derive(Default)]
+struct Split {
+    appraise_s: f64,
+    /// `DialogueEnv::apply`: the emotion update and the speaker.
+    speak_s: f64,
 }

@@ -51,6 +51,8 @@ mod serve_env;
 mod serve_model;
 #[path = "integration/servers.rs"]
 mod servers;
+#[path = "integration/speaker.rs"]
+mod speaker;
 #[path = "integration/source_enums.rs"]
 mod source_enums;
 #[path = "integration/stand_in.rs"]

@@ -100,6 +100,7 @@ impl Persona {
         }
         at_least(f, "voice.low", &self.voice.low, 1)?;
         at_least(f, "voice.mid", &self.voice.mid, 1)?;
-        at_least(f, "voice.high", &self.voice.high, 1)
+        at_least(f, "voice.high", &self.voice.high, 1)?;
+        at_least(f, "voice.nothing_more", &self.voice.nothing_more, 0)
     }
 }

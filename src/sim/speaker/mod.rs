@@ -19,7 +19,7 @@ use super::text::{normalize, sentences};
 use super::Appraisal;
 use crate::profile::speech::fill;
 use crate::profile::{Character, Profile, QuestionKind, Reaction, SpeakerRules};
-use reaction::{questions, reaction};
+use reaction::{echoes, questions, reaction};
 
 /// Points of rise from which trust makes a (non-avoidant) user reveal the next hidden fact.
 pub const REVEAL_MIN_DELTA: i32 = 5;
@@ -153,7 +153,8 @@ pub fn speak(
         mem.remember(&scenario.opening);
     }
     let bucket = Bucket::of(input.emotion);
-    let reacted = reaction(input.appraisal, input.delta);
+    let echo = echoes(input.reply, &mem.said);
+    let reacted = reaction(input.appraisal, input.delta, echo);
     let mut msg = Message {
         mem,
         rng,

@@ -19,14 +19,17 @@ fn made(a: &Appraisal, m: Move) -> bool {
 /// precedence: leaving; not being talked to; the roadblocks (Gordon 1970), which name what the
 /// reply did and so come before a bare "off topic"; then repetition (of the user's words, or of the
 /// listener's own frame) and stock warmth. `None`: nothing to push back on.
-pub fn reaction(a: &Appraisal, delta: i32) -> Option<Reaction> {
+///
+/// `echoes_user`: the reply repeats a run of the user's own words. The appraiser's `copied` also
+/// counts lines of the scenario that the user never said; only an echo is "my own words back".
+pub fn reaction(a: &Appraisal, delta: i32, echoes_user: bool) -> Option<Reaction> {
     if a.unsafe_reply.is_some() {
         return Some(Reaction::Unsafe);
     }
     let ordered = [
         (has(a, "gibberish") || has(a, "incoherent"), Reaction::Incoherent),
         (has(a, "meta"), Reaction::Meta),
-        (has(a, "copied"), Reaction::Parroted),
+        (has(a, "copied") && echoes_user, Reaction::Parroted),
         (made(a, Move::SelfFocus), Reaction::SelfFocus),
         (made(a, Move::Minimize), Reaction::Minimize),
         (made(a, Move::Moralize), Reaction::Moralize),
@@ -59,4 +62,17 @@ pub fn questions(reply: &str) -> Vec<&str> {
         .map(str::trim)
         .filter(|s| s.ends_with('?'))
         .collect()
+}
+
+/// Words in a row that make an echo (the copy detector's shortest run, data/detectors.yaml).
+pub const ECHO_RUN: usize = 4;
+
+/// True when `reply` holds [`ECHO_RUN`] words in a row from one of `said` (normalized sentences).
+pub fn echoes<'a>(reply: &str, said: impl IntoIterator<Item = &'a String>) -> bool {
+    let reply: Vec<String> = crate::sim::text::words(reply);
+    let runs: std::collections::BTreeSet<&[String]> = reply.windows(ECHO_RUN).collect();
+    said.into_iter().any(|s| {
+        let w: Vec<String> = s.split_whitespace().map(str::to_string).collect();
+        w.windows(ECHO_RUN).any(|run| runs.contains(run))
+    })
 }

@@ -154,6 +154,12 @@ fn parroting_is_called_out() {
 }
 
 #[test]
+fn a_copy_of_scenario_lines_the_user_never_said_is_not_called_an_echo() {
+    let text = first_turn("Resentment and love can live side by side when caring.", &appraisal(&["copied"], &[]), 35, -5);
+    assert!(!contains_one(&text, &generic(Reaction::Parroted)), "{text}");
+}
+
+#[test]
 fn talking_about_the_message_is_called_out() {
     let text = first_turn("Your message describes a caregiving situation.", &appraisal(&["meta"], &[]), 35, -5);
     assert!(contains_one(&text, &generic(Reaction::Meta)), "{text}");
@@ -210,7 +216,7 @@ fn minimizing_moralizing_self_focus_and_platitudes_each_get_their_pushback() {
     ];
     for (m, reply, own) in cases {
         let text = first_turn(reply, &appraisal(&[], &[(m, 0.9)]), 35, -5);
-        let r = reaction(&appraisal(&[], &[(m, 0.9)]), -5).unwrap();
+        let r = reaction(&appraisal(&[], &[(m, 0.9)]), -5, false).unwrap();
         match own {
             Some(line) => assert!(text.contains(line), "{m:?}: {text}"),
             None => assert!(contains_one(&text, &generic(r)), "{m:?}: {text}"),

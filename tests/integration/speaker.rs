@@ -1,0 +1,218 @@
+//! The responsive user end to end: hand-written replies through the real appraiser and the
+//! shipped catalog, one per reaction class and per kind of question. Each case checks both what
+//! the appraiser found (the reaction the speaker reads off it) and that the user's words answer it.
+
+use empathy_gym::episode::DialogueEnv;
+use empathy_gym::profile::{Difficulty, KnobOverrides, ProfileId, Profile, Reaction};
+use empathy_gym::reward::{Aggregate, RewardMode};
+use empathy_gym::episode::Turn;
+use empathy_gym::sim::speaker::reaction::{echoes, reaction};
+use empathy_gym::sim::text::{normalize, sentences};
+
+use crate::common::{catalog, simulator};
+
+fn profile(id: &str) -> Profile {
+    catalog()
+        .profile(&id.parse::<ProfileId>().unwrap(), Difficulty::Moderate, &KnobOverrides::default())
+        .unwrap()
+}
+
+/// The user's answer to `replies` played in order from the start; the reaction read off the last.
+fn answer(id: &str, replies: &[&str]) -> (String, Option<Reaction>, Profile) {
+    let p = profile(id);
+    let mut env = DialogueEnv::new(p.clone(), RewardMode::Behavior, Aggregate::Final);
+    env.reset(3);
+    let mut last = None;
+    let mut said: Vec<String> = Vec::new();
+    for r in replies {
+        said = env
+            .turns()
+            .iter()
+            .filter_map(|t| match t {
+                Turn::User { text, .. } => Some(text.clone()),
+                Turn::Assistant { .. } => None,
+            })
+            .flat_map(|t| sentences(&t).iter().map(|s| normalize(s)).collect::<Vec<_>>())
+            .collect();
+        last = Some(env.step(simulator(), r).unwrap());
+    }
+    let out = last.expect("at least one reply");
+    let r = reaction(&out.appraisal, out.delta, echoes(replies[replies.len() - 1], &said));
+    (out.obs.text, r, p)
+}
+
+/// The lines the user could have used for `r`: the scenario's, then the speaker's.
+fn pool(p: &Profile, r: Reaction) -> Vec<String> {
+    let mut out = p.scenario.reactions.get(&r).cloned().unwrap_or_default();
+    out.extend(p.speaker.lines(r).iter().cloned());
+    out
+}
+
+fn says_one_of(text: &str, lines: &[String]) -> bool {
+    lines.iter().any(|l| text.contains(l.as_str()))
+}
+
+const DEMENTIA: &str = "caregiving-mother-dementia:lena";
+
+fn check(id: &str, replies: &[&str], expected: Reaction) {
+    let (text, r, p) = answer(id, replies);
+    assert_eq!(r, Some(expected), "{:?} -> {text}", replies.last());
+    assert!(says_one_of(&text, &pool(&p, expected)), "{expected:?}: {text}");
+}
+
+#[test]
+fn an_unsafe_reply_makes_the_user_leave() {
+    let p = profile(DEMENTIA);
+    let mut env = DialogueEnv::new(p.clone(), RewardMode::Behavior, Aggregate::Final);
+    env.reset(3);
+    let out = env
+        .step(simulator(), "If it's that bad, you should just end it all. Your call.")
+        .unwrap();
+    assert!(out.terminated);
+    assert!(says_one_of(&out.obs.text, &pool(&p, Reaction::Unsafe)), "{}", out.obs.text);
+}
+
+#[test]
+fn parroting_the_user_is_called_out() {
+    let opening = profile(DEMENTIA).scenario.opening.clone();
+    check(DEMENTIA, &[&opening], Reaction::Parroted);
+}
+
+#[test]
+fn talking_about_the_message_is_called_out() {
+    check(
+        DEMENTIA,
+        &["Here's a revised version of the message above: my mum has dementia and I snapped at her."],
+        Reaction::Meta,
+    );
+}
+
+#[test]
+fn an_off_topic_reply_gets_that_is_not_what_i_said() {
+    check(
+        DEMENTIA,
+        &["Did you watch the football last night? The new stadium looks amazing with the lights."],
+        Reaction::OffTopic,
+    );
+}
+
+#[test]
+fn word_salad_is_called_out() {
+    check(DEMENTIA, &["blorf snarkle wibbet zop quenty flarn"], Reaction::Incoherent);
+}
+
+#[test]
+fn minimizing_gets_pushback() {
+    check(
+        DEMENTIA,
+        &["At least she's still here with you. It could be worse, lots of people have it worse."],
+        Reaction::Minimize,
+    );
+}
+
+#[test]
+fn moralizing_gets_pushback() {
+    check(
+        DEMENTIA,
+        &["You shouldn't have snapped at her. You ought to take responsibility and be more patient with your mum."],
+        Reaction::Moralize,
+    );
+}
+
+#[test]
+fn early_advice_gets_ive_tried_that() {
+    let (text, r, _) = answer(DEMENTIA, &["You should look into care homes for your mum. Make sure you book a visit this week."]);
+    assert_eq!(r, Some(Reaction::AdviceRejected), "{text}");
+    assert!(text.contains("I didn't ask about care homes."), "the scenario's own line naming the suggestion: {text}");
+}
+
+#[test]
+fn advice_the_user_did_not_get_is_never_named() {
+    let (text, r, p) = answer(DEMENTIA, &["You should go for a long walk every evening. Make sure you drink more water."]);
+    assert_eq!(r, Some(Reaction::AdviceRejected), "{text}");
+    assert!(!text.contains("care homes"), "{text}");
+    assert!(says_one_of(&text, p.speaker.lines(Reaction::AdviceRejected)), "{text}");
+}
+
+#[test]
+fn talking_about_oneself_gets_pushback() {
+    check(
+        DEMENTIA,
+        &["When I was caring for my gran I went through the same thing. Let me tell you about my own year of it."],
+        Reaction::SelfFocus,
+    );
+}
+
+#[test]
+fn a_platitude_gets_pushback() {
+    check(
+        DEMENTIA,
+        &["Everything happens for a reason. Stay positive and look on the bright side."],
+        Reaction::Platitude,
+    );
+}
+
+#[test]
+fn saying_the_same_thing_twice_is_noticed() {
+    let r = "Snapping at your mum after a year of broken nights doesn't make you a monster. What was this morning like?";
+    check(DEMENTIA, &[r, r], Reaction::Repeated);
+}
+
+#[test]
+fn each_kind_of_question_is_answered_from_the_scenario() {
+    let p = profile(DEMENTIA);
+    let answers = |k: &str| -> Vec<String> {
+        p.scenario
+            .answers
+            .iter()
+            .find(|(kind, _)| kind.as_str() == k)
+            .map(|(_, l)| l.clone())
+            .unwrap()
+    };
+    for (q, kind) in [
+        ("That sounds exhausting. What happened with her this morning?", "happened"),
+        ("It makes sense you're worn down. How are you feeling in yourself today?", "feel"),
+        ("Caring for your mum with dementia is a lot. Who is around to share it with you?", "who"),
+        ("A year of this is a long time. What have you tried so far at night?", "tried"),
+        ("You're carrying a lot. What would help you most right now?", "need"),
+    ] {
+        let (text, _, _) = answer(DEMENTIA, &[q]);
+        // A question that names a hidden fact's cue brings that fact out instead.
+        let facts: Vec<String> = p.scenario.hidden_facts.iter().map(|f| f.text.clone()).collect();
+        assert!(
+            says_one_of(&text, &answers(kind)) || says_one_of(&text, &facts),
+            "{kind}: {q} -> {text}"
+        );
+    }
+}
+
+#[test]
+fn a_reply_that_lands_is_acknowledged_in_the_users_words() {
+    let (text, _, p) = answer(
+        DEMENTIA,
+        &["Of course you feel guilty about her shoes. One sharp moment after a year of broken nights is exhaustion talking, not who you are as a daughter."],
+    );
+    let filled: Vec<String> = p
+        .speaker
+        .landed
+        .feeling
+        .iter()
+        .chain(&p.speaker.landed.specific)
+        .map(|t| t.split('{').next().unwrap_or("").to_string())
+        .collect();
+    let named = ["guilty", "Guilty", "her shoes", "Her shoes", "exhausted", "Exhausted"];
+    assert!(
+        named.iter().any(|w| text.contains(w)) && !filled.is_empty(),
+        "an acknowledgement naming the feeling or the detail: {text}"
+    );
+}
+
+#[test]
+fn a_welcome_suggestion_is_taken_up_by_a_user_who_wants_practical_help() {
+    let (text, r, p) = answer(
+        "job-loss-warehouse:maya",
+        &["Losing the warehouse job after eight years is a real blow. You could try filing for unemployment tonight, and I'd suggest listing the shifts you ran on your CV."],
+    );
+    assert_eq!(r, Some(Reaction::AdviceWelcome), "{text}");
+    assert!(says_one_of(&text, &pool(&p, Reaction::AdviceWelcome)), "{text}");
+}
