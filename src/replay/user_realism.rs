@@ -8,7 +8,8 @@
 //!   question (a sentence ending in '?') or made a suggestion (an advice cue of data/lexicon.yaml),
 //!   the share whose next user turn holds a line that answers it. For a question: a hidden fact
 //!   whose cue is in the question, a scenario answer of the question's kind (any kind when the
-//!   kind is unknown), a decline, or a "nothing more" line. For a suggestion: an
+//!   kind is unknown; an advice line, when the question of no known kind came with a suggestion),
+//!   a decline, or a "nothing more" line. For a suggestion: an
 //!   advice line (taken up or pushed back), the scenario's or the speaker's. For both: a line
 //!   saying the reply was not talking to the user (meta, off topic, incoherent, unsafe). A line
 //!   counts when every sentence of it is in the turn. Lines are the current catalog's, so old logs
@@ -224,9 +225,14 @@ pub fn measure<'a>(
         let kind = asked.iter().find_map(|q| question_kind(&catalog.speaker, q));
         let said = sentence_set(answer);
         let elsewhere = holds(&said, &answers.not_listening_lines());
+        let took_suggestion = holds(&said, &answers.suggestion_lines());
+        // A question of no known kind inside a suggestion ("Have you considered therapy?") is
+        // answered by taking up or pushing back the suggestion.
         let to_question = !asked.is_empty()
-            && (elsewhere || holds(&said, &answers.question_lines(&asked.join(" "), kind)));
-        let to_suggestion = suggestion && (elsewhere || holds(&said, &answers.suggestion_lines()));
+            && (elsewhere
+                || holds(&said, &answers.question_lines(&asked.join(" "), kind))
+                || (kind.is_none() && suggestion && took_suggestion));
+        let to_suggestion = suggestion && (elsewhere || took_suggestion);
         let responded = to_question || to_suggestion;
         if !asked.is_empty() {
             acc.asked += 1;

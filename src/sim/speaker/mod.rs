@@ -202,7 +202,7 @@ pub fn speak(
         if input.appraisal.components.contains_key("stacked_questions") {
             msg.say_from(&[rules.lines(Reaction::Stacked)]);
         }
-        revealed_now = answer(&mut msg, profile, &asked, input.emotion);
+        revealed_now = answer(&mut msg, profile, &asked, input.emotion, reacted.is_some());
     }
     let trusting = input.delta >= input.reveal_min_delta && persona.character != Character::Avoidant;
     if trusting && !revealed_now {
@@ -286,8 +286,16 @@ fn acknowledge(msg: &mut Message<'_>, profile: &Profile, reply: &str) {
 
 /// Answers the reply's questions: a hidden fact one of them asks about, else (a guarded avoidant
 /// user declines) the scenario's answer to the first question of a known kind, else the user says
-/// there is no more to tell. Returns whether a hidden fact came out.
-fn answer(msg: &mut Message<'_>, profile: &Profile, asked: &[&str], emotion: u8) -> bool {
+/// there is no more to tell. A question of no known kind beside a reaction ("Have you considered
+/// therapy?" in a piece of advice) is answered by the reaction. Returns whether a hidden fact came
+/// out.
+fn answer(
+    msg: &mut Message<'_>,
+    profile: &Profile,
+    asked: &[&str],
+    emotion: u8,
+    reacted: bool,
+) -> bool {
     let (s, persona, rules) = (&profile.scenario, &profile.persona, &profile.speaker);
     let question_text = normalize(&asked.join(" "));
     let by_cue = (0..s.hidden_facts.len()).find(|&i| {
@@ -307,6 +315,9 @@ fn answer(msg: &mut Message<'_>, profile: &Profile, asked: &[&str], emotion: u8)
         return false;
     }
     let kind = asked.iter().find_map(|q| question_kind(rules, q));
+    if kind.is_none() && reacted {
+        return false;
+    }
     let answers = |k: QuestionKind| s.answers.get(&k).map_or(&[][..], Vec::as_slice);
     let answered = match kind {
         Some(k) => msg.say_from(&[answers(k)]),

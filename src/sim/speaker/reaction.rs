@@ -48,7 +48,7 @@ pub fn reaction(a: &Appraisal, delta: i32, echoes_user: bool) -> Option<Reaction
             ["stuffing", "feeling_salad", "flattery", "sycophancy", "padding"]
                 .iter()
                 .any(|c| has(a, c))
-                || (has(a, "generic") && delta <= 0),
+                || (has(a, "generic") && delta < 0),
             Reaction::Hollow,
         ),
     ];
