@@ -216,3 +216,57 @@ fn a_welcome_suggestion_is_taken_up_by_a_user_who_wants_practical_help() {
     assert_eq!(r, Some(Reaction::AdviceWelcome), "{text}");
     assert!(says_one_of(&text, &pool(&p, Reaction::AdviceWelcome)), "{text}");
 }
+
+/// `replay user`'s measure on dialogues played here: the responsive user repeats nothing and
+/// answers the listener's questions, and a user turn edited to repeat itself, or to say something
+/// unrelated, is counted as such.
+#[test]
+fn the_realism_measure_counts_repeats_and_answers() {
+    use empathy_gym::episode::Turn;
+    use empathy_gym::replay::{measure, Realism};
+    use empathy_gym::sim::lexicon::Lexicon;
+
+    use crate::common::{attuned, play, root, test_profiles};
+
+    let lexicon = Lexicon::load(&root().join("data/lexicon.yaml")).unwrap();
+    let ids = test_profiles(6);
+    let records = play(&ids, Difficulty::Moderate, RewardMode::Behavior, 1, &mut attuned());
+    let mut acc = Realism::default();
+    for r in &records {
+        measure(r, catalog(), &lexicon, &mut acc);
+    }
+    assert_eq!(acc.dialogues, 6);
+    assert_eq!(acc.repeating_turns, 0, "{acc:?}");
+    assert!(acc.asked > 10, "{acc:?}");
+    assert!(acc.asked_responded * 10 >= acc.asked * 8, "responsive under 80%: {acc:?}");
+
+    // The first dialogue edited three ways: the second answer repeats the first, the first
+    // answer says something unrelated, the first answer repeats the opening.
+    let user_idx: Vec<usize> = records[0]
+        .turns
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| matches!(t, Turn::User { .. }))
+        .map(|(i, _)| i)
+        .collect();
+    let text_of = |k: usize| match &records[0].turns[user_idx[k]] {
+        Turn::User { text, .. } => text.clone(),
+        Turn::Assistant { .. } => unreachable!(),
+    };
+    let edited = |k: usize, new: String| {
+        let mut r = records[0].clone();
+        if let Turn::User { text, .. } = &mut r.turns[user_idx[k]] {
+            *text = new;
+        }
+        let mut acc = Realism::default();
+        measure(&r, catalog(), &lexicon, &mut acc);
+        acc
+    };
+    let mut base = Realism::default();
+    measure(&records[0], catalog(), &lexicon, &mut base);
+    assert_eq!(base.repeating_turns, 0);
+    assert_eq!(edited(2, text_of(1)).repeating_turns, 1);
+    assert_eq!(edited(1, text_of(0)).repeating_turns, 1, "the opening counts");
+    let unrelated = edited(1, "The weather is nice today.".into());
+    assert!(unrelated.asked_responded < base.asked_responded, "{base:?} vs {unrelated:?}");
+}

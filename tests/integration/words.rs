@@ -11,7 +11,7 @@ use empathy_gym::algo::{Algorithm, Credit};
 use empathy_gym::episode::End;
 use empathy_gym::eval::factual::{Belief, Context, Outcome};
 use empathy_gym::model::Role;
-use empathy_gym::profile::{Difficulty, HiddenNeed, Split};
+use empathy_gym::profile::{Difficulty, HiddenNeed, QuestionKind, Reaction, Split};
 use empathy_gym::replay::By;
 use empathy_gym::reward::{Aggregate, RewardMode};
 use empathy_gym::rl::{AdvantageScale, Aggregation, PolicyLoss};
@@ -100,6 +100,8 @@ fn enums_display_as_their_serde_words() {
         prints_serde_words::<Outcome>("Outcome", |v| v.name().into()),
         prints_serde_words::<SimulatorKind>("SimulatorKind", ToString::to_string),
         prints_serde_words::<UnsafeKind>("UnsafeKind", |v| v.as_str().into()),
+        prints_serde_words::<Reaction>("Reaction", |v| v.as_str().into()),
+        prints_serde_words::<QuestionKind>("QuestionKind", |v| v.as_str().into()),
     ]
     .into();
     let exempt: BTreeSet<&str> = NOT_PRINTED.iter().map(|(n, _)| *n).collect();
