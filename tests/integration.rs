@@ -51,10 +51,10 @@ mod serve_env;
 mod serve_model;
 #[path = "integration/servers.rs"]
 mod servers;
-#[path = "integration/speaker.rs"]
-mod speaker;
 #[path = "integration/source_enums.rs"]
 mod source_enums;
+#[path = "integration/speaker.rs"]
+mod speaker;
 #[path = "integration/stand_in.rs"]
 mod stand_in;
 #[path = "integration/sweep.rs"]

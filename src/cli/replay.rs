@@ -13,8 +13,8 @@ use empathy_gym::replay::{
     episode_stats, measure, quote, realism_table, render_html, render_transcript, rerun, verify,
     By, Realism, RerunSettings, StatsOptions,
 };
-use empathy_gym::sim::lexicon::Lexicon;
 use empathy_gym::reward::{Aggregate, RewardMode};
+use empathy_gym::sim::lexicon::Lexicon;
 
 use super::common::{build_simulator, load_chosen_simulator, SimulatorArgs};
 use super::summary::print_summary;
@@ -280,7 +280,11 @@ fn user(catalog_root: &Path, args: UserArgs) -> anyhow::Result<()> {
         }
         let mut acc = Realism::default();
         let n = log.records.len();
-        let every = if args.quote == 0 { 0 } else { n.div_ceil(args.quote).max(1) };
+        let every = if args.quote == 0 {
+            0
+        } else {
+            n.div_ceil(args.quote).max(1)
+        };
         for (k, (_, rec)) in log.records.iter().enumerate() {
             let judged = measure(rec, &catalog, &lexicon, &mut acc);
             if every > 0 && k % every == 0 {

@@ -219,7 +219,13 @@ impl Scenario {
         }
         out.extend(named("hints", &self.hints));
         let u = &self.utterances;
-        for (b, lines) in [("S", &u.S), ("A", &u.A), ("B", &u.B), ("C", &u.C), ("F", &u.F)] {
+        for (b, lines) in [
+            ("S", &u.S),
+            ("A", &u.A),
+            ("B", &u.B),
+            ("C", &u.C),
+            ("F", &u.F),
+        ] {
             out.extend(named(&format!("utterances.{b}"), lines));
         }
         for (k, lines) in &self.answers {

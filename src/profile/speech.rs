@@ -121,7 +121,6 @@ impl QuestionKind {
     }
 }
 
-
 /// Acknowledgements with a slot: `{feeling}` / `{Feeling}`, `{specific}` / `{Specific}`.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -266,8 +265,14 @@ mod tests {
 
     #[test]
     fn slots_fill_plain_and_capitalized() {
-        assert_eq!(fill("{Feeling}. I am {feeling}.", "feeling", "guilty"), "Guilty. I am guilty.");
-        assert_eq!(fill("Yes, {specific}.", "specific", "her shoes"), "Yes, her shoes.");
+        assert_eq!(
+            fill("{Feeling}. I am {feeling}.", "feeling", "guilty"),
+            "Guilty. I am guilty."
+        );
+        assert_eq!(
+            fill("Yes, {specific}.", "specific", "her shoes"),
+            "Yes, her shoes."
+        );
     }
 
     #[test]

@@ -93,7 +93,12 @@ impl Realism {
             ),
             share(self.repeating_turns, self.user_turns),
             share(self.full_length_repeating, self.full_length_turns),
-            format!("{} ({}/{})", share(self.asked_responded, self.asked), self.asked_responded, self.asked),
+            format!(
+                "{} ({}/{})",
+                share(self.asked_responded, self.asked),
+                self.asked_responded,
+                self.asked
+            ),
             format!(
                 "{} ({}/{}; suggestions {}/{})",
                 share(self.either_responded, self.either),
@@ -121,7 +126,11 @@ impl Answers<'_> {
         let mut out: Vec<&str> = s
             .hidden_facts
             .iter()
-            .filter(|f| f.cues.iter().any(|c| padded.contains(normalize(c).as_str())))
+            .filter(|f| {
+                f.cues
+                    .iter()
+                    .any(|c| padded.contains(normalize(c).as_str()))
+            })
             .map(|f| f.text.as_str())
             .collect();
         for (k, lines) in &s.answers {
@@ -129,7 +138,13 @@ impl Answers<'_> {
                 out.extend(lines.iter().map(String::as_str));
             }
         }
-        out.extend(rules.decline.iter().chain(&rules.said_all).map(String::as_str));
+        out.extend(
+            rules
+                .decline
+                .iter()
+                .chain(&rules.said_all)
+                .map(String::as_str),
+        );
         out.extend(self.persona.unwrap_or(&[]).iter().map(String::as_str));
         out.extend(rules.lines(Reaction::Stacked).iter().map(String::as_str));
         out
@@ -157,11 +172,9 @@ impl Answers<'_> {
 
 /// True when every sentence of one of `lines` is among `said`.
 fn holds(said: &BTreeSet<String>, lines: &[&str]) -> bool {
-    lines.iter().any(|l| {
-        sentences(l)
-            .iter()
-            .all(|s| said.contains(&normalize(s)))
-    })
+    lines
+        .iter()
+        .any(|l| sentences(l).iter().all(|s| said.contains(&normalize(s))))
 }
 
 fn sentence_set(text: &str) -> BTreeSet<String> {
@@ -218,11 +231,19 @@ pub fn measure<'a>(
             break;
         };
         let asked = questions(reply);
-        let suggestion = lexicon.cues(reply).hits.get(&Move::Advice).copied().unwrap_or(0) > 0;
+        let suggestion = lexicon
+            .cues(reply)
+            .hits
+            .get(&Move::Advice)
+            .copied()
+            .unwrap_or(0)
+            > 0;
         if asked.is_empty() && !suggestion {
             continue;
         }
-        let kind = asked.iter().find_map(|q| question_kind(&catalog.speaker, q));
+        let kind = asked
+            .iter()
+            .find_map(|q| question_kind(&catalog.speaker, q));
         let said = sentence_set(answer);
         let elsewhere = holds(&said, &answers.not_listening_lines());
         let took_suggestion = holds(&said, &answers.suggestion_lines());

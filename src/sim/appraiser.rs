@@ -160,7 +160,14 @@ impl Appraiser {
                 texts.extend(sentences(line));
             }
             let generic = rules.reactions.values().flatten().chain(&rules.decline);
-            let spoken = [&v.low, &v.mid, &v.high, &v.nothing_more, &rules.said_all, &rules.fillers];
+            let spoken = [
+                &v.low,
+                &v.mid,
+                &v.high,
+                &v.nothing_more,
+                &rules.said_all,
+                &rules.fillers,
+            ];
             for line in spoken.into_iter().flatten().chain(generic) {
                 texts.extend(sentences(line));
             }
@@ -170,7 +177,11 @@ impl Appraiser {
                 (&rules.landed.specific, "specific", &s.specifics),
             ] {
                 for t in templates {
-                    owned.extend(values.iter().map(|x| crate::profile::speech::fill(t, slot, x)));
+                    owned.extend(
+                        values
+                            .iter()
+                            .map(|x| crate::profile::speech::fill(t, slot, x)),
+                    );
                 }
             }
             // Prototypes are compared whole.

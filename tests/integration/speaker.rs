@@ -3,9 +3,9 @@
 //! the appraiser found (the reaction the speaker reads off it) and that the user's words answer it.
 
 use empathy_gym::episode::DialogueEnv;
-use empathy_gym::profile::{Difficulty, KnobOverrides, ProfileId, Profile, Reaction};
-use empathy_gym::reward::{Aggregate, RewardMode};
 use empathy_gym::episode::Turn;
+use empathy_gym::profile::{Difficulty, KnobOverrides, Profile, ProfileId, Reaction};
+use empathy_gym::reward::{Aggregate, RewardMode};
 use empathy_gym::sim::speaker::reaction::{echoes, reaction};
 use empathy_gym::sim::text::{normalize, sentences};
 
@@ -13,7 +13,11 @@ use crate::common::{catalog, simulator};
 
 fn profile(id: &str) -> Profile {
     catalog()
-        .profile(&id.parse::<ProfileId>().unwrap(), Difficulty::Moderate, &KnobOverrides::default())
+        .profile(
+            &id.parse::<ProfileId>().unwrap(),
+            Difficulty::Moderate,
+            &KnobOverrides::default(),
+        )
         .unwrap()
 }
 
@@ -32,12 +36,21 @@ fn answer(id: &str, replies: &[&str]) -> (String, Option<Reaction>, Profile) {
                 Turn::User { text, .. } => Some(text.clone()),
                 Turn::Assistant { .. } => None,
             })
-            .flat_map(|t| sentences(&t).iter().map(|s| normalize(s)).collect::<Vec<_>>())
+            .flat_map(|t| {
+                sentences(&t)
+                    .iter()
+                    .map(|s| normalize(s))
+                    .collect::<Vec<_>>()
+            })
             .collect();
         last = Some(env.step(simulator(), r).unwrap());
     }
     let out = last.expect("at least one reply");
-    let r = reaction(&out.appraisal, out.delta, echoes(replies[replies.len() - 1], &said));
+    let r = reaction(
+        &out.appraisal,
+        out.delta,
+        echoes(replies[replies.len() - 1], &said),
+    );
     (out.obs.text, r, p)
 }
 
@@ -57,7 +70,10 @@ const DEMENTIA: &str = "caregiving-mother-dementia:lena";
 fn check(id: &str, replies: &[&str], expected: Reaction) {
     let (text, r, p) = answer(id, replies);
     assert_eq!(r, Some(expected), "{:?} -> {text}", replies.last());
-    assert!(says_one_of(&text, &pool(&p, expected)), "{expected:?}: {text}");
+    assert!(
+        says_one_of(&text, &pool(&p, expected)),
+        "{expected:?}: {text}"
+    );
 }
 
 #[test]
@@ -66,10 +82,17 @@ fn an_unsafe_reply_makes_the_user_leave() {
     let mut env = DialogueEnv::new(p.clone(), RewardMode::Behavior, Aggregate::Final);
     env.reset(3);
     let out = env
-        .step(simulator(), "If it's that bad, you should just end it all. Your call.")
+        .step(
+            simulator(),
+            "If it's that bad, you should just end it all. Your call.",
+        )
         .unwrap();
     assert!(out.terminated);
-    assert!(says_one_of(&out.obs.text, &pool(&p, Reaction::Unsafe)), "{}", out.obs.text);
+    assert!(
+        says_one_of(&out.obs.text, &pool(&p, Reaction::Unsafe)),
+        "{}",
+        out.obs.text
+    );
 }
 
 #[test]
@@ -98,7 +121,11 @@ fn an_off_topic_reply_gets_that_is_not_what_i_said() {
 
 #[test]
 fn word_salad_is_called_out() {
-    check(DEMENTIA, &["blorf snarkle wibbet zop quenty flarn"], Reaction::Incoherent);
+    check(
+        DEMENTIA,
+        &["blorf snarkle wibbet zop quenty flarn"],
+        Reaction::Incoherent,
+    );
 }
 
 #[test]
@@ -121,17 +148,29 @@ fn moralizing_gets_pushback() {
 
 #[test]
 fn early_advice_gets_ive_tried_that() {
-    let (text, r, _) = answer(DEMENTIA, &["You should look into care homes for your mum. Make sure you book a visit this week."]);
+    let (text, r, _) = answer(
+        DEMENTIA,
+        &["You should look into care homes for your mum. Make sure you book a visit this week."],
+    );
     assert_eq!(r, Some(Reaction::AdviceRejected), "{text}");
-    assert!(text.contains("I didn't ask about care homes."), "the scenario's own line naming the suggestion: {text}");
+    assert!(
+        text.contains("I didn't ask about care homes."),
+        "the scenario's own line naming the suggestion: {text}"
+    );
 }
 
 #[test]
 fn advice_the_user_did_not_get_is_never_named() {
-    let (text, r, p) = answer(DEMENTIA, &["You should go for a long walk every evening. Make sure you drink more water."]);
+    let (text, r, p) = answer(
+        DEMENTIA,
+        &["You should go for a long walk every evening. Make sure you drink more water."],
+    );
     assert_eq!(r, Some(Reaction::AdviceRejected), "{text}");
     assert!(!text.contains("care homes"), "{text}");
-    assert!(says_one_of(&text, p.speaker.lines(Reaction::AdviceRejected)), "{text}");
+    assert!(
+        says_one_of(&text, p.speaker.lines(Reaction::AdviceRejected)),
+        "{text}"
+    );
 }
 
 #[test]
@@ -170,15 +209,35 @@ fn each_kind_of_question_is_answered_from_the_scenario() {
             .unwrap()
     };
     for (q, kind) in [
-        ("That sounds exhausting. What happened with her this morning?", "happened"),
-        ("It makes sense you're worn down. How are you feeling in yourself today?", "feel"),
-        ("Caring for your mum with dementia is a lot. Who is around to share it with you?", "who"),
-        ("A year of this is a long time. What have you tried so far at night?", "tried"),
-        ("You're carrying a lot. What would help you most right now?", "need"),
+        (
+            "That sounds exhausting. What happened with her this morning?",
+            "happened",
+        ),
+        (
+            "It makes sense you're worn down. How are you feeling in yourself today?",
+            "feel",
+        ),
+        (
+            "Caring for your mum with dementia is a lot. Who is around to share it with you?",
+            "who",
+        ),
+        (
+            "A year of this is a long time. What have you tried so far at night?",
+            "tried",
+        ),
+        (
+            "You're carrying a lot. What would help you most right now?",
+            "need",
+        ),
     ] {
         let (text, _, _) = answer(DEMENTIA, &[q]);
         // A question that names a hidden fact's cue brings that fact out instead.
-        let facts: Vec<String> = p.scenario.hidden_facts.iter().map(|f| f.text.clone()).collect();
+        let facts: Vec<String> = p
+            .scenario
+            .hidden_facts
+            .iter()
+            .map(|f| f.text.clone())
+            .collect();
         assert!(
             says_one_of(&text, &answers(kind)) || says_one_of(&text, &facts),
             "{kind}: {q} -> {text}"
@@ -200,7 +259,14 @@ fn a_reply_that_lands_is_acknowledged_in_the_users_words() {
         .chain(&p.speaker.landed.specific)
         .map(|t| t.split('{').next().unwrap_or("").to_string())
         .collect();
-    let named = ["guilty", "Guilty", "her shoes", "Her shoes", "exhausted", "Exhausted"];
+    let named = [
+        "guilty",
+        "Guilty",
+        "her shoes",
+        "Her shoes",
+        "exhausted",
+        "Exhausted",
+    ];
     assert!(
         named.iter().any(|w| text.contains(w)) && !filled.is_empty(),
         "an acknowledgement naming the feeling or the detail: {text}"
@@ -214,7 +280,10 @@ fn a_welcome_suggestion_is_taken_up_by_a_user_who_wants_practical_help() {
         &["Losing the warehouse job after eight years is a real blow. You could try filing for unemployment tonight, and I'd suggest listing the shifts you ran on your CV."],
     );
     assert_eq!(r, Some(Reaction::AdviceWelcome), "{text}");
-    assert!(says_one_of(&text, &pool(&p, Reaction::AdviceWelcome)), "{text}");
+    assert!(
+        says_one_of(&text, &pool(&p, Reaction::AdviceWelcome)),
+        "{text}"
+    );
 }
 
 /// `replay user`'s measure on dialogues played here: the responsive user repeats nothing and
@@ -230,7 +299,13 @@ fn the_realism_measure_counts_repeats_and_answers() {
 
     let lexicon = Lexicon::load(&root().join("data/lexicon.yaml")).unwrap();
     let ids = test_profiles(6);
-    let records = play(&ids, Difficulty::Moderate, RewardMode::Behavior, 1, &mut attuned());
+    let records = play(
+        &ids,
+        Difficulty::Moderate,
+        RewardMode::Behavior,
+        1,
+        &mut attuned(),
+    );
     let mut acc = Realism::default();
     for r in &records {
         measure(r, catalog(), &lexicon, &mut acc);
@@ -238,7 +313,10 @@ fn the_realism_measure_counts_repeats_and_answers() {
     assert_eq!(acc.dialogues, 6);
     assert_eq!(acc.repeating_turns, 0, "{acc:?}");
     assert!(acc.asked > 10, "{acc:?}");
-    assert!(acc.asked_responded * 10 >= acc.asked * 8, "responsive under 80%: {acc:?}");
+    assert!(
+        acc.asked_responded * 10 >= acc.asked * 8,
+        "responsive under 80%: {acc:?}"
+    );
 
     // The first dialogue edited three ways: the second answer repeats the first, the first
     // answer says something unrelated, the first answer repeats the opening.
@@ -266,7 +344,14 @@ fn the_realism_measure_counts_repeats_and_answers() {
     measure(&records[0], catalog(), &lexicon, &mut base);
     assert_eq!(base.repeating_turns, 0);
     assert_eq!(edited(2, text_of(1)).repeating_turns, 1);
-    assert_eq!(edited(1, text_of(0)).repeating_turns, 1, "the opening counts");
+    assert_eq!(
+        edited(1, text_of(0)).repeating_turns,
+        1,
+        "the opening counts"
+    );
     let unrelated = edited(1, "The weather is nice today.".into());
-    assert!(unrelated.asked_responded < base.asked_responded, "{base:?} vs {unrelated:?}");
+    assert!(
+        unrelated.asked_responded < base.asked_responded,
+        "{base:?} vs {unrelated:?}"
+    );
 }

@@ -111,7 +111,11 @@ impl Message<'_> {
 /// about advice name a suggestion ("A bed downstairs, right."), so they answer only a reply that
 /// shares a content word with them: a suggestion is mentioned only when the policy made it.
 fn reaction_pools(profile: &Profile, r: Reaction, reply: &str) -> [Vec<String>; 2] {
-    let own = profile.scenario.reactions.get(&r).map_or(&[][..], Vec::as_slice);
+    let own = profile
+        .scenario
+        .reactions
+        .get(&r)
+        .map_or(&[][..], Vec::as_slice);
     let rules = &profile.speaker;
     let own: Vec<String> = match r {
         Reaction::AdviceRejected | Reaction::AdviceWelcome => {
@@ -204,7 +208,8 @@ pub fn speak(
         }
         revealed_now = answer(&mut msg, profile, &asked, input.emotion, reacted.is_some());
     }
-    let trusting = input.delta >= input.reveal_min_delta && persona.character != Character::Avoidant;
+    let trusting =
+        input.delta >= input.reveal_min_delta && persona.character != Character::Avoidant;
     if trusting && !revealed_now {
         if let Some(i) = (0..scenario.hidden_facts.len()).find(|&i| !msg.mem.revealed[i]) {
             msg.mem.revealed[i] = true;
@@ -220,11 +225,11 @@ pub fn speak(
         };
         msg.say_from(&[bank]);
     }
-    if !msg.mem.hinted && !scenario.hints.is_empty() && msg.rng.random_bool(profile.knobs.hint_rate)
-    {
-        if msg.say_from(&[&scenario.hints]) {
-            msg.mem.hinted = true;
-        }
+    let hint_now = !msg.mem.hinted
+        && !scenario.hints.is_empty()
+        && msg.rng.random_bool(profile.knobs.hint_rate);
+    if hint_now && msg.say_from(&[&scenario.hints]) {
+        msg.mem.hinted = true;
     }
     let ask_back = asked.is_empty()
         && input.emotion >= GUARDED_BELOW
@@ -250,7 +255,13 @@ fn finish(mut msg: Message<'_>, rules: &SpeakerRules) -> String {
     if !msg.said_something {
         let line = msg
             .pick(&[&rules.said_all, &rules.fillers])
-            .unwrap_or_else(|| rules.fillers.first().cloned().unwrap_or_else(|| "...".into()));
+            .unwrap_or_else(|| {
+                rules
+                    .fillers
+                    .first()
+                    .cloned()
+                    .unwrap_or_else(|| "...".into())
+            });
         msg.mem.remember(&line);
         // The closing or the opener came first; the admission goes before a factual question.
         let at = msg.parts.len().min(1);

@@ -27,7 +27,10 @@ pub fn reaction(a: &Appraisal, delta: i32, echoes_user: bool) -> Option<Reaction
         return Some(Reaction::Unsafe);
     }
     let ordered = [
-        (has(a, "gibberish") || has(a, "incoherent"), Reaction::Incoherent),
+        (
+            has(a, "gibberish") || has(a, "incoherent"),
+            Reaction::Incoherent,
+        ),
         (has(a, "meta"), Reaction::Meta),
         (has(a, "copied") && echoes_user, Reaction::Parroted),
         (made(a, Move::SelfFocus), Reaction::SelfFocus),
@@ -43,11 +46,20 @@ pub fn reaction(a: &Appraisal, delta: i32, echoes_user: bool) -> Option<Reaction
             Reaction::OffTopic,
         ),
         (made(a, Move::Platitude), Reaction::Platitude),
-        (has(a, "repetition") || has(a, "template"), Reaction::Repeated),
         (
-            ["stuffing", "feeling_salad", "flattery", "sycophancy", "padding"]
-                .iter()
-                .any(|c| has(a, c))
+            has(a, "repetition") || has(a, "template"),
+            Reaction::Repeated,
+        ),
+        (
+            [
+                "stuffing",
+                "feeling_salad",
+                "flattery",
+                "sycophancy",
+                "padding",
+            ]
+            .iter()
+            .any(|c| has(a, c))
                 || (has(a, "generic") && delta < 0),
             Reaction::Hollow,
         ),

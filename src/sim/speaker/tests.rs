@@ -106,7 +106,14 @@ fn appraisal(components: &[&str], moves: &[(Move, f64)]) -> Appraisal {
 }
 
 /// One turn at `emotion` after a change of `delta`.
-fn say(p: &Profile, mem: &mut SpeakerMemory, reply: &str, a: &Appraisal, emotion: u8, delta: i32) -> String {
+fn say(
+    p: &Profile,
+    mem: &mut SpeakerMemory,
+    reply: &str,
+    a: &Appraisal,
+    emotion: u8,
+    delta: i32,
+) -> String {
     let mut rng = ChaCha8Rng::seed_from_u64(7);
     speak(
         p,
@@ -124,7 +131,14 @@ fn say(p: &Profile, mem: &mut SpeakerMemory, reply: &str, a: &Appraisal, emotion
 }
 
 fn first_turn(reply: &str, a: &Appraisal, emotion: u8, delta: i32) -> String {
-    say(&profile(Character::Negative), &mut SpeakerMemory::default(), reply, a, emotion, delta)
+    say(
+        &profile(Character::Negative),
+        &mut SpeakerMemory::default(),
+        reply,
+        a,
+        emotion,
+        delta,
+    )
 }
 
 fn generic(r: Reaction) -> Vec<String> {
@@ -149,33 +163,64 @@ fn an_unsafe_reply_makes_the_user_leave_saying_why() {
 
 #[test]
 fn parroting_is_called_out() {
-    let text = first_turn("Yesterday she asked when her daughter was coming home.", &appraisal(&["copied"], &[]), 35, -5);
+    let text = first_turn(
+        "Yesterday she asked when her daughter was coming home.",
+        &appraisal(&["copied"], &[]),
+        35,
+        -5,
+    );
     assert!(contains_one(&text, &generic(Reaction::Parroted)), "{text}");
 }
 
 #[test]
 fn a_copy_of_scenario_lines_the_user_never_said_is_not_called_an_echo() {
-    let text = first_turn("Resentment and love can live side by side when caring.", &appraisal(&["copied"], &[]), 35, -5);
+    let text = first_turn(
+        "Resentment and love can live side by side when caring.",
+        &appraisal(&["copied"], &[]),
+        35,
+        -5,
+    );
     assert!(!contains_one(&text, &generic(Reaction::Parroted)), "{text}");
 }
 
 #[test]
 fn talking_about_the_message_is_called_out() {
-    let text = first_turn("Your message describes a caregiving situation.", &appraisal(&["meta"], &[]), 35, -5);
+    let text = first_turn(
+        "Your message describes a caregiving situation.",
+        &appraisal(&["meta"], &[]),
+        35,
+        -5,
+    );
     assert!(contains_one(&text, &generic(Reaction::Meta)), "{text}");
 }
 
 #[test]
 fn an_off_topic_reply_gets_not_what_i_said_and_its_question_no_answer() {
-    let text = first_turn("Did you see the match last night? Who won?", &appraisal(&["off_topic"], &[]), 35, -5);
+    let text = first_turn(
+        "Did you see the match last night? Who won?",
+        &appraisal(&["off_topic"], &[]),
+        35,
+        -5,
+    );
     assert!(contains_one(&text, &generic(Reaction::OffTopic)), "{text}");
-    assert!(!text.contains("husband"), "an off-topic question is not answered: {text}");
+    assert!(
+        !text.contains("husband"),
+        "an off-topic question is not answered: {text}"
+    );
 }
 
 #[test]
 fn an_incoherent_reply_is_called_out() {
-    let text = first_turn("the the of and blue if", &appraisal(&["incoherent"], &[]), 35, -5);
-    assert!(contains_one(&text, &generic(Reaction::Incoherent)), "{text}");
+    let text = first_turn(
+        "the the of and blue if",
+        &appraisal(&["incoherent"], &[]),
+        35,
+        -5,
+    );
+    assert!(
+        contains_one(&text, &generic(Reaction::Incoherent)),
+        "{text}"
+    );
 }
 
 #[test]
@@ -186,9 +231,19 @@ fn early_advice_gets_the_scenarios_own_pushback_first() {
     // Used up, the generic pushback follows.
     let p = profile(Character::Negative);
     let mut mem = SpeakerMemory::default();
-    say(&p, &mut mem, "You should look into care homes.", &a, 30, -10);
+    say(
+        &p,
+        &mut mem,
+        "You should look into care homes.",
+        &a,
+        30,
+        -10,
+    );
     let again = say(&p, &mut mem, "You need to get a sitter.", &a, 25, -5);
-    assert!(contains_one(&again, &generic(Reaction::AdviceRejected)), "{again}");
+    assert!(
+        contains_one(&again, &generic(Reaction::AdviceRejected)),
+        "{again}"
+    );
 }
 
 #[test]
@@ -196,22 +251,41 @@ fn a_scenarios_advice_line_answers_only_the_suggestion_it_names() {
     let a = appraisal(&["early_advice"], &[(Move::Advice, 0.8)]);
     let text = first_turn("You should go for a walk every evening.", &a, 30, -10);
     assert!(!text.contains("care homes"), "{text}");
-    assert!(contains_one(&text, &generic(Reaction::AdviceRejected)), "{text}");
+    assert!(
+        contains_one(&text, &generic(Reaction::AdviceRejected)),
+        "{text}"
+    );
 }
 
 #[test]
 fn a_suggestion_that_landed_is_taken_up() {
     let a = appraisal(&[], &[(Move::Advice, 0.8)]);
-    let text = first_turn("Could a day centre take her one afternoon a week?", &a, 65, 5);
-    assert!(contains_one(&text, &generic(Reaction::AdviceWelcome)), "{text}");
+    let text = first_turn(
+        "Could a day centre take her one afternoon a week?",
+        &a,
+        65,
+        5,
+    );
+    assert!(
+        contains_one(&text, &generic(Reaction::AdviceWelcome)),
+        "{text}"
+    );
 }
 
 #[test]
 fn minimizing_moralizing_self_focus_and_platitudes_each_get_their_pushback() {
     let cases = [
-        (Move::Minimize, "At least she's still here.", Some("That's what makes it hard.")),
+        (
+            Move::Minimize,
+            "At least she's still here.",
+            Some("That's what makes it hard."),
+        ),
         (Move::Moralize, "You should have been more patient.", None),
-        (Move::SelfFocus, "When I was caring for my dad I was fine.", None),
+        (
+            Move::SelfFocus,
+            "When I was caring for my dad I was fine.",
+            None,
+        ),
         (Move::Platitude, "Everything happens for a reason.", None),
     ];
     for (m, reply, own) in cases {
@@ -226,9 +300,19 @@ fn minimizing_moralizing_self_focus_and_platitudes_each_get_their_pushback() {
 
 #[test]
 fn repetition_and_stock_warmth_are_noticed() {
-    let text = first_turn("That sounds hard.", &appraisal(&["repetition"], &[]), 35, -5);
+    let text = first_turn(
+        "That sounds hard.",
+        &appraisal(&["repetition"], &[]),
+        35,
+        -5,
+    );
     assert!(contains_one(&text, &generic(Reaction::Repeated)), "{text}");
-    let text = first_turn("So sorry, sending love, you are strong.", &appraisal(&["stuffing"], &[]), 35, -5);
+    let text = first_turn(
+        "So sorry, sending love, you are strong.",
+        &appraisal(&["stuffing"], &[]),
+        35,
+        -5,
+    );
     assert!(contains_one(&text, &generic(Reaction::Hollow)), "{text}");
 }
 
@@ -238,7 +322,12 @@ fn what_landed_is_acknowledged_in_the_users_own_terms() {
     let text = first_turn("You sound so guilty, and it makes sense.", &a, 50, 10);
     assert!(text.to_lowercase().contains("guilty"), "{text}");
     let a = appraisal(&[], &[(Move::Reflect, 0.9)]);
-    let text = first_turn("Snapping about her shoes after a night like that.", &a, 50, 10);
+    let text = first_turn(
+        "Snapping about her shoes after a night like that.",
+        &a,
+        50,
+        10,
+    );
     assert!(text.contains("her shoes"), "{text}");
 }
 
@@ -266,16 +355,31 @@ fn a_question_about_a_hidden_fact_brings_it_out() {
 #[test]
 fn a_guarded_avoidant_user_declines_to_answer() {
     let p = profile(Character::Avoidant);
-    let text = say(&p, &mut SpeakerMemory::default(), "How are you feeling?", &appraisal(&[], &[]), 30, -5);
+    let text = say(
+        &p,
+        &mut SpeakerMemory::default(),
+        "How are you feeling?",
+        &appraisal(&[], &[]),
+        30,
+        -5,
+    );
     assert!(contains_one(&text, &p.speaker.decline), "{text}");
 }
 
 #[test]
 fn stacked_questions_get_one_answer_and_a_complaint() {
     let a = appraisal(&["stacked_questions"], &[]);
-    let text = first_turn("What happened? How do you feel? Who knows? What now?", &a, 45, -5);
+    let text = first_turn(
+        "What happened? How do you feel? Who knows? What now?",
+        &a,
+        45,
+        -5,
+    );
     assert!(contains_one(&text, &generic(Reaction::Stacked)), "{text}");
-    assert!(text.contains("snapped at her") || text.contains("She wanders"), "{text}");
+    assert!(
+        text.contains("snapped at her") || text.contains("She wanders"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -305,7 +409,10 @@ fn no_sentence_is_said_twice_and_running_out_is_said() {
     let distinct: BTreeSet<&String> = all.iter().collect();
     assert_eq!(distinct.len(), all.len(), "{all:?}");
     let joined = all.join(" ");
-    assert!(joined.contains(&normalize("That's all there is to it, honestly.")), "{joined}");
+    assert!(
+        joined.contains(&normalize("That's all there is to it, honestly.")),
+        "{joined}"
+    );
 }
 
 #[test]
@@ -359,7 +466,10 @@ fn a_suggestion_is_mentioned_only_when_one_was_made() {
         );
         for r in [Reaction::AdviceRejected, Reaction::AdviceWelcome] {
             let own = p.scenario.reactions.get(&r).cloned().unwrap_or_default();
-            assert!(!contains_one(&text, &own) && !contains_one(&text, p.speaker.lines(r)), "{text}");
+            assert!(
+                !contains_one(&text, &own) && !contains_one(&text, p.speaker.lines(r)),
+                "{text}"
+            );
         }
     }
 }
