@@ -50,6 +50,6 @@ pub fn print_simulator_failures(records: &[EpisodeRecord]) {
         })
         .count();
     println!(
-        "LLM simulator: {failures} malformed or failed answers, {fallbacks} turns fell back (change 0 or the utterance bank); each is logged in the turn's appraisal.llm"
+        "LLM simulator: {failures} malformed or failed answers, {fallbacks} turns fell back (change 0 or the rule-based speaker); each is logged in the turn's appraisal.llm"
     );
 }

@@ -78,7 +78,8 @@ impl std::fmt::Display for Mismatch {
 }
 
 /// Re-runs `record` exactly as logged and reports the first difference, if any. When the log was
-/// written under other appraiser rules than `sim` reads, the difference says so.
+/// written under other simulator rules (appraiser and speaker) than `sim` reads, the difference
+/// says so.
 pub fn verify(
     sim: &dyn Simulator,
     catalog: &Catalog,
@@ -89,7 +90,7 @@ pub fn verify(
     Ok(found.map(|mut m| {
         if now.is_some() && *logged != now {
             m.what.push_str(&format!(
-                " (the log was written under appraiser rules {}, this appraiser reads {}: the \
+                " (the log was written under simulator rules {}, this simulator reads {}: the \
                  data files changed since)",
                 logged.as_deref().unwrap_or("that were not recorded"),
                 now.as_deref().unwrap_or_default()

@@ -12,8 +12,11 @@
 //!   a decline, or a "nothing more" line. For a suggestion: an
 //!   advice line (taken up or pushed back), the scenario's or the speaker's. For both: a line
 //!   saying the reply was not talking to the user (meta, off topic, incoherent, unsafe). A line
-//!   counts when every sentence of it is in the turn. Lines are the current catalog's, so old logs
-//!   are measured by the same rule.
+//!   counts when its words are in the turn in order (normalized). Lines are the current
+//!   catalog's, so old logs are measured by the same rule.
+//!
+//! Sentences are compared normalized (case and punctuation aside), with the persona's voice opener
+//! split off first, as the appraiser splits a user message.
 
 use std::collections::BTreeSet;
 
@@ -170,15 +173,29 @@ impl Answers<'_> {
     }
 }
 
-/// True when every sentence of one of `lines` is among `said`.
-fn holds(said: &BTreeSet<String>, lines: &[&str]) -> bool {
-    lines
-        .iter()
-        .any(|l| sentences(l).iter().all(|s| said.contains(&normalize(s))))
+/// True when one of `lines` is in `turn` (both normalized: whole words, punctuation and case
+/// aside, so an opener without a full stop, "idk Everyone ...", does not hide the line).
+fn holds(turn: &str, lines: &[&str]) -> bool {
+    lines.iter().any(|l| turn.contains(normalize(l).as_str()))
 }
 
-fn sentence_set(text: &str) -> BTreeSet<String> {
-    sentences(text).iter().map(|s| normalize(s)).collect()
+/// The sentences of a user turn, normalized, with the persona's voice opener split off first (an
+/// opener may run into the next sentence: "idk I've tried that.").
+fn sentence_set(text: &str, openers: &[&String]) -> BTreeSet<String> {
+    let opener = openers
+        .iter()
+        .filter(|o| text.starts_with(o.as_str()))
+        .max_by_key(|o| o.len());
+    let (head, rest) = match opener {
+        Some(o) => text.split_at(o.len()),
+        None => ("", text),
+    };
+    let mut out: BTreeSet<String> = sentences(rest).iter().map(|s| normalize(s)).collect();
+    if !head.is_empty() {
+        out.insert(normalize(head));
+    }
+    out.remove(" ");
+    out
 }
 
 /// Adds one dialogue's counts to `acc` and returns its judged policy turns.
@@ -198,10 +215,17 @@ pub fn measure<'a>(
         })
         .collect();
     let full_length = rec.end == Some(End::MaxTurns);
-    let mut said: BTreeSet<String> = user.first().map(|o| sentence_set(o)).unwrap_or_default();
+    let persona = catalog.personas.get(&rec.profile.persona);
+    let openers: Vec<&String> = persona
+        .map(|p| p.voice.low.iter().chain(&p.voice.mid).chain(&p.voice.high).collect())
+        .unwrap_or_default();
+    let mut said: BTreeSet<String> = user
+        .first()
+        .map(|o| sentence_set(o, &openers))
+        .unwrap_or_default();
     let mut distinct = BTreeSet::new();
     for text in user.iter().skip(1) {
-        let now = sentence_set(text);
+        let now = sentence_set(text, &openers);
         let repeats = now.iter().any(|s| said.contains(s));
         acc.user_turns += 1;
         acc.repeating_turns += usize::from(repeats);
@@ -219,10 +243,7 @@ pub fn measure<'a>(
     let answers = Answers {
         scenario,
         catalog,
-        persona: catalog
-            .personas
-            .get(&rec.profile.persona)
-            .map(|p| p.voice.nothing_more.as_slice()),
+        persona: persona.map(|p| p.voice.nothing_more.as_slice()),
     };
     let mut judged = Vec::new();
     let replies = rec.assistant_turns();
@@ -244,7 +265,7 @@ pub fn measure<'a>(
         let kind = asked
             .iter()
             .find_map(|q| question_kind(&catalog.speaker, q));
-        let said = sentence_set(answer);
+        let said = normalize(answer);
         let elsewhere = holds(&said, &answers.not_listening_lines());
         let took_suggestion = holds(&said, &answers.suggestion_lines());
         // A question of no known kind inside a suggestion ("Have you considered therapy?") is

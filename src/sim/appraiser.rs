@@ -60,8 +60,8 @@ pub struct Appraisal {
     /// built-in appraiser).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llm: Option<super::llm::LlmTrace>,
-    /// The user's next message when the simulator wrote it (the LLM user); `None`: the speaker's
-    /// utterance bank. Never logged here: it becomes the user turn's text.
+    /// The user's next message when the simulator wrote it (the LLM user); `None`: the rule-based
+    /// speaker writes it. Never logged here: it becomes the user turn's text.
     #[serde(skip)]
     pub user_text: Option<String>,
 }

@@ -126,7 +126,7 @@ fn verify_fails_naming_episode_and_turn_when_a_user_turn_is_edited() {
         "same rules: the difference is the edit: {t}"
     );
 
-    // A log written under other appraiser rules says so beside the difference.
+    // A log written under other simulator rules says so beside the difference.
     assert!(rec["simulator"]["data"]
         .as_str()
         .is_some_and(|d| d.starts_with("fnv1a64 ")));
@@ -134,7 +134,7 @@ fn verify_fails_naming_episode_and_turn_when_a_user_turn_is_edited() {
     std::fs::write(&log, serde_json::to_string(&rec).unwrap() + "\n").unwrap();
     let t = text(&eg(&["replay", "verify", log.to_str().unwrap()], &root()));
     assert!(
-        t.contains("written under appraiser rules fnv1a64 0000000000000000")
+        t.contains("written under simulator rules fnv1a64 0000000000000000")
             && t.contains("the data files changed since"),
         "{t}"
     );

@@ -4,7 +4,7 @@
 //! data/llm-simulator.yaml. Answers are parsed strictly; a malformed one is asked again with a
 //! format reminder, and after `parse_retries` it is counted and logged in the appraisal's `llm`
 //! trace: the change falls back to 0 (then quantized and clamped like every change, DESIGN
-//! section 2) and the reply to the scenario's utterance bank, so no dialogue is lost.
+//! section 2) and the reply to the rule-based speaker, so no dialogue is lost.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -37,7 +37,7 @@ pub struct LlmTrace {
     /// The change fell back to 0 (no readable analysis).
     #[serde(default)]
     pub fallback_change: bool,
-    /// The reply fell back to the scenario's utterance bank.
+    /// The reply fell back to the rule-based speaker.
     #[serde(default)]
     pub fallback_reply: bool,
 }
