@@ -130,8 +130,8 @@ fn reaction_pools(profile: &Profile, r: Reaction, reply: &str) -> [Vec<String>; 
     [own, rules.lines(r).to_vec()]
 }
 
-/// The letters a content word starts with: words of at least [`STEM`] letters that are not
-/// common, cut to [`STEM`] (a crude stem: "downstairs", "walks" and "walking" match themselves).
+/// The stems of a text's content words: words of at least [`STEM`] letters that are not common,
+/// cut to their first [`STEM`] (a crude stem: "suggest", "suggested" and "suggestion" share one).
 fn content_stems(text: &str, common: &[String]) -> BTreeSet<String> {
     normalize(text)
         .split_whitespace()
