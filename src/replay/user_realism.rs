@@ -217,7 +217,14 @@ pub fn measure<'a>(
     let full_length = rec.end == Some(End::MaxTurns);
     let persona = catalog.personas.get(&rec.profile.persona);
     let openers: Vec<&String> = persona
-        .map(|p| p.voice.low.iter().chain(&p.voice.mid).chain(&p.voice.high).collect())
+        .map(|p| {
+            p.voice
+                .low
+                .iter()
+                .chain(&p.voice.mid)
+                .chain(&p.voice.high)
+                .collect()
+        })
         .unwrap_or_default();
     let mut said: BTreeSet<String> = user
         .first()
