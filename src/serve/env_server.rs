@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -196,9 +196,11 @@ fn full(state: &AppState) -> ApiError {
 
 async fn create(
     State(state): State<Shared>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<(StatusCode, Json<Created>), ApiError> {
-    let req: CreateEpisode = parse_json(body, state.cfg.max_body_bytes, "episode request")?;
+    let req: CreateEpisode =
+        parse_json(&headers, body, state.cfg.max_body_bytes, "episode request")?;
     if !state.table().has_room() {
         return Err(full(&state));
     }
@@ -300,9 +302,10 @@ fn session_error(id: &str, e: SessionError, state: &AppState) -> ApiError {
 async fn step(
     State(state): State<Shared>,
     Path(id): Path<String>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Stepped>, ApiError> {
-    let req: StepRequest = parse_json(body, state.cfg.max_body_bytes, "step request")?;
+    let req: StepRequest = parse_json(&headers, body, state.cfg.max_body_bytes, "step request")?;
     let (env, policy, number) = state
         .table()
         .take(&id)

@@ -3,7 +3,7 @@
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::http::StatusCode;
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::de::DeserializeOwned;
@@ -53,14 +53,41 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// Parses a JSON request body strictly, turning every failure into a 4xx with a message: an
-/// oversized body is 413 (naming the limit), malformed JSON or a wrong field is 400 (serde's
-/// message names the field, line and column).
+/// Parses a JSON request body strictly, turning every failure into a 4xx with a message: a body
+/// not declared JSON is 415, an oversized body is 413 (naming the limit), malformed JSON or a
+/// wrong field is 400 (serde's message names the field, line and column).
+///
+/// The content type is required because a web page may send `text/plain` (or no type) across
+/// sites without asking first (a CORS "simple request"); `application/json` needs the browser's
+/// preflight, which these servers never grant, so no page open in a browser can drive them.
 pub fn parse_json<T: DeserializeOwned>(
+    headers: &HeaderMap,
     body: Result<Bytes, BytesRejection>,
     limit: usize,
     what: &str,
 ) -> Result<T, ApiError> {
+    let declared = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        });
+    let json = declared.as_deref().is_some_and(|t| {
+        t == "application/json" || (t.starts_with("application/") && t.ends_with("+json"))
+    });
+    if !json {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!(
+                "the {what} was sent as {}; send it as JSON with the header Content-Type: application/json",
+                declared.map_or("no content type".to_string(), |t| format!("`{t}`"))
+            ),
+        ));
+    }
     let bytes = body.map_err(|rejection| {
         let status = rejection.status();
         if status == StatusCode::PAYLOAD_TOO_LARGE {

@@ -14,6 +14,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, State};
+use axum::http::HeaderMap;
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -220,9 +221,15 @@ fn check(
 
 async fn completions(
     State(state): State<Shared>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> std::result::Result<Response, ApiError> {
-    let req: ChatRequest = parse_json(body, state.cfg.max_body_bytes, "chat completion request")?;
+    let req: ChatRequest = parse_json(
+        &headers,
+        body,
+        state.cfg.max_body_bytes,
+        "chat completion request",
+    )?;
     let (messages, params) = check(&req, &state.cfg)?;
     let number = state.next.fetch_add(1, Ordering::Relaxed);
     let seed = req

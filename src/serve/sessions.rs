@@ -30,6 +30,11 @@ pub enum SessionError {
     Finished,
 }
 
+/// A fresh episode id: `ep-` and 32 hex digits.
+pub fn new_id() -> String {
+    format!("ep-{:032x}", rand::random::<u128>())
+}
+
 /// The sessions, keyed by episode id.
 pub struct SessionTable {
     map: HashMap<String, Session>,
@@ -68,11 +73,13 @@ impl SessionTable {
     }
 
     /// Adds a session as episode `number` and returns its id, or `None` when the table is full.
+    /// The id is 128 random bits from the operating system's generator, so a client cannot guess
+    /// another's episode, and an id from before a restart reaches nothing.
     pub fn insert(&mut self, number: u64, env: DialogueEnv, policy: PolicyRef) -> Option<String> {
         if !self.has_room() {
             return None;
         }
-        let id = format!("ep-{number}");
+        let id = new_id();
         self.map.insert(
             id.clone(),
             Session {
@@ -155,6 +162,28 @@ mod tests {
         let mut e = DialogueEnv::new(p, RewardMode::Behavior, Aggregate::Final);
         e.reset(1);
         e
+    }
+
+    #[test]
+    fn ids_are_random_128_bit_not_the_episode_number() {
+        let (mut t, mut u) = (
+            SessionTable::new(2, Duration::from_secs(60)),
+            SessionTable::new(2, Duration::from_secs(60)),
+        );
+        let (a, b) = (
+            t.insert(0, env(), PolicyRef::default()).unwrap(),
+            u.insert(0, env(), PolicyRef::default()).unwrap(),
+        );
+        assert_ne!(
+            a, b,
+            "the first episode of two servers (a restart) shares no id"
+        );
+        for id in [&a, &b] {
+            let hex = id.strip_prefix("ep-").expect("ep- prefix");
+            assert_eq!(hex.len(), 32, "{id}");
+            assert!(hex.chars().all(|c| c.is_ascii_hexdigit()), "{id}");
+        }
+        assert_eq!(u.take(&a).err(), Some(SessionError::Unknown));
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::process::Command;
 use empathy_gym::episode::read_episodes;
 
 use super::common::*;
-use super::servers::{http, Server};
+use super::servers::{http, http_typed, Server};
 
 fn error_message(status: u16, body: &str, want: u16, what: &str) -> String {
     assert_eq!(status, want, "{what}: got {status} {body}");
@@ -100,6 +100,16 @@ fn serve_env_bad_requests_get_4xx_with_a_message() {
     let u = |p: &str| format!("{}{p}", server.url);
     let (s, b) = http("POST", &u("/v1/episodes"), Some(b"{\"profile\": ".to_vec()));
     assert!(error_message(s, &b, 400, "malformed JSON").contains("not a valid episode request"));
+    // JSON not declared as JSON (what a web page can send cross-site without a preflight).
+    for kind in ["text/plain", "application/x-www-form-urlencoded", ""] {
+        let body = Some((kind, br#"{"split": "test"}"#.to_vec()));
+        let (s, b) = http_typed("POST", &u("/v1/episodes"), body);
+        assert!(
+            error_message(s, &b, 415, "a body not sent as JSON")
+                .contains("Content-Type: application/json"),
+            "{kind}: {b}"
+        );
+    }
     let (s, b) = http(
         "POST",
         &u("/v1/episodes"),
@@ -144,6 +154,11 @@ fn serve_env_bad_requests_get_4xx_with_a_message() {
         .as_str()
         .unwrap()
         .to_string();
+    // Unguessable: 128 random bits, not a count from 0.
+    assert!(
+        id.len() == 35 && id.starts_with("ep-") && id != "ep-0",
+        "{id}"
+    );
     let step = u(&format!("/v1/episodes/{id}/step"));
     let mut over = false;
     for _ in 0..20 {

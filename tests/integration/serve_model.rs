@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use super::common::temp_dir;
 use super::model_fixtures::{write_hf, TinySpec};
-use super::servers::{http, Server};
+use super::servers::{http, http_typed, Server};
 
 fn post(url: &str, body: Value) -> (u16, String) {
     http(
@@ -156,6 +156,16 @@ fn serve_model_answers_openai_clients_streaming_or_not_and_batches_consistently(
             http("GET", &format!("{url}/v2/nothing"), None),
             404,
             "no such endpoint",
+        ),
+        // JSON sent as text, as a web page may send it across sites without a preflight.
+        (
+            http_typed(
+                "POST",
+                &format!("{url}/v1/chat/completions"),
+                Some(("text/plain", chat("x", json!({})).to_string().into_bytes())),
+            ),
+            415,
+            "Content-Type: application/json",
         ),
     ];
     for ((s, b), want, needle) in bad {

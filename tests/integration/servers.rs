@@ -106,8 +106,14 @@ impl Drop for Server {
     }
 }
 
-/// One HTTP request with reqwest: (status, body text).
+/// One HTTP request with reqwest: (status, body text). A body goes as `application/json`.
 pub fn http(method: &str, url: &str, body: Option<Vec<u8>>) -> (u16, String) {
+    let typed = body.map(|b| ("application/json", b));
+    http_typed(method, url, typed)
+}
+
+/// One HTTP request whose body goes with the given content type (`""`: no Content-Type header).
+pub fn http_typed(method: &str, url: &str, body: Option<(&str, Vec<u8>)>) -> (u16, String) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -116,8 +122,11 @@ pub fn http(method: &str, url: &str, body: Option<Vec<u8>>) -> (u16, String) {
         let client = reqwest::Client::new();
         let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
         let mut req = client.request(method, url);
-        if let Some(b) = body {
-            req = req.header("content-type", "application/json").body(b);
+        if let Some((kind, b)) = body {
+            if !kind.is_empty() {
+                req = req.header("content-type", kind);
+            }
+            req = req.body(b);
         }
         let resp = req.send().await.expect("send");
         let status = resp.status().as_u16();
