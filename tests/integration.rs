@@ -13,6 +13,8 @@ mod conformance;
 #[cfg(feature = "cuda")]
 #[path = "integration/cuda.rs"]
 mod cuda;
+#[path = "integration/episode_log.rs"]
+mod episode_log;
 #[path = "integration/factual.rs"]
 mod factual;
 #[path = "integration/grpo.rs"]

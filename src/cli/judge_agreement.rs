@@ -43,8 +43,8 @@ pub fn run(_catalog: &Path, args: AgreementArgs) -> anyhow::Result<()> {
     };
     let mut episodes: Vec<EpisodeRecord> = Vec::new();
     for log in &logs {
-        let read = read_episodes(log)?;
-        if let Some(err) = read.error {
+        let mut read = read_episodes(log)?;
+        if let Some(err) = read.first_error() {
             return Err(err.into());
         }
         episodes.extend(read.records.into_iter().map(|(_, r)| r));

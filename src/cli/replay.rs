@@ -149,15 +149,20 @@ pub fn run(catalog_root: &Path, cmd: ReplayCommand) -> anyhow::Result<()> {
     finish(log, result)
 }
 
-/// A log cut by a bad line: report what was processed, then fail naming the line.
-fn finish(log: EpisodeLog, result: anyhow::Result<()>) -> anyhow::Result<()> {
-    if let Some(err) = log.error {
+/// A log with bad lines: every good episode was processed; name every bad line, then fail.
+fn finish(mut log: EpisodeLog, result: anyhow::Result<()>) -> anyhow::Result<()> {
+    let bad = log.errors.len();
+    if let Some(first) = log.first_error() {
         eprintln!(
-            "processed {} complete episodes before the bad line",
+            "processed the {} good episodes; {bad} bad line(s):",
             log.records.len()
         );
+        eprintln!("  {first}");
+        for e in &log.errors {
+            eprintln!("  {e}");
+        }
         result?;
-        return Err(err.into());
+        return Err(first.into());
     }
     result
 }
@@ -167,8 +172,8 @@ fn finish(log: EpisodeLog, result: anyhow::Result<()>) -> anyhow::Result<()> {
 fn read_all(files: &[PathBuf]) -> anyhow::Result<Vec<(usize, usize, EpisodeRecord)>> {
     let mut out = Vec::new();
     for (i, f) in files.iter().enumerate() {
-        let log = read_episodes(f)?;
-        if let Some(err) = log.error {
+        let mut log = read_episodes(f)?;
+        if let Some(err) = log.first_error() {
             return Err(err.into());
         }
         out.extend(log.records.into_iter().map(|(line, r)| (i, line, r)));
@@ -274,8 +279,8 @@ fn user(catalog_root: &Path, args: UserArgs) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     let mut quotes = String::new();
     for file in &args.files {
-        let log = read_episodes(file)?;
-        if let Some(bad) = &log.error {
+        let mut log = read_episodes(file)?;
+        if let Some(bad) = log.first_error() {
             anyhow::bail!("{}: {bad}", file.display());
         }
         let mut acc = Realism::default();

@@ -283,7 +283,7 @@ fn read_log(path: &Path, each: &mut dyn FnMut(Conversation) -> Result<()>) -> Re
     for (line, r) in &log.records {
         each(from_record(path, *line, r))?;
     }
-    match log.error {
+    match log.errors.into_iter().next() {
         Some(e) => Err(e),
         None => Ok(()),
     }

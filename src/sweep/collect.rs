@@ -155,8 +155,8 @@ fn read_sage(dir: &Path, name: &str) -> Result<Option<EmpathyScore>> {
     if !path.is_file() {
         return Ok(None);
     }
-    let log = read_episodes(&path)?;
-    if let Some(e) = log.error {
+    let mut log = read_episodes(&path)?;
+    if let Some(e) = log.first_error() {
         return Err(e);
     }
     let records: Vec<_> = log.records.into_iter().map(|(_, r)| r).collect();

@@ -45,7 +45,7 @@ fn script(dir: &Path) -> String {
 
 fn records(path: &Path) -> Vec<EpisodeRecord> {
     let log = read_episodes(path).unwrap();
-    assert!(log.error.is_none());
+    assert!(log.errors.is_empty());
     log.records.into_iter().map(|(_, r)| r).collect()
 }
 

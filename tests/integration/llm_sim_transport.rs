@@ -64,7 +64,7 @@ fn rollout(dir: &Path, cfg: &str, repeats: u32) -> (std::process::Output, Vec<Ep
     );
     assert!(o.status.success(), "{text}");
     let log = read_episodes(&log).unwrap();
-    assert!(log.error.is_none());
+    assert!(log.errors.is_empty());
     (o, log.records.into_iter().map(|(_, r)| r).collect())
 }
 

@@ -64,7 +64,7 @@ fn serve_env_200_concurrent_episodes_none_lost_and_the_log_verifies() {
         "{rest}"
     );
     let records = read_episodes(&log).unwrap();
-    assert!(records.error.is_none());
+    assert!(records.errors.is_empty());
     assert_eq!(
         records.records.len(),
         200,

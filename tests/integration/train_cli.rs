@@ -190,7 +190,7 @@ fn train_against_llm_user(
 
 fn episodes(run: &std::path::Path) -> Vec<empathy_gym::episode::EpisodeRecord> {
     let log = empathy_gym::episode::read_episodes(&run.join("episodes.jsonl")).unwrap();
-    assert!(log.error.is_none());
+    assert!(log.errors.is_empty());
     log.records.into_iter().map(|(_, r)| r).collect()
 }
 
