@@ -57,10 +57,3 @@ pub fn id_matches_file(file: &Path, id: &str) -> Result<()> {
     }
     Ok(())
 }
-
-/// The sentences of a line, split after '.', '!' and '?' (as the speaker says them).
-pub fn sentences(line: &str) -> impl Iterator<Item = &str> {
-    line.split_inclusive(['.', '!', '?'])
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-}

@@ -190,7 +190,7 @@ impl Scenario {
         }
         let mut seen: BTreeMap<String, String> = BTreeMap::new();
         for (field, line) in self.user_lines() {
-            for s in super::check::sentences(line) {
+            for s in super::speech::sentences(line) {
                 let key = s.to_lowercase();
                 // Short sentences ("Okay.", "Thank you.") may recur across lines.
                 if key.split_whitespace().count() < 3 {

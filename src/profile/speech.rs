@@ -229,6 +229,14 @@ impl SpeakerRules {
     }
 }
 
+/// The sentences of a line, split after '.', '!' and '?' and trimmed: the unit the speaker never
+/// says twice, and that scenario validation checks for duplicates.
+pub fn sentences(line: &str) -> impl Iterator<Item = &str> {
+    line.split_inclusive(['.', '!', '?'])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+}
+
 /// Fills `{slot}` with `value`, and `{Slot}` with it capitalized.
 pub fn fill(template: &str, slot: &str, value: &str) -> String {
     let mut cap = String::new();

@@ -21,12 +21,13 @@
 use std::collections::BTreeSet;
 
 use crate::episode::{End, EpisodeRecord, Turn};
+use crate::profile::persona::Voice;
 use crate::profile::{Catalog, QuestionKind, Reaction, Scenario};
 use crate::report::Table;
 use crate::sim::lexicon::Lexicon;
-use crate::sim::speaker::question_kind;
 use crate::sim::speaker::reaction::questions;
-use crate::sim::text::{normalize, sentences};
+use crate::sim::speaker::{asks_about, question_kind};
+use crate::sim::text::{normalize, sentences, user_sentences};
 use crate::sim::Move;
 
 /// What the policy's turn asked of the user.
@@ -129,11 +130,7 @@ impl Answers<'_> {
         let mut out: Vec<&str> = s
             .hidden_facts
             .iter()
-            .filter(|f| {
-                f.cues
-                    .iter()
-                    .any(|c| padded.contains(normalize(c).as_str()))
-            })
+            .filter(|f| asks_about(f, &padded))
             .map(|f| f.text.as_str())
             .collect();
         for (k, lines) in &s.answers {
@@ -179,21 +176,13 @@ fn holds(turn: &str, lines: &[&str]) -> bool {
     lines.iter().any(|l| turn.contains(normalize(l).as_str()))
 }
 
-/// The sentences of a user turn, normalized, with the persona's voice opener split off first (an
-/// opener may run into the next sentence: "idk I've tried that.").
-fn sentence_set(text: &str, openers: &[&String]) -> BTreeSet<String> {
-    let opener = openers
-        .iter()
-        .filter(|o| text.starts_with(o.as_str()))
-        .max_by_key(|o| o.len());
-    let (head, rest) = match opener {
-        Some(o) => text.split_at(o.len()),
-        None => ("", text),
+/// The sentences of a user turn, normalized, with the persona's voice opener split off first.
+fn sentence_set(text: &str, voice: Option<&Voice>) -> BTreeSet<String> {
+    let parts = match voice {
+        Some(v) => user_sentences(v, text),
+        None => sentences(text),
     };
-    let mut out: BTreeSet<String> = sentences(rest).iter().map(|s| normalize(s)).collect();
-    if !head.is_empty() {
-        out.insert(normalize(head));
-    }
+    let mut out: BTreeSet<String> = parts.iter().map(|s| normalize(s)).collect();
     out.remove(" ");
     out
 }
@@ -216,23 +205,14 @@ pub fn measure<'a>(
         .collect();
     let full_length = rec.end == Some(End::MaxTurns);
     let persona = catalog.personas.get(&rec.profile.persona);
-    let openers: Vec<&String> = persona
-        .map(|p| {
-            p.voice
-                .low
-                .iter()
-                .chain(&p.voice.mid)
-                .chain(&p.voice.high)
-                .collect()
-        })
-        .unwrap_or_default();
+    let voice = persona.map(|p| &p.voice);
     let mut said: BTreeSet<String> = user
         .first()
-        .map(|o| sentence_set(o, &openers))
+        .map(|o| sentence_set(o, voice))
         .unwrap_or_default();
     let mut distinct = BTreeSet::new();
     for text in user.iter().skip(1) {
-        let now = sentence_set(text, &openers);
+        let now = sentence_set(text, voice);
         let repeats = now.iter().any(|s| said.contains(s));
         acc.user_turns += 1;
         acc.repeating_turns += usize::from(repeats);

@@ -88,26 +88,10 @@ pub const RULE_FILES: [&str; 6] = [
     "speaker.yaml",
 ];
 
-/// The sentences of a user message, with the persona's voice opener (which may end in a comma and
-/// run into the next sentence) split off first, so that every part is a cached bank sentence.
+/// The sentences of a user message of `profile`'s persona, opener split off: every part is a
+/// cached bank sentence.
 fn user_sentences<'a>(profile: &Profile, text: &'a str) -> Vec<&'a str> {
-    let v = &profile.persona.voice;
-    let opener = v
-        .low
-        .iter()
-        .chain(&v.mid)
-        .chain(&v.high)
-        .filter(|o| text.starts_with(o.as_str()))
-        .max_by_key(|o| o.len());
-    match opener {
-        Some(o) => {
-            let (head, rest) = text.split_at(o.len());
-            let mut out = vec![head];
-            out.extend(sentences(rest));
-            out
-        }
-        None => sentences(text),
-    }
+    super::text::user_sentences(&profile.persona.voice, text)
 }
 
 fn r3(x: f64) -> f64 {

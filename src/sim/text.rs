@@ -1,5 +1,7 @@
 //! Text normalization and phrase matching shared by the lexical cues and the warmth score.
 
+use crate::profile::persona::Voice;
+
 /// Lowercases, folds curly quotes, turns everything but letters, digits and apostrophes into
 /// spaces, collapses runs of spaces, and pads with one space on each side, so that
 /// `padded.contains(" phrase ")` is a whole-word match.
@@ -47,15 +49,33 @@ pub fn words(text: &str) -> Vec<String> {
 /// The sentences of a user message. The speaker builds messages from a finite bank of lines, so
 /// embedding them sentence by sentence hits the embedder's cache across dialogues.
 pub fn sentences(text: &str) -> Vec<&str> {
-    let parts: Vec<&str> = text
-        .split_inclusive(['.', '!', '?'])
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .collect();
+    let parts: Vec<&str> = crate::profile::speech::sentences(text).collect();
     if parts.is_empty() {
         vec![text]
     } else {
         parts
+    }
+}
+
+/// The sentences of a user message, with the persona's voice opener (which may end in a comma and
+/// run into the next sentence, "idk I've tried that.") split off first, so that every part is a
+/// sentence the user can say on its own.
+pub fn user_sentences<'a>(voice: &Voice, text: &'a str) -> Vec<&'a str> {
+    let opener = voice
+        .low
+        .iter()
+        .chain(&voice.mid)
+        .chain(&voice.high)
+        .filter(|o| text.starts_with(o.as_str()))
+        .max_by_key(|o| o.len());
+    match opener {
+        Some(o) => {
+            let (head, rest) = text.split_at(o.len());
+            let mut out = vec![head];
+            out.extend(sentences(rest));
+            out
+        }
+        None => sentences(text),
     }
 }
 

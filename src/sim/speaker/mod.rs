@@ -18,7 +18,7 @@ use super::emotion::Bucket;
 use super::text::{normalize, sentences};
 use super::Appraisal;
 use crate::profile::speech::fill;
-use crate::profile::{Character, Profile, QuestionKind, Reaction, SpeakerRules};
+use crate::profile::{Character, HiddenFact, Profile, QuestionKind, Reaction, SpeakerRules};
 use reaction::{echoes, questions, reaction};
 
 /// Points of rise from which trust makes a (non-avoidant) user reveal the next hidden fact.
@@ -107,27 +107,26 @@ impl Message<'_> {
     }
 }
 
-/// The scenario's own lines for a reaction, then the speaker's generic ones. A scenario's lines
-/// about advice name a suggestion ("A bed downstairs, right."), so they answer only a reply that
-/// shares a content word with them: a suggestion is mentioned only when the policy made it.
-fn reaction_pools(profile: &Profile, r: Reaction, reply: &str) -> [Vec<String>; 2] {
+/// The scenario's own lines for a reaction. A scenario's lines about advice name a suggestion ("A
+/// bed downstairs, right."), so they answer only a reply that shares a content word with them: a
+/// suggestion is mentioned only when the policy made it.
+fn own_lines(profile: &Profile, r: Reaction, reply: &str) -> Vec<String> {
     let own = profile
         .scenario
         .reactions
         .get(&r)
         .map_or(&[][..], Vec::as_slice);
-    let rules = &profile.speaker;
-    let own: Vec<String> = match r {
+    match r {
         Reaction::AdviceRejected | Reaction::AdviceWelcome => {
-            let said = content_stems(reply, &rules.common_words);
+            let common = &profile.speaker.common_words;
+            let said = content_stems(reply, common);
             own.iter()
-                .filter(|l| !content_stems(l, &rules.common_words).is_disjoint(&said))
+                .filter(|l| !content_stems(l, common).is_disjoint(&said))
                 .cloned()
                 .collect()
         }
         _ => own.to_vec(),
-    };
-    [own, rules.lines(r).to_vec()]
+    }
 }
 
 /// The stems of a text's content words: words of at least [`STEM`] letters that are not common,
@@ -245,9 +244,10 @@ pub fn speak(
     finish(msg, rules)
 }
 
+/// A line for reaction `r`: the scenario's own first, then the speaker's generic ones.
 fn say_reaction(msg: &mut Message<'_>, profile: &Profile, r: Reaction, reply: &str) {
-    let [own, generic] = reaction_pools(profile, r, reply);
-    msg.say_from(&[&own, &generic]);
+    let own = own_lines(profile, r, reply);
+    msg.say_from(&[&own, profile.speaker.lines(r)]);
 }
 
 /// Joins the parts; a message with nothing of substance says that the user has nothing more.
@@ -309,13 +309,8 @@ fn answer(
 ) -> bool {
     let (s, persona, rules) = (&profile.scenario, &profile.persona, &profile.speaker);
     let question_text = normalize(&asked.join(" "));
-    let by_cue = (0..s.hidden_facts.len()).find(|&i| {
-        !msg.mem.revealed[i]
-            && s.hidden_facts[i]
-                .cues
-                .iter()
-                .any(|c| question_text.contains(normalize(c).as_str()))
-    });
+    let by_cue = (0..s.hidden_facts.len())
+        .find(|&i| !msg.mem.revealed[i] && asks_about(&s.hidden_facts[i], &question_text));
     if let Some(i) = by_cue {
         msg.mem.revealed[i] = true;
         msg.say(s.hidden_facts[i].text.clone());
@@ -350,6 +345,13 @@ fn answer(
         msg.say_from(&[&persona.voice.nothing_more, &rules.said_all]);
     }
     false
+}
+
+/// True when a question (normalized, see [`normalize`]) names one of `fact`'s cues.
+pub fn asks_about(fact: &HiddenFact, question: &str) -> bool {
+    fact.cues
+        .iter()
+        .any(|c| question.contains(normalize(c).as_str()))
 }
 
 /// The kind of `question` by the phrases of data/speaker.yaml: the first kind, in
