@@ -51,6 +51,8 @@ mod sanity;
 mod serve_env;
 #[path = "integration/serve_model.rs"]
 mod serve_model;
+#[path = "integration/server_limits.rs"]
+mod server_limits;
 #[path = "integration/servers.rs"]
 mod servers;
 #[path = "integration/source_enums.rs"]

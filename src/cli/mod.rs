@@ -17,6 +17,7 @@ mod replay;
 mod rollout;
 mod serve_env;
 mod serve_model;
+mod server_args;
 mod summary;
 mod sweep;
 mod train;

@@ -9,6 +9,7 @@ use empathy_gym::profile::Catalog;
 use empathy_gym::serve::{env_server::summary_line, serve_env, EnvServerConfig};
 
 use super::common::{load_chosen_simulator, SimulatorArgs};
+use super::server_args::GuardArgs;
 
 #[derive(Debug, Args)]
 pub struct ServeEnvArgs {
@@ -40,10 +41,14 @@ pub struct ServeEnvArgs {
     #[arg(long, default_value_t = 64)]
     pub max_batch: usize,
     #[command(flatten)]
+    pub guard: GuardArgs,
+    #[command(flatten)]
     pub sim: SimulatorArgs,
 }
 
 pub fn run(catalog_root: &Path, args: ServeEnvArgs) -> anyhow::Result<()> {
+    let guard = args.guard.guard();
+    guard.check("serve-env", SocketAddr::new(args.host, args.port))?;
     let catalog = Catalog::load(catalog_root)?;
     let sim = load_chosen_simulator(catalog_root, &args.sim)?;
     let cfg = EnvServerConfig {
@@ -55,6 +60,7 @@ pub fn run(catalog_root: &Path, args: ServeEnvArgs) -> anyhow::Result<()> {
         seed: args.seed,
         run: args.run,
         max_batch: args.max_batch.max(1),
+        guard,
     };
     let summary = serve_env(catalog, sim, cfg, |addr| {
         use std::io::Write;
@@ -65,5 +71,12 @@ pub fn run(catalog_root: &Path, args: ServeEnvArgs) -> anyhow::Result<()> {
         );
     })?;
     println!("{}", summary_line(&summary));
+    if let Some(u) = &summary.written.unwritten {
+        anyhow::bail!(
+            "serve-env: the episode log failed ({}); see the summary for where the {} episodes it could not take went",
+            u.cause,
+            u.count
+        );
+    }
     Ok(())
 }

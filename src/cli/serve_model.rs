@@ -8,6 +8,8 @@ use clap::Args;
 use empathy_gym::model::{default_policy_path, load_model, LoadOptions};
 use empathy_gym::serve::{serve_model, ModelServerConfig};
 
+use super::server_args::GuardArgs;
+
 #[derive(Debug, Args)]
 pub struct ServeModelArgs {
     /// An HF folder (an `export` too) or a GGUF file (default: SmolLM2-135M-Instruct from models/).
@@ -36,9 +38,17 @@ pub struct ServeModelArgs {
     /// Seeds of requests that give none derive from this and the request number.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Most requests waiting for the model; more get 429 with Retry-After.
+    #[arg(long, default_value_t = 256)]
+    pub max_queue: usize,
+    #[command(flatten)]
+    pub guard: GuardArgs,
 }
 
 pub fn run(args: ServeModelArgs) -> anyhow::Result<()> {
+    // Before the model loads: a refused bind should not wait for the weights.
+    let guard = args.guard.guard();
+    guard.check("serve-model", SocketAddr::new(args.host, args.port))?;
     let model = match &args.checkpoint {
         Some(dir) => empathy_gym::train::load_checkpoint_policy(dir)?.0,
         None => {
@@ -54,6 +64,8 @@ pub fn run(args: ServeModelArgs) -> anyhow::Result<()> {
         max_tokens: args.max_tokens.max(1),
         max_body_bytes: args.max_body_bytes,
         seed: args.seed,
+        max_queue: args.max_queue.max(1),
+        guard,
     };
     let summary = serve_model(model, cfg, |addr| {
         use std::io::Write;
@@ -62,8 +74,14 @@ pub fn run(args: ServeModelArgs) -> anyhow::Result<()> {
         eprintln!("serve-model: stop with Ctrl-C or SIGTERM");
     })?;
     println!(
-        "serve-model: {} requests in {} batches (largest {})",
-        summary.requests, summary.batches, summary.largest_batch
+        "serve-model: {} requests in {} batches (largest {}); {} dropped because their client hung up, {} turned away with 429 (queue full)",
+        summary.requests, summary.batches, summary.largest_batch, summary.abandoned, summary.refused
     );
+    if summary.cut_connections > 0 {
+        println!(
+            "serve-model: {} connections were still busy at the shutdown deadline (--shutdown-deadline-s) and were closed",
+            summary.cut_connections
+        );
+    }
     Ok(())
 }

@@ -101,7 +101,13 @@ pub struct Health {
     /// Sessions held (live and finished, until they expire).
     pub sessions: usize,
     pub max_sessions: usize,
-    /// Episodes finished and written since the server started.
+    /// Episodes finished since the server started.
     pub finished: u64,
     pub simulator: String,
+    /// Why the episode log cannot be written (with status `unhealthy`, answered with 503).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Finished episodes held in memory until the log can take them.
+    #[serde(default)]
+    pub unwritten: usize,
 }

@@ -3,7 +3,9 @@
 //! components, terminated and truncated, fetch the episode's JSONL record (the schema `replay`
 //! reads). Sessions are bounded and expire when idle; bodies are size-limited; every bad request
 //! gets a 4xx with a message. Finished episodes are appended to the log as they end (flushed per
-//! line), so a shutdown (SIGINT or SIGTERM, graceful) loses none.
+//! line), so a shutdown (SIGINT or SIGTERM, graceful) loses none; while the log cannot be written
+//! the server answers 503, keeps the records, and writes them once it can (or dumps them next to
+//! the log at shutdown).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -24,9 +26,11 @@ use super::env_api::{
     CreateEpisode, Created, Health, ObservationBody, ProfileBody, StepRequest, Stepped,
 };
 use super::http_error::{no_such_route, parse_json, wrong_method, ApiError};
+use super::listen::{serve, Guard};
+use super::log_sink::{LogHealth, LogSink};
 use super::sessions::{SessionError, SessionTable};
 use super::stepper::{run_worker, Job, StepJob, Written};
-use crate::episode::{DialogueEnv, EpisodeWriter, PolicyRef};
+use crate::episode::{DialogueEnv, PolicyRef};
 use crate::error::{Error, Result};
 use crate::profile::{Catalog, Difficulty, KnobOverrides, ProfileId};
 use crate::sim::Simulator;
@@ -50,6 +54,8 @@ pub struct EnvServerConfig {
     pub run: String,
     /// Most replies appraised in one batch.
     pub max_batch: usize,
+    /// The key, connection limits and deadlines.
+    pub guard: Guard,
 }
 
 /// What the server did, for the summary printed at shutdown.
@@ -58,6 +64,8 @@ pub struct EnvServerSummary {
     pub written: Written,
     /// Unfinished episodes dropped (expired, or held at shutdown).
     pub dropped_live: usize,
+    /// Connections still busy at the shutdown deadline.
+    pub cut_connections: usize,
     pub out: Option<PathBuf>,
 }
 
@@ -69,6 +77,7 @@ struct AppState {
     next_number: AtomicU64,
     finished: Arc<AtomicU64>,
     expired_live: AtomicU64,
+    log: Arc<LogHealth>,
     cfg: EnvServerConfig,
 }
 
@@ -79,6 +88,20 @@ impl AppState {
         // A panic while holding the lock cannot leave the table half-changed (each method is one
         // map operation), so a poisoned lock is still usable.
         self.sessions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// 503 while the episode log cannot be written: no new work until the records already
+    /// finished are safe.
+    fn log_works(&self) -> Result<(), ApiError> {
+        match self.log.failure() {
+            None => Ok(()),
+            Some((cause, unwritten)) => Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "the episode log cannot be written ({cause}); {unwritten} finished episodes are kept in memory and written as soon as it works again. Free the disk or fix the file, then retry"
+                ),
+            )),
+        }
     }
 }
 
@@ -97,7 +120,8 @@ fn router(state: Shared) -> Router {
 }
 
 /// Runs the server until SIGINT or SIGTERM, then shuts down gracefully: in-flight requests are
-/// answered, the simulator worker drains its queue, and every finished episode is in the log.
+/// answered (up to the shutdown deadline), the simulator worker drains its queue, and every
+/// finished episode is in the log (or, if the log failed, in the dump the summary names).
 /// `on_ready` gets the bound address once the server accepts connections.
 pub fn serve_env(
     catalog: Catalog,
@@ -105,14 +129,16 @@ pub fn serve_env(
     cfg: EnvServerConfig,
     on_ready: impl FnOnce(SocketAddr),
 ) -> Result<EnvServerSummary> {
-    let writer = cfg.out.as_deref().map(EpisodeWriter::append).transpose()?;
+    cfg.guard.check("serve-env", cfg.addr)?;
+    let sink = LogSink::open(cfg.out.as_deref())?;
+    let log = sink.health();
     let (tx, rx) = mpsc::unbounded_channel();
     let finished = Arc::new(AtomicU64::new(0));
     let worker = {
         let (sim, finished, max_batch) = (sim.clone(), finished.clone(), cfg.max_batch);
         std::thread::Builder::new()
             .name("serve-env-simulator".into())
-            .spawn(move || run_worker(sim, rx, writer, max_batch, finished))
+            .spawn(move || run_worker(sim, rx, sink, max_batch, finished))
             .map_err(|e| Error::Other(format!("starting the simulator worker: {e}")))?
     };
     let state = Arc::new(AppState {
@@ -123,13 +149,14 @@ pub fn serve_env(
         next_number: AtomicU64::new(0),
         finished,
         expired_live: AtomicU64::new(0),
+        log,
         cfg: cfg.clone(),
     });
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| Error::Other(format!("starting the tokio runtime: {e}")))?;
-    let dropped_at_end = runtime.block_on(async {
+    let (dropped_at_end, stopped) = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(cfg.addr)
             .await
             .map_err(|e| Error::Other(format!("cannot listen on {}: {e}", cfg.addr)))?;
@@ -139,22 +166,21 @@ pub fn serve_env(
         let reaper = tokio::spawn(expire_loop(state.clone()));
         let stop = super::shutdown::shutdown_signal()?;
         on_ready(addr);
-        axum::serve(listener, router(state.clone()))
-            .with_graceful_shutdown(stop)
-            .await
-            .map_err(|e| Error::Other(format!("serving on {addr}: {e}")))?;
+        let stopped = serve(listener, router(state.clone()), &cfg.guard, stop).await?;
         reaper.abort();
         let _ = reaper.await;
-        Ok::<usize, Error>(state.table().live())
+        Ok::<_, Error>((state.table().live(), stopped))
     })?;
+    drop(runtime); // connections cut at the deadline are dropped with their tasks
     let expired = state.expired_live.load(Ordering::Relaxed) as usize;
     drop(state); // the last sender: the worker drains its queue and stops
     let written = worker
         .join()
-        .map_err(|_| Error::Other("the simulator worker panicked".into()))??;
+        .map_err(|_| Error::Other("the simulator worker panicked".into()))?;
     Ok(EnvServerSummary {
         written,
         dropped_live: dropped_at_end + expired,
+        cut_connections: stopped.cut_connections,
         out: cfg.out,
     })
 }
@@ -168,19 +194,34 @@ async fn expire_loop(state: Shared) {
         state
             .expired_live
             .fetch_add(dropped as u64, Ordering::Relaxed);
+        if state.log.failure().is_some() {
+            let _ = state.jobs.send(Job::Flush);
+        }
     }
 }
 
-async fn health(State(state): State<Shared>) -> Json<Health> {
+/// 200 and `ok`, or 503 and `unhealthy` with the cause while the log cannot be written.
+async fn health(State(state): State<Shared>) -> (StatusCode, Json<Health>) {
+    let failure = state.log.failure();
     let table = state.table();
     let info = state.sim.info();
-    Json(Health {
-        status: "ok".into(),
+    let status = match failure {
+        None => StatusCode::OK,
+        Some(_) => StatusCode::SERVICE_UNAVAILABLE,
+    };
+    let (error, unwritten) = failure.map_or((None, 0), |(c, n)| {
+        (Some(format!("the episode log cannot be written: {c}")), n)
+    });
+    let body = Health {
+        status: if error.is_none() { "ok" } else { "unhealthy" }.into(),
         sessions: table.len(),
         max_sessions: table.max(),
         finished: state.finished.load(Ordering::Relaxed),
         simulator: format!("{} {}", info.kind, info.version),
-    })
+        error,
+        unwritten,
+    };
+    (status, Json(body))
 }
 
 fn full(state: &AppState) -> ApiError {
@@ -201,6 +242,7 @@ async fn create(
 ) -> Result<(StatusCode, Json<Created>), ApiError> {
     let req: CreateEpisode =
         parse_json(&headers, body, state.cfg.max_body_bytes, "episode request")?;
+    state.log_works()?;
     if !state.table().has_room() {
         return Err(full(&state));
     }
@@ -306,6 +348,7 @@ async fn step(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Stepped>, ApiError> {
     let req: StepRequest = parse_json(&headers, body, state.cfg.max_body_bytes, "step request")?;
+    state.log_works()?;
     let (env, policy, number) = state
         .table()
         .take(&id)
@@ -398,15 +441,33 @@ async fn remove(
     }
 }
 
-/// The line printed for an episode log at shutdown.
+/// The lines printed at shutdown: what finished and where it was written, then (if any) what
+/// the log could not take and where it went instead, and the connections cut at the deadline.
 pub fn summary_line(s: &EnvServerSummary) -> String {
     let w = &s.written;
     let out = s.out.as_ref().map_or_else(
         || "no log (--out not given)".to_string(),
         |p| p.display().to_string(),
     );
-    format!(
+    let mut line = format!(
         "serve-env: {} episodes finished ({} resolved, {} left, {} max_turns, {} unsafe), written to {out}; {} unfinished episodes dropped",
         w.episodes, w.resolved, w.left, w.max_turns, w.unsafe_end, s.dropped_live
-    )
+    );
+    if let Some(u) = &w.unwritten {
+        let place = u.dumped_to.as_ref().map_or_else(
+            || "stderr (one JSON line each)".to_string(),
+            |p| p.display().to_string(),
+        );
+        line.push_str(&format!(
+            "\nserve-env: {} of them could not be written to the log ({}); they are in {place}",
+            u.count, u.cause
+        ));
+    }
+    if s.cut_connections > 0 {
+        line.push_str(&format!(
+            "\nserve-env: {} connections were still busy at the shutdown deadline (--shutdown-deadline-s) and were closed",
+            s.cut_connections
+        ));
+    }
+    line
 }

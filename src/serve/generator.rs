@@ -1,7 +1,8 @@
 //! The model's worker for `serve-model`: one thread that owns the model, takes every request
 //! waiting at the moment (up to a batch cap), and generates the replies of requests with the same
 //! sampling settings in one batched, KV-cached call (`ChatModel::generate`). Concurrent clients
-//! therefore share decoding steps instead of queueing one by one.
+//! therefore share decoding steps instead of queueing one by one. A request whose client has hung
+//! up (its answer channel closed) is dropped before it is encoded.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -85,12 +86,14 @@ pub struct BatchStats {
     pub requests: AtomicU64,
     /// The largest batch so far.
     pub largest: AtomicU64,
+    /// Requests dropped because no one waited for their answer any more.
+    pub abandoned: AtomicU64,
 }
 
 /// Runs until every sender is dropped and the queue is drained.
 pub fn run_generator<M: BatchModel>(
     model: &M,
-    mut rx: mpsc::UnboundedReceiver<GenJob>,
+    mut rx: mpsc::Receiver<GenJob>,
     max_batch: usize,
     stats: Arc<BatchStats>,
 ) {
@@ -121,6 +124,10 @@ fn generate_group<M: BatchModel>(
 ) {
     let mut ready = Vec::new();
     for job in group {
+        if job.done.is_closed() {
+            stats.abandoned.fetch_add(1, Ordering::Relaxed);
+            continue;
+        }
         match model.encode(&job.messages) {
             Ok(p) if p.len() + params.max_new_tokens > model.context_length() => {
                 let msg = format!(
@@ -226,7 +233,7 @@ mod tests {
 
     #[test]
     fn waiting_requests_share_a_batch_per_sampling_setting() {
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel(64);
         let mut answers = Vec::new();
         // Five requests wait before the worker starts: three with max_tokens 10, two with 20,
         // and one whose prompt (95 bytes) + 10 exceeds the context of 100.
@@ -238,11 +245,11 @@ mod tests {
             ("eeeee", 10),
         ] {
             let (j, r) = job(text, m);
-            tx.send(j).unwrap();
+            tx.try_send(j).unwrap();
             answers.push(r);
         }
         let (long, long_rx) = job(&"x".repeat(95), 10);
-        tx.send(long).unwrap();
+        tx.try_send(long).unwrap();
         drop(tx);
         let fake = Fake {
             batches: Mutex::new(Vec::new()),
@@ -269,11 +276,11 @@ mod tests {
 
     #[test]
     fn the_batch_cap_splits_a_long_queue() {
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel(64);
         let mut answers = Vec::new();
         for _ in 0..5 {
             let (j, r) = job("a", 10);
-            tx.send(j).unwrap();
+            tx.try_send(j).unwrap();
             answers.push(r);
         }
         drop(tx);
@@ -282,5 +289,32 @@ mod tests {
         };
         run_generator(&fake, rx, 2, Arc::new(BatchStats::default()));
         assert_eq!(*fake.batches.lock().unwrap(), vec![2, 2, 1]);
+    }
+
+    #[test]
+    fn requests_whose_client_hung_up_are_not_generated() {
+        let (tx, rx) = mpsc::channel(64);
+        let (kept, kept_rx) = job("a", 10);
+        let (gone, gone_rx) = job("bb", 10);
+        let (also_kept, also_rx) = job("ccc", 10);
+        for j in [kept, gone, also_kept] {
+            tx.try_send(j).unwrap();
+        }
+        drop(gone_rx); // the client hung up while its request waited
+        drop(tx);
+        let fake = Fake {
+            batches: Mutex::new(Vec::new()),
+        };
+        let stats = Arc::new(BatchStats::default());
+        run_generator(&fake, rx, 64, stats.clone());
+        assert_eq!(
+            *fake.batches.lock().unwrap(),
+            vec![2],
+            "one batch of the two kept"
+        );
+        assert_eq!(kept_rx.blocking_recv().unwrap().unwrap().0.text, "1");
+        assert_eq!(also_rx.blocking_recv().unwrap().unwrap().0.text, "3");
+        assert_eq!(stats.abandoned.load(Ordering::Relaxed), 1);
+        assert_eq!(stats.requests.load(Ordering::Relaxed), 2);
     }
 }

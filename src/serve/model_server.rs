@@ -1,7 +1,8 @@
 //! `serve-model`: a chat model behind an OpenAI-compatible API, so that a local model can play the
 //! simulated user and any OpenAI client can talk to a trained policy. `POST /v1/chat/completions`
 //! (non-streaming, or SSE with `stream: true`) and `GET /v1/models`; concurrent requests are
-//! batched by the generator worker. A streamed answer is sent once the reply is generated (role,
+//! batched by the generator worker, whose queue is bounded (429 with Retry-After beyond it); a
+//! request whose client has hung up is dropped before it is generated. A streamed answer is sent once the reply is generated (role,
 //! then the text in word-sized chunks, then the finish reason and `[DONE]`): the batched decoder
 //! does not hand out tokens as it goes.
 
@@ -14,7 +15,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -23,6 +24,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::generator::{run_generator, BatchModel, BatchStats, GenError, GenJob};
 use super::http_error::{no_such_route, parse_json, wrong_method, ApiError};
+use super::listen::{serve, Guard};
 use crate::error::{Error, Result};
 use crate::model::{ChatMessage, Role, SamplingParams};
 use crate::openai::{
@@ -44,6 +46,10 @@ pub struct ModelServerConfig {
     pub max_body_bytes: usize,
     /// Seeds of requests that give none: `seed::derive(seed, request number)`.
     pub seed: u64,
+    /// Most requests waiting for the generator; one more gets 429 with Retry-After.
+    pub max_queue: usize,
+    /// The key, connection limits and deadlines.
+    pub guard: Guard,
 }
 
 /// What the server did.
@@ -52,11 +58,18 @@ pub struct ModelServerSummary {
     pub requests: u64,
     pub batches: u64,
     pub largest_batch: u64,
+    /// Requests dropped unanswered because their client had hung up.
+    pub abandoned: u64,
+    /// Requests turned away with 429 because the queue was full.
+    pub refused: u64,
+    /// Connections still busy at the shutdown deadline.
+    pub cut_connections: usize,
 }
 
 struct AppState {
     cfg: ModelServerConfig,
-    jobs: mpsc::UnboundedSender<GenJob>,
+    jobs: mpsc::Sender<GenJob>,
+    refused: AtomicU64,
     next: AtomicU64,
     stats: Arc<BatchStats>,
 }
@@ -69,8 +82,9 @@ pub fn serve_model<M: BatchModel + Send + 'static>(
     cfg: ModelServerConfig,
     on_ready: impl FnOnce(SocketAddr),
 ) -> Result<ModelServerSummary> {
+    cfg.guard.check("serve-model", cfg.addr)?;
     model.prepare_to_serve()?;
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (tx, rx) = mpsc::channel(cfg.max_queue.max(1));
     let stats = Arc::new(BatchStats::default());
     let worker = {
         let (stats, max_batch) = (stats.clone(), cfg.max_batch);
@@ -82,6 +96,7 @@ pub fn serve_model<M: BatchModel + Send + 'static>(
     let state = Arc::new(AppState {
         cfg: cfg.clone(),
         jobs: tx,
+        refused: AtomicU64::new(0),
         next: AtomicU64::new(0),
         stats: stats.clone(),
     });
@@ -89,7 +104,7 @@ pub fn serve_model<M: BatchModel + Send + 'static>(
         .enable_all()
         .build()
         .map_err(|e| Error::Other(format!("starting the tokio runtime: {e}")))?;
-    runtime.block_on(async {
+    let stopped = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(cfg.addr)
             .await
             .map_err(|e| Error::Other(format!("cannot listen on {}: {e}", cfg.addr)))?;
@@ -98,11 +113,10 @@ pub fn serve_model<M: BatchModel + Send + 'static>(
             .map_err(|e| Error::Other(format!("the listening address: {e}")))?;
         let stop = super::shutdown::shutdown_signal()?;
         on_ready(addr);
-        axum::serve(listener, router(state.clone()))
-            .with_graceful_shutdown(stop)
-            .await
-            .map_err(|e| Error::Other(format!("serving on {addr}: {e}")))
+        serve(listener, router(state.clone()), &cfg.guard, stop).await
     })?;
+    drop(runtime); // connections cut at the deadline are dropped with their tasks
+    let refused = state.refused.load(Ordering::Relaxed);
     drop(state);
     worker
         .join()
@@ -111,6 +125,9 @@ pub fn serve_model<M: BatchModel + Send + 'static>(
         requests: stats.requests.load(Ordering::Relaxed),
         batches: stats.batches.load(Ordering::Relaxed),
         largest_batch: stats.largest.load(Ordering::Relaxed),
+        abandoned: stats.abandoned.load(Ordering::Relaxed),
+        refused,
+        cut_connections: stopped.cut_connections,
     })
 }
 
@@ -152,6 +169,10 @@ async fn health(State(state): State<Shared>) -> Json<serde_json::Value> {
         "requests": s.requests.load(Ordering::Relaxed),
         "batches": s.batches.load(Ordering::Relaxed),
         "largest_batch": s.largest.load(Ordering::Relaxed),
+        "abandoned": s.abandoned.load(Ordering::Relaxed),
+        "refused": state.refused.load(Ordering::Relaxed),
+        "queue_free": state.jobs.capacity(),
+        "max_queue": state.cfg.max_queue,
     }))
 }
 
@@ -236,15 +257,16 @@ async fn completions(
         .seed
         .unwrap_or_else(|| crate::seed::derive(state.cfg.seed, number));
     let (done, answer) = oneshot::channel();
-    state
-        .jobs
-        .send(GenJob {
-            messages,
-            params,
-            seed,
-            done,
-        })
-        .map_err(|_| ApiError::internal("the generator has stopped"))?;
+    let job = GenJob {
+        messages,
+        params,
+        seed,
+        done,
+    };
+    state.jobs.try_send(job).map_err(|e| match e {
+        mpsc::error::TrySendError::Full(_) => queue_full(&state),
+        mpsc::error::TrySendError::Closed(_) => ApiError::internal("the generator has stopped"),
+    })?;
     let (generation, prompt_tokens) = answer
         .await
         .map_err(|_| ApiError::internal("the generator stopped before answering"))?
@@ -279,6 +301,21 @@ async fn completions(
         },
     })
     .into_response())
+}
+
+/// Seconds a client turned away with 429 is asked to wait.
+const RETRY_AFTER_S: u64 = 1;
+
+fn queue_full(state: &AppState) -> ApiError {
+    state.refused.fetch_add(1, Ordering::Relaxed);
+    ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        format!(
+            "{} requests are already waiting for the model (the server's --max-queue); retry after {RETRY_AFTER_S} s",
+            state.cfg.max_queue
+        ),
+    )
+    .retry_after(RETRY_AFTER_S)
 }
 
 /// The SSE answer: a role chunk, the text in word-sized chunks, the finish chunk, `[DONE]`.

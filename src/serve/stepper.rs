@@ -2,15 +2,15 @@
 //! the moment, appraises their replies in one batch through the environment's [`step_batch`] (the
 //! one dialogue loop's step; embeddings are batch-independent, so a batched step equals a lone one
 //! and `replay verify` re-runs it exactly), and writes each dialogue that ended to the episode log
-//! at once, flushed per line. HTTP handlers never run the simulator themselves.
+//! at once, flushed per line (through a [`LogSink`], which keeps what the log cannot take yet).
+//! HTTP handlers never run the simulator themselves.
 
 use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot};
 
-use crate::episode::{
-    step_batch, DialogueEnv, EpisodeRecord, EpisodeWriter, PolicyRef, StepOutcome,
-};
+use super::log_sink::{LogSink, Unwritten};
+use crate::episode::{step_batch, DialogueEnv, EpisodeRecord, PolicyRef, StepOutcome};
 use crate::error::Result;
 use crate::profile::Profile;
 use crate::sim::Simulator;
@@ -24,6 +24,8 @@ pub enum Job {
     },
     /// Appraise one reply and let the user answer.
     Step(Box<StepJob>),
+    /// Try again to write the records the log could not take.
+    Flush,
 }
 
 /// One reply to one episode.
@@ -46,7 +48,7 @@ pub struct StepDone {
     pub record: Option<EpisodeRecord>,
 }
 
-/// Counts of what the worker wrote.
+/// Counts of the episodes that finished.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Written {
     pub episodes: u64,
@@ -54,17 +56,19 @@ pub struct Written {
     pub left: u64,
     pub max_turns: u64,
     pub unsafe_end: u64,
+    /// Finished episodes the log could not take by shutdown, and where they went instead.
+    pub unwritten: Option<Unwritten>,
 }
 
-/// Runs the worker until every sender is dropped and the queue is drained; returns what it wrote.
+/// Runs the worker until every sender is dropped and the queue is drained; returns what finished.
 /// At most `max_batch` steps go into one appraisal batch.
 pub fn run_worker(
     sim: Arc<dyn Simulator>,
     mut rx: mpsc::UnboundedReceiver<Job>,
-    mut writer: Option<EpisodeWriter>,
+    mut log: LogSink,
     max_batch: usize,
     finished: Arc<std::sync::atomic::AtomicU64>,
-) -> Result<Written> {
+) -> Written {
     let mut written = Written::default();
     while let Some(first) = rx.blocking_recv() {
         let mut steps = Vec::new();
@@ -75,6 +79,7 @@ pub fn run_worker(
                     let _ = done.send(sim.prepare(std::slice::from_ref(&profile)));
                 }
                 Job::Step(s) => steps.push(*s),
+                Job::Flush => log.flush(),
             }
             if steps.len() < max_batch.max(1) {
                 next = rx.try_recv().ok();
@@ -98,11 +103,9 @@ pub fn run_worker(
                 let mut rec = env.record(sim.as_ref(), policy);
                 rec.run = run;
                 rec.sample = number;
-                if let Some(w) = writer.as_mut() {
-                    w.write(&rec)?;
-                }
                 count(&mut written, &rec);
                 finished.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                log.write(rec.clone());
                 record = Some(rec);
             }
             let _ = done.send(StepDone {
@@ -112,7 +115,8 @@ pub fn run_worker(
             });
         }
     }
-    Ok(written)
+    written.unwritten = log.finish();
+    written
 }
 
 /// Steps every job in one batch; when the batch fails (a simulator error), steps them one by one

@@ -31,11 +31,18 @@ pub struct Stopped {
 impl Server {
     /// Runs `empathy-gym ARGS --port 0` and waits for its "listening on" line.
     pub fn start(args: &[&str]) -> Server {
+        Self::start_with_env(args, &[])
+    }
+
+    /// [`Server::start`] with extra environment variables.
+    pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_empathy-gym"))
             .args(args)
             .args(["--port", "0", "--catalog"])
             .arg(root())
             .env("EMPATHY_GYM_MODELS", models())
+            .env_remove("EMPATHY_GYM_API_KEY")
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -114,6 +121,24 @@ pub fn http(method: &str, url: &str, body: Option<Vec<u8>>) -> (u16, String) {
 
 /// One HTTP request whose body goes with the given content type (`""`: no Content-Type header).
 pub fn http_typed(method: &str, url: &str, body: Option<(&str, Vec<u8>)>) -> (u16, String) {
+    let r = request(method, url, body, &[]);
+    (r.status, r.body)
+}
+
+/// An answer with its headers.
+pub struct Reply {
+    pub status: u16,
+    pub body: String,
+    pub headers: reqwest::header::HeaderMap,
+}
+
+/// One HTTP request with extra headers; a body goes with its content type (`""`: none).
+pub fn request(
+    method: &str,
+    url: &str,
+    body: Option<(&str, Vec<u8>)>,
+    headers: &[(&str, &str)],
+) -> Reply {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -122,6 +147,9 @@ pub fn http_typed(method: &str, url: &str, body: Option<(&str, Vec<u8>)>) -> (u1
         let client = reqwest::Client::new();
         let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
         let mut req = client.request(method, url);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
         if let Some((kind, b)) = body {
             if !kind.is_empty() {
                 req = req.header("content-type", kind);
@@ -130,6 +158,11 @@ pub fn http_typed(method: &str, url: &str, body: Option<(&str, Vec<u8>)>) -> (u1
         }
         let resp = req.send().await.expect("send");
         let status = resp.status().as_u16();
-        (status, resp.text().await.expect("body"))
+        let headers = resp.headers().clone();
+        Reply {
+            status,
+            headers,
+            body: resp.text().await.expect("body"),
+        }
     })
 }
