@@ -9,6 +9,7 @@ use candle_core::Device;
 use clap::Args;
 use empathy_gym::model::SamplingParams;
 use empathy_gym::profile::{Catalog, Difficulty, KnobOverrides, Profile, ProfileId, Split};
+use empathy_gym::sim::embed::DEFAULT_CACHE_ENTRIES;
 use empathy_gym::sim::llm::{
     Backend, LlmConfigFile, LlmSimulator, LocalBackend, OpenAiBackend, Prompts,
 };
@@ -16,13 +17,18 @@ use empathy_gym::sim::{Appraiser, Embedder, Simulator, SimulatorKind};
 
 /// Loads the built-in appraiser with the default embedder on the CPU.
 pub fn load_simulator(catalog: &Path) -> anyhow::Result<Appraiser> {
-    load_simulator_on(catalog, &Device::Cpu)
+    load_simulator_on(catalog, &Device::Cpu, DEFAULT_CACHE_ENTRIES)
 }
 
-/// Loads the built-in appraiser with the default embedder on `device`.
-pub fn load_simulator_on(catalog: &Path, device: &Device) -> anyhow::Result<Appraiser> {
-    let embedder = Arc::new(Embedder::load_default_on(device)?);
-    Ok(Appraiser::load(catalog, embedder)?)
+/// Loads the built-in appraiser with the default embedder on `device`, caching at most
+/// `embed_cache` embeddings.
+pub fn load_simulator_on(
+    catalog: &Path,
+    device: &Device,
+    embed_cache: usize,
+) -> anyhow::Result<Appraiser> {
+    let embedder = Embedder::load_default_on(device)?.with_cache_entries(embed_cache);
+    Ok(Appraiser::load(catalog, Arc::new(embedder))?)
 }
 
 /// `--simulator` and `--simulator-config`, shared by the commands that simulate.
@@ -35,6 +41,10 @@ pub struct SimulatorArgs {
     /// else the built-in defaults).
     #[arg(long)]
     pub simulator_config: Option<PathBuf>,
+    /// Most sentence embeddings the appraiser keeps (least recently used dropped first; about
+    /// 1.6 KB each). A dropped one is recomputed exactly, so this trades memory for speed only.
+    #[arg(long, default_value_t = DEFAULT_CACHE_ENTRIES)]
+    pub embed_cache: usize,
 }
 
 /// Loads the simulator the flags name (an appraiser embeds on the CPU).
@@ -47,20 +57,23 @@ pub fn load_chosen_simulator(
         args.simulator,
         args.simulator_config.as_deref(),
         &Device::Cpu,
+        args.embed_cache,
     )
 }
 
 /// Loads the simulator of `kind`; `llm_config` is the LLM user's settings file (ignored by the
-/// appraiser), `device` where the appraiser embeds (ignored by the LLM user). The flags and a
-/// training config's `simulator:` section both come here.
+/// appraiser), `device` where the appraiser embeds and `embed_cache` how many embeddings it keeps
+/// (both ignored by the LLM user). The flags and a training config's `simulator:` section both
+/// come here.
 pub fn build_simulator(
     catalog: &Path,
     kind: SimulatorKind,
     llm_config: Option<&Path>,
     device: &Device,
+    embed_cache: usize,
 ) -> anyhow::Result<Arc<dyn Simulator>> {
     match kind {
-        SimulatorKind::Appraiser => Ok(Arc::new(load_simulator_on(catalog, device)?)),
+        SimulatorKind::Appraiser => Ok(Arc::new(load_simulator_on(catalog, device, embed_cache)?)),
         SimulatorKind::Llm => Ok(Arc::new(load_llm_simulator(catalog, llm_config)?)),
     }
 }

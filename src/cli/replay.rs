@@ -355,6 +355,7 @@ fn verify_all(
         sim_args.simulator,
         sim_args.simulator_config.as_deref(),
         &device,
+        sim_args.embed_cache,
     )?;
     if kind == "llm" {
         eprintln!("note: an LLM simulator is verified only with temperature 0 and a deterministic backend (the same model and server build, answers that do not depend on batching); otherwise differences are expected and are not errors of the log");

@@ -88,6 +88,7 @@ pub fn train(
         simulator.kind,
         simulator.config.as_deref(),
         &simulator_device(&cfg, &dev)?,
+        empathy_gym::sim::embed::DEFAULT_CACHE_ENTRIES,
     )?;
     let sim_kind = simulator.kind;
     if let Some(d) = sim.info().device {

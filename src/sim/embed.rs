@@ -4,13 +4,15 @@
 //! Reproducibility: a text's embedding must not depend on what else is in the batch, or `replay
 //! verify` could not re-run a dialogue bit for bit. Every text is padded (and masked) to
 //! the next multiple of 16 tokens and batched with texts of that padded length, so its shapes are
-//! the same in any batch; every embedding is cached by its text. On the CPU a row's products do
+//! the same in any batch; embeddings are cached by their text, in a bounded LRU cache (a dropped
+//! one is recomputed exactly). On the CPU a row's products do
 //! not depend on how many rows are in the batch; on a GPU cuBLAS picks its kernel by the shapes,
 //! so there texts also go in passes of a fixed count ([`GPU_CHUNK`], the last pass filled with
 //! copies of its last text), and every product has the same shapes whatever the batch.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::Mutex;
 
 use candle_core::{DType, Device, Tensor};
@@ -18,6 +20,7 @@ use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config};
 use tokenizers::Tokenizer;
 
+use super::lru::Lru;
 use crate::error::{Error, Result};
 use crate::model::{ModelSearch, DEFAULT_EMBEDDER};
 
@@ -32,6 +35,10 @@ const PAD_TO: usize = 16;
 /// (and with them cuBLAS's choice of kernel) depend only on the padded length.
 pub const GPU_CHUNK: usize = 16;
 
+/// Embeddings the cache holds unless told otherwise: about 1.6 KB each (384 floats and the text),
+/// so about 100 MB when full; more than the texts a whole catalog's users can say.
+pub const DEFAULT_CACHE_ENTRIES: usize = 65_536;
+
 /// A unit-length sentence embedding.
 pub type Embedding = Vec<f32>;
 
@@ -42,7 +49,7 @@ pub struct Embedder {
     device: Device,
     /// Texts per forward pass, each pass filled to it (`Some` on a GPU: [`GPU_CHUNK`]).
     chunk: Option<usize>,
-    cache: Mutex<HashMap<String, std::sync::Arc<Embedding>>>,
+    cache: Mutex<Lru<String, Arc<Embedding>>>,
 }
 
 /// Where the default embedder lives: `all-minilm-l6-v2` in the first models folder that holds it
@@ -107,7 +114,7 @@ impl Embedder {
             tokenizer,
             device: device.clone(),
             chunk: (!device.is_cpu()).then_some(GPU_CHUNK),
-            cache: Mutex::new(HashMap::new()),
+            cache: Mutex::new(Lru::new(DEFAULT_CACHE_ENTRIES)),
         })
     }
 
@@ -133,6 +140,18 @@ impl Embedder {
         self
     }
 
+    /// Holds at most `entries` embeddings (the least recently used go first); what is held now is
+    /// dropped.
+    pub fn with_cache_entries(mut self, entries: usize) -> Self {
+        self.cache = Mutex::new(Lru::new(entries));
+        self
+    }
+
+    /// Embeddings held in the cache now.
+    pub fn cached(&self) -> usize {
+        self.cache.lock().map_or(0, |c| c.len())
+    }
+
     /// The device the model runs on.
     pub fn device(&self) -> &Device {
         &self.device
@@ -144,34 +163,40 @@ impl Embedder {
     }
 
     /// Embeds many texts; cached texts are not recomputed. Output order follows `texts`.
-    pub fn embed(&self, texts: &[&str]) -> Result<Vec<std::sync::Arc<Embedding>>> {
-        let missing: Vec<&str> = {
-            let cache = self
-                .cache
+    pub fn embed(&self, texts: &[&str]) -> Result<Vec<Arc<Embedding>>> {
+        let lock = || {
+            self.cache
                 .lock()
-                .map_err(|_| Error::Other("embedder cache poisoned".into()))?;
-            let mut seen = std::collections::HashSet::new();
-            texts
+                .map_err(|_| Error::Other("embedder cache poisoned".into()))
+        };
+        let mut found: Vec<Option<Arc<Embedding>>> = {
+            let mut cache = lock()?;
+            texts.iter().map(|t| cache.get(*t)).collect()
+        };
+        let mut seen = std::collections::HashSet::new();
+        let missing: Vec<&str> = texts
+            .iter()
+            .zip(&found)
+            .filter(|(t, f)| f.is_none() && seen.insert(**t))
+            .map(|(t, _)| *t)
+            .collect();
+        if !missing.is_empty() {
+            let computed: HashMap<&str, Arc<Embedding>> = missing
                 .iter()
                 .copied()
-                .filter(|t| !cache.contains_key(*t) && seen.insert(*t))
-                .collect()
-        };
-        if !missing.is_empty() {
-            let computed = self.compute(&missing)?;
-            let mut cache = self
-                .cache
-                .lock()
-                .map_err(|_| Error::Other("embedder cache poisoned".into()))?;
-            for (text, emb) in missing.iter().zip(computed) {
-                cache.insert((*text).to_string(), std::sync::Arc::new(emb));
+                .zip(self.compute(&missing)?.into_iter().map(Arc::new))
+                .collect();
+            let mut cache = lock()?;
+            for (text, emb) in &computed {
+                cache.insert((*text).to_string(), emb.clone());
+            }
+            for (slot, text) in found.iter_mut().zip(texts) {
+                if slot.is_none() {
+                    *slot = computed.get(text).cloned();
+                }
             }
         }
-        let cache = self
-            .cache
-            .lock()
-            .map_err(|_| Error::Other("embedder cache poisoned".into()))?;
-        Ok(texts.iter().map(|t| cache[*t].clone()).collect())
+        Ok(found.into_iter().flatten().collect())
     }
 
     /// Runs the model on texts grouped by padded length: every text is padded (and masked) to the

@@ -12,6 +12,7 @@ pub mod factual;
 pub mod kind;
 pub mod lexicon;
 pub mod llm;
+pub mod lru;
 pub mod moves;
 pub mod speaker;
 pub mod text;

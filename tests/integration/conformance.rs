@@ -139,6 +139,30 @@ fn an_embedding_does_not_depend_on_its_batch() {
 }
 
 #[test]
+fn the_embedding_cache_is_bounded_and_a_dropped_embedding_comes_back_the_same() {
+    let dir = models().join("all-minilm-l6-v2");
+    let load = || empathy_gym::sim::Embedder::load(&dir, &candle_core::Device::Cpu).unwrap();
+    let texts = [
+        "It makes sense you feel this way, honestly.",
+        "What happened then?",
+        "You should sleep more and drink water today.",
+        "That sounds really hard.",
+        "I am here with you.",
+    ];
+    let bounded = load().with_cache_entries(3);
+    let first = bounded.embed(&texts).unwrap();
+    assert_eq!(bounded.cached(), 3, "five texts in a cache of three");
+    // The first two were dropped; asked again, they are recomputed bit for bit.
+    let again = bounded.embed(&texts[..2]).unwrap();
+    assert_eq!(first[..2], again[..]);
+    assert_eq!(bounded.cached(), 3);
+    let unbounded = load().embed(&texts).unwrap();
+    for (a, b) in first.iter().zip(&unbounded) {
+        assert_eq!(**a, **b);
+    }
+}
+
+#[test]
 fn passes_of_a_fixed_count_give_the_same_embeddings() {
     // A GPU embeds in passes of a fixed count, the last filled with copies; on the CPU a row does
     // not depend on its batch, so any mix-up of rows shows as a difference.
