@@ -36,6 +36,19 @@ pub fn weight_files(dir: &Path) -> Result<Vec<PathBuf>> {
         .and_then(|m| m.as_object())
         .ok_or_else(|| Error::input(&index, "weight_map", "missing or not an object"))?;
     let files: BTreeSet<&str> = map.values().filter_map(|f| f.as_str()).collect();
+    // Shards live in the folder itself: a name with a separator or `..` could reach any file.
+    if let Some(bad) = files
+        .iter()
+        .find(|f| f.is_empty() || f.contains(['/', '\\']) || **f == ".." || **f == ".")
+    {
+        return Err(Error::input(
+            &index,
+            "weight_map",
+            format!(
+                "shard {bad:?} is not a file name in this folder; shards must sit beside the index"
+            ),
+        ));
+    }
     Ok(files.into_iter().map(|f| dir.join(f)).collect())
 }
 
@@ -70,6 +83,11 @@ pub fn load_hf(dir: &Path, dtype: DType, device: &Device) -> Result<(ModelConfig
     }
     let cfg = HfConfig::read(&cfg_path)?.validate(&cfg_path)?;
     let files = weight_files(dir)?;
+    let mut bytes = 0u64;
+    for f in &files {
+        bytes += std::fs::metadata(f).map_err(|e| Error::io(f, e))?.len();
+    }
+    cfg.check_limits(&cfg_path, bytes)?;
     let mut t = read_tensors(&files, dtype, device)?;
     let file = files.first().cloned().unwrap_or_else(|| dir.to_path_buf());
     let weights = take_weights(&mut t, &cfg, &file)?;

@@ -135,6 +135,10 @@ fn load_hf_parts(dir: &Path, device: &Device, dtype: DType) -> Result<Parts> {
 fn load_gguf_parts(path: &Path, device: &Device, dtype: DType) -> Result<Parts> {
     let mut g = GgufFile::open(path)?;
     let cfg = gguf_config(&g)?;
+    let bytes = std::fs::metadata(path)
+        .map_err(|e| crate::error::Error::io(path, e))?
+        .len();
+    cfg.check_limits(path, bytes)?;
     let tokenizer = tokenizer_from_gguf(&g)?;
     check_vocab_fits(&tokenizer, &cfg, path)?;
     let template = match g

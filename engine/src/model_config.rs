@@ -309,7 +309,103 @@ fn llama3_scaling(s: &HfRopeScaling) -> std::result::Result<Llama3RopeScaling, S
     }
 }
 
+/// Largest sizes a config may give: far above any released decoder of these families (Llama 3.1
+/// 405B has 126 layers, 128 heads, width 16,384, MLP 53,248, 128,256 tokens), low enough that a
+/// corrupted number cannot ask for an allocation that aborts the process.
+pub const MAX_LAYERS: usize = 1024;
+pub const MAX_HEADS: usize = 1024;
+pub const MAX_HEAD_DIM: usize = 1024;
+pub const MAX_WIDTH: usize = 1 << 16;
+pub const MAX_MLP_WIDTH: usize = 1 << 18;
+pub const MAX_VOCAB: usize = 1 << 22;
+pub const MAX_POSITIONS: usize = 1 << 24;
+
+/// Bits per parameter below which no weight format goes (llama.cpp's smallest, IQ1_S, takes about
+/// 1.56): weights smaller than the parameter count at 1 bit cannot belong to the config.
+const MIN_BITS_PER_PARAM: u128 = 1;
+
 impl ModelConfig {
+    /// Checks every size against the limits above and the parameter count against the bytes of
+    /// weights actually present (`weight_bytes`), so that a corrupted or mismatched config is an
+    /// error naming the field, never an allocation sized by a wrong number.
+    pub fn check_limits(&self, file: &Path, weight_bytes: u64) -> Result<()> {
+        let over = |field: &str, value: usize, max: usize| -> Result<()> {
+            if value == 0 || value > max {
+                return Err(Error::input(
+                    file,
+                    field,
+                    format!("{value} is outside 1..={max}: the file is corrupted or not a decoder this project loads"),
+                ));
+            }
+            Ok(())
+        };
+        over(
+            "num_hidden_layers (block_count)",
+            self.num_layers,
+            MAX_LAYERS,
+        )?;
+        over("num_attention_heads", self.num_heads, MAX_HEADS)?;
+        over("num_key_value_heads", self.num_kv_heads, self.num_heads)?;
+        over("head_dim", self.head_dim, MAX_HEAD_DIM)?;
+        over(
+            "hidden_size (embedding_length)",
+            self.hidden_size,
+            MAX_WIDTH,
+        )?;
+        over(
+            "intermediate_size (feed_forward_length)",
+            self.intermediate_size,
+            MAX_MLP_WIDTH,
+        )?;
+        over("vocab_size", self.vocab_size, MAX_VOCAB)?;
+        over(
+            "max_position_embeddings (context_length)",
+            self.max_position_embeddings,
+            MAX_POSITIONS,
+        )?;
+        let positive = |field: &str, x: f64| -> Result<()> {
+            if !(x.is_finite() && x > 0.0) {
+                return Err(Error::input(
+                    file,
+                    field,
+                    format!("{x} must be a positive finite number"),
+                ));
+            }
+            Ok(())
+        };
+        positive("rms_norm_eps", self.rms_norm_eps)?;
+        positive("rope_theta", self.rope_theta)?;
+        let params = self.parameter_count();
+        if params * MIN_BITS_PER_PARAM > u128::from(weight_bytes) * 8 {
+            return Err(Error::input(
+                file,
+                "num_hidden_layers",
+                format!(
+                    "the config describes {params} parameters, but the weights hold only {weight_bytes} bytes (less than 1 bit each): the weights are cut short or belong to another config"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Parameters of the decoder the config describes (embeddings, attention, MLP, norms and an
+    /// untied output projection), counted without overflow.
+    pub fn parameter_count(&self) -> u128 {
+        let [h, i, hd, q, kv, v] = [
+            self.hidden_size,
+            self.intermediate_size,
+            self.head_dim,
+            self.num_heads,
+            self.num_kv_heads,
+            self.vocab_size,
+        ]
+        .map(|x| x as u128);
+        let attention = h * (q + 2 * kv) * hd + q * hd * h;
+        let layer = attention + 3 * h * i + 2 * h;
+        let embeddings = v * h * if self.tie_word_embeddings { 1 } else { 2 };
+        self.num_layers as u128 * layer + embeddings + h
+    }
+
     /// Query heads served by one key/value head.
     pub fn kv_groups(&self) -> usize {
         self.num_heads / self.num_kv_heads
@@ -377,6 +473,47 @@ mod tests {
         assert_eq!(cfg.kv_groups(), 3); // 9 / 3
         assert!(cfg.tie_word_embeddings && !cfg.qkv_bias);
         assert_eq!(cfg.eos_token_ids, vec![2]);
+        // 30 x (576*15*64 + 9*64*576 + 3*576*1536 + 2*576) + 49152*576 + 576: the published
+        // 134,515,008 of SmolLM2-135M.
+        assert_eq!(cfg.parameter_count(), 134_515_008);
+    }
+
+    fn smollm2() -> ModelConfig {
+        parse(
+            r#"{"architectures":["LlamaForCausalLM"],"hidden_size":576,"intermediate_size":1536,
+            "num_hidden_layers":30,"num_attention_heads":9,"num_key_value_heads":3,"vocab_size":49152,
+            "tie_word_embeddings":true}"#,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn sizes_beyond_the_limits_or_the_weights_are_errors_naming_the_field() {
+        let file = Path::new("model.gguf");
+        let q4_bytes = 88_000_000; // SmolLM2-135M at 4 to 5 bits a weight
+        smollm2().check_limits(file, q4_bytes).unwrap();
+        let cases: [(fn(&mut ModelConfig), &str); 6] = [
+            (|c| c.num_layers = 1 << 40, "num_hidden_layers"),
+            (|c| c.vocab_size = usize::MAX, "vocab_size"),
+            (
+                |c| c.max_position_embeddings = 1 << 50,
+                "max_position_embeddings",
+            ),
+            (|c| c.num_kv_heads = 10, "num_key_value_heads"),
+            (|c| c.rms_norm_eps = f64::NAN, "rms_norm_eps"),
+            (|c| c.intermediate_size = 0, "intermediate_size"),
+        ];
+        for (corrupt, field) in cases {
+            let mut c = smollm2();
+            corrupt(&mut c);
+            let e = c.check_limits(file, q4_bytes).unwrap_err().to_string();
+            assert!(e.contains(field) && e.contains("model.gguf"), "{e}");
+        }
+        // 200 layers are within the limits, but not within 88 MB.
+        let mut c = smollm2();
+        c.num_layers = 200;
+        let e = c.check_limits(file, q4_bytes).unwrap_err().to_string();
+        assert!(e.contains("cut short or belong to another config"), "{e}");
     }
 
     #[test]

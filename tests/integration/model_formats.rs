@@ -73,3 +73,65 @@ fn bf16_weights_generate_and_stay_close_to_f32() -> Result<()> {
     assert!(d < 0.25, "bf16 log-probs drift {d}");
     Ok(())
 }
+
+/// Replaces the u32 value of GGUF metadata `key` (written as type 4, u32) in `bytes`.
+fn patch_gguf_u32(bytes: &mut [u8], key: &str, value: u32) {
+    let at = bytes
+        .windows(key.len())
+        .position(|w| w == key.as_bytes())
+        .expect("the key is in the file")
+        + key.len();
+    assert_eq!(&bytes[at..at + 4], &4u32.to_le_bytes(), "{key} is a u32");
+    bytes[at + 4..at + 8].copy_from_slice(&value.to_le_bytes());
+}
+
+#[test]
+fn corrupted_sizes_are_errors_naming_the_field_not_aborts() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let load = |p: &std::path::Path| {
+        load_model(p, &Device::Cpu, &LoadOptions::default())
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_else(|| panic!("{} loaded", p.display()))
+    };
+    // An HF config whose layer count would size a terabyte vector.
+    let hf = dir.path().join("hf");
+    write_hf(&hf, &TinySpec::llama())?;
+    let cfg_path = hf.join("config.json");
+    let original = std::fs::read_to_string(&cfg_path)?;
+    let mut cfg: serde_json::Value = serde_json::from_str(&original)?;
+    cfg["num_hidden_layers"] = serde_json::json!(1_000_000_000_000u64);
+    std::fs::write(&cfg_path, cfg.to_string())?;
+    let e = load(&hf);
+    assert!(e.contains("num_hidden_layers") && e.contains("outside"), "{e}");
+    // Within the limits, but more parameters than the weights' bytes can hold.
+    cfg["num_hidden_layers"] = serde_json::json!(1000);
+    cfg["intermediate_size"] = serde_json::json!(200_000);
+    std::fs::write(&cfg_path, cfg.to_string())?;
+    let e = load(&hf);
+    assert!(e.contains("cut short or belong to another config"), "{e}");
+    std::fs::write(&cfg_path, original)?;
+    // A shard index that points outside its folder.
+    std::fs::remove_file(hf.join("model.safetensors"))?;
+    let index = serde_json::json!({"weight_map": {"model.norm.weight": "../../etc/passwd"}});
+    std::fs::write(hf.join("model.safetensors.index.json"), index.to_string())?;
+    let e = load(&hf);
+    assert!(e.contains("not a file name in this folder"), "{e}");
+
+    // GGUF metadata: a block count of two billion, a context of four billion positions.
+    let gguf = dir.path().join("tiny.gguf");
+    super::fixtures::write_gguf(&gguf, &TinySpec::llama())?;
+    let good = std::fs::read(&gguf)?;
+    for (key, value, field) in [
+        ("llama.block_count", 0x7fff_ffff, "block_count"),
+        ("llama.context_length", u32::MAX, "context_length"),
+        ("llama.attention.head_count", 0, "inconsistent head counts"),
+    ] {
+        let mut bytes = good.clone();
+        patch_gguf_u32(&mut bytes, key, value);
+        std::fs::write(&gguf, &bytes)?;
+        let e = load(&gguf);
+        assert!(e.contains(field), "{key} = {value}: {e}");
+    }
+    Ok(())
+}
