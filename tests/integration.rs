@@ -17,6 +17,8 @@ mod cuda;
 mod episode_log;
 #[path = "integration/factual.rs"]
 mod factual;
+#[path = "integration/fuzz_smoke.rs"]
+mod fuzz_smoke;
 #[path = "integration/grpo.rs"]
 mod grpo;
 #[path = "integration/judge.rs"]

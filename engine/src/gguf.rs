@@ -28,6 +28,12 @@ impl GgufFile {
         let mut reader = BufReader::new(file);
         let content = Content::read(&mut reader)
             .map_err(|e| model_err(path, format!("not a readable GGUF file: {e}")))?;
+        let len = reader
+            .get_ref()
+            .metadata()
+            .map_err(|e| Error::io(path, e))?
+            .len();
+        check_tensor_table(&content, len).map_err(|m| model_err(path, m))?;
         Ok(GgufFile {
             content,
             reader,
@@ -89,6 +95,34 @@ impl GgufFile {
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// Checks that every tensor of the table lies within the file, its size computed without
+/// overflow: candle sizes a tensor as elements / block * bytes per block in wrapping arithmetic, so
+/// a dimension near 2^64 could pass its bounds check with a size of 0 and then ask for a vector of
+/// 2^63 elements when dequantized.
+fn check_tensor_table(content: &Content, file_len: u64) -> std::result::Result<(), String> {
+    for (name, info) in &content.tensor_infos {
+        let elems = info
+            .shape
+            .dims()
+            .iter()
+            .try_fold(1u128, |n, &d| n.checked_mul(d as u128))
+            .unwrap_or(u128::MAX);
+        let (block, bytes_per_block) = (
+            info.ggml_dtype.block_size() as u128,
+            info.ggml_dtype.type_size() as u128,
+        );
+        let start = u128::from(content.tensor_data_offset) + u128::from(info.offset);
+        let size = (elems / block.max(1)).saturating_mul(bytes_per_block);
+        if elems % block.max(1) != 0 || start.saturating_add(size) > u128::from(file_len) {
+            return Err(format!(
+                "tensor {name} with shape {:?} ({elems} elements) at offset {start} does not fit in the file's {file_len} bytes",
+                info.shape.dims()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Any integer `Value` as u64 (GGUF writers differ in the widths they use).

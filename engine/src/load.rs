@@ -14,7 +14,7 @@ use super::hf::load_hf;
 use super::llama::Llama;
 use super::lora::LoraConfig;
 use super::model_config::ModelConfig;
-use super::tokenizer::tokenizer_from_gguf;
+use super::tokenizer::{tokenizer_from_gguf, tokenizer_from_json_file};
 use super::weights::model_err;
 use crate::error::Result;
 
@@ -114,8 +114,7 @@ fn load_hf_parts(dir: &Path, device: &Device, dtype: DType) -> Result<Parts> {
             "tokenizer.json not found in the model folder",
         ));
     }
-    let tokenizer = Tokenizer::from_file(&tok_path)
-        .map_err(|e| model_err(&tok_path, format!("cannot read tokenizer: {e}")))?;
+    let tokenizer = tokenizer_from_json_file(&tok_path)?;
     check_vocab_fits(&tokenizer, &cfg, &tok_path)?;
     let template = hf_template(dir, &tokenizer)?;
     let name = dir

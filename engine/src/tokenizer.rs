@@ -109,6 +109,37 @@ fn token_types(g: &GgufFile, n: usize) -> Result<Vec<u64>> {
     }
 }
 
+/// Runs a `tokenizers` call that may panic on malformed input instead of returning an error (its
+/// decoder deserializer `expect`s, its BPE builder slices by lengths it does not check), turning a
+/// panic into an error naming `path`.
+pub fn without_panics<T>(path: &Path, what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        let why = p
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| p.downcast_ref::<&str>().copied())
+            .unwrap_or("no message");
+        Err(model_err(
+            path,
+            format!(
+                "{what}: the tokenizer library failed on this input ({why}); the file is corrupted"
+            ),
+        ))
+    })
+}
+
+/// Reads an HF `tokenizer.json`: its JSON is checked first (an error with line and column), then
+/// handed to `tokenizers` under [`without_panics`].
+pub fn tokenizer_from_json_file(path: &Path) -> Result<Tokenizer> {
+    let text = std::fs::read_to_string(path).map_err(|e| crate::error::Error::io(path, e))?;
+    serde_json::from_str::<serde_json::Value>(&text)
+        .map_err(|e| model_err(path, format!("not valid JSON: {e}")))?;
+    without_panics(path, "reading the tokenizer", || {
+        text.parse::<Tokenizer>()
+            .map_err(|e| model_err(path, format!("cannot read tokenizer: {e}")))
+    })
+}
+
 /// Builds the tokenizer described by the GGUF metadata.
 pub fn tokenizer_from_gguf(g: &GgufFile) -> Result<Tokenizer> {
     let path: &Path = g.path();
@@ -139,15 +170,17 @@ pub fn tokenizer_from_gguf(g: &GgufFile) -> Result<Tokenizer> {
         .enumerate()
         .map(|(i, t)| (t.clone(), i as u32))
         .collect();
-    let bpe = BPE::builder()
-        .vocab_and_merges(vocab, merges)
-        .build()
-        .map_err(|e| {
-            model_err(
-                path,
-                format!("cannot build BPE from the GGUF vocabulary: {e}"),
-            )
-        })?;
+    let bpe = without_panics(path, "building the BPE of the GGUF vocabulary", || {
+        BPE::builder()
+            .vocab_and_merges(vocab, merges)
+            .build()
+            .map_err(|e| {
+                model_err(
+                    path,
+                    format!("cannot build BPE from the GGUF vocabulary: {e}"),
+                )
+            })
+    })?;
     let mut tok = Tokenizer::new(bpe);
     tok.with_pre_tokenizer(Some(pre.build()?));
     tok.with_decoder(Some(ByteLevelDecoder::default()));

@@ -92,31 +92,29 @@ impl Knobs {
     /// Checks ranges; `file` and `prefix` name where the knobs came from.
     pub fn validate(&self, file: &Path, prefix: &str) -> Result<()> {
         let bad = |field: &str, msg: &str| Err(Error::input(file, format!("{prefix}{field}"), msg));
-        if !(1..100).contains(&self.start_emotion) {
-            return bad("start_emotion", "must be in 1..=99");
-        }
         if self.quantum == 0 || self.step_cap < self.quantum || self.step_cap > 100 {
             return bad("quantum", "needs 0 < quantum <= step_cap <= 100");
         }
         if !self.step_cap.is_multiple_of(self.quantum) {
             return bad("step_cap", "must be a multiple of quantum");
         }
-        for (field, v) in [
-            ("hint_rate", self.hint_rate),
-            ("acceptance", self.acceptance),
-            ("generic_credit", self.generic_credit),
-        ] {
-            if !(0.0..=1.0).contains(&v) {
-                return bad(field, "must be in [0, 1]");
-            }
+        KnobOverrides::from(self).check_ranges(file, prefix)
+    }
+}
+
+impl From<&Knobs> for KnobOverrides {
+    fn from(k: &Knobs) -> Self {
+        KnobOverrides {
+            start_emotion: Some(k.start_emotion),
+            step_cap: Some(k.step_cap),
+            quantum: Some(k.quantum),
+            hint_rate: Some(k.hint_rate),
+            acceptance: Some(k.acceptance),
+            early_advice_penalty: Some(k.early_advice_penalty),
+            advice_ready_at: Some(k.advice_ready_at),
+            generic_credit: Some(k.generic_credit),
+            max_turns: Some(k.max_turns),
         }
-        if !(0.0..=100.0).contains(&self.early_advice_penalty) {
-            return bad("early_advice_penalty", "must be in [0, 100] points");
-        }
-        if self.max_turns == 0 || self.max_turns > 64 {
-            return bad("max_turns", "must be in 1..=64");
-        }
-        Ok(())
     }
 }
 
@@ -145,6 +143,41 @@ pub struct KnobOverrides {
 }
 
 impl KnobOverrides {
+    /// Checks the range of each knob that is set, on its own (a NaN is outside every range); the
+    /// checks between knobs (quantum and step_cap) wait for [`Knobs::validate`] once the overrides
+    /// meet a preset.
+    pub fn check_ranges(&self, file: &Path, prefix: &str) -> Result<()> {
+        let bad = |field: &str, msg: &str| Err(Error::input(file, format!("{prefix}{field}"), msg));
+        if self.start_emotion.is_some_and(|v| !(1..100).contains(&v)) {
+            return bad("start_emotion", "must be in 1..=99");
+        }
+        if self.step_cap.is_some_and(|v| v == 0 || v > 100) {
+            return bad("step_cap", "must be in 1..=100");
+        }
+        if self.quantum == Some(0) {
+            return bad("quantum", "must be at least 1");
+        }
+        for (field, v) in [
+            ("hint_rate", self.hint_rate),
+            ("acceptance", self.acceptance),
+            ("generic_credit", self.generic_credit),
+        ] {
+            if v.is_some_and(|v| !(0.0..=1.0).contains(&v)) {
+                return bad(field, "must be in [0, 1]");
+            }
+        }
+        if self
+            .early_advice_penalty
+            .is_some_and(|v| !(0.0..=100.0).contains(&v))
+        {
+            return bad("early_advice_penalty", "must be in [0, 100] points");
+        }
+        if self.max_turns.is_some_and(|v| v == 0 || v > 64) {
+            return bad("max_turns", "must be in 1..=64");
+        }
+        Ok(())
+    }
+
     /// Returns `base` with every set override applied.
     pub fn apply(&self, base: &Knobs) -> Knobs {
         Knobs {

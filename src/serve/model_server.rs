@@ -177,7 +177,7 @@ async fn health(State(state): State<Shared>) -> Json<serde_json::Value> {
 }
 
 /// The request's messages and sampling settings, checked.
-fn check(
+pub fn check(
     req: &ChatRequest,
     cfg: &ModelServerConfig,
 ) -> std::result::Result<(Vec<ChatMessage>, SamplingParams), ApiError> {

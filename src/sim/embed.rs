@@ -95,10 +95,7 @@ impl Embedder {
             path: weights.clone(),
             message: e.to_string(),
         })?;
-        let mut tokenizer = Tokenizer::from_file(&tok_path).map_err(|e| Error::Model {
-            path: tok_path.clone(),
-            message: e.to_string(),
-        })?;
+        let mut tokenizer = empathy_engine::tokenizer::tokenizer_from_json_file(&tok_path)?;
         tokenizer.with_padding(None);
         tokenizer
             .with_truncation(Some(tokenizers::TruncationParams {

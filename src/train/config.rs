@@ -183,6 +183,7 @@ fn check_model(f: &TrainConfigFile, path: &Path) -> Result<()> {
 
 fn check_env(f: &TrainConfigFile, path: &Path) -> Result<()> {
     let e = &f.env;
+    e.knobs.check_ranges(path, "env.knobs.")?;
     match (&e.auto, e.difficulty) {
         (Some(_), d) if d != Difficulty::Auto => Err(Error::input(
             path,

@@ -250,3 +250,16 @@ fn cpu_matmul_bf16_is_read_and_refused_with_bf16_weights_or_a_gpu() {
         .to_string();
     assert!(err.contains("f32") && err.contains("bf16"), "{err}");
 }
+
+#[test]
+fn knob_overrides_outside_their_range_are_refused_at_load() {
+    // A NaN passed every later check by failing its comparisons, and did not read back equal.
+    refused(
+        "env:\n  knobs:\n    acceptance: .nan\n",
+        &[],
+        "env.knobs.acceptance",
+    );
+    refused("", &["env.knobs.max_turns=0"], "env.knobs.max_turns");
+    refused("", &["env.knobs.hint_rate=1.5"], "env.knobs.hint_rate");
+    load("", &["env.knobs.acceptance=0.4", "env.knobs.quantum=5"]).unwrap();
+}

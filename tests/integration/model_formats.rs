@@ -103,7 +103,10 @@ fn corrupted_sizes_are_errors_naming_the_field_not_aborts() -> Result<()> {
     cfg["num_hidden_layers"] = serde_json::json!(1_000_000_000_000u64);
     std::fs::write(&cfg_path, cfg.to_string())?;
     let e = load(&hf);
-    assert!(e.contains("num_hidden_layers") && e.contains("outside"), "{e}");
+    assert!(
+        e.contains("num_hidden_layers") && e.contains("outside"),
+        "{e}"
+    );
     // Within the limits, but more parameters than the weights' bytes can hold.
     cfg["num_hidden_layers"] = serde_json::json!(1000);
     cfg["intermediate_size"] = serde_json::json!(200_000);
@@ -133,5 +136,74 @@ fn corrupted_sizes_are_errors_naming_the_field_not_aborts() -> Result<()> {
         let e = load(&gguf);
         assert!(e.contains(field), "{key} = {value}: {e}");
     }
+    Ok(())
+}
+
+#[test]
+fn corrupted_tokenizers_and_gguf_alignment_are_errors_not_panics() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let load = |p: &std::path::Path| {
+        load_model(p, &Device::Cpu, &LoadOptions::default())
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_else(|| panic!("{} loaded", p.display()))
+    };
+    let hf = dir.path().join("hf");
+    write_hf(&hf, &TinySpec::llama())?;
+    let tok_path = hf.join("tokenizer.json");
+    let good: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&tok_path)?)?;
+    // `tokenizers` panics (an `expect` in its decoder deserializer) on a syntax error inside
+    // "decoder", and on a decoder of the wrong shape.
+    let text = good.to_string();
+    let at = text.find("\"decoder\":").expect("a decoder") + "\"decoder\":".len();
+    std::fs::write(&tok_path, format!("{}{{:{}", &text[..at], &text[at..]))?;
+    let e = load(&hf);
+    assert!(
+        e.contains("not valid JSON") && e.contains("tokenizer.json"),
+        "{e}"
+    );
+    let mut wrong = good.clone();
+    wrong["decoder"] = serde_json::json!({"type": 7});
+    std::fs::write(&tok_path, wrong.to_string())?;
+    let e = load(&hf);
+    assert!(e.contains("tokenizer.json"), "{e}");
+    // Its BPE builder slices past its buffer for a merge longer than every vocabulary token.
+    let mut long = good.clone();
+    let vocab = long["model"]["vocab"].as_object().unwrap();
+    let longest = vocab.keys().max_by_key(|k| k.len()).unwrap().clone();
+    long["model"]["merges"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!(format!("{longest} {longest}")));
+    std::fs::write(&tok_path, long.to_string())?;
+    let e = load(&hf);
+    assert!(e.contains("tokenizer.json"), "{e}");
+
+    // A GGUF whose general.alignment is 0 (candle divided by it): the 17-byte key
+    // "llama.block_count" renamed to "general.alignment", its value set to 0.
+    let gguf = dir.path().join("tiny.gguf");
+    super::fixtures::write_gguf(&gguf, &TinySpec::llama())?;
+    let mut bytes = std::fs::read(&gguf)?;
+    patch_gguf_u32(&mut bytes, "llama.block_count", 0);
+    let at = bytes
+        .windows(17)
+        .position(|w| w == b"llama.block_count")
+        .unwrap();
+    bytes[at..at + 17].copy_from_slice(b"general.alignment");
+    std::fs::write(&gguf, &bytes)?;
+    let e = load(&gguf);
+    assert!(e.contains("general.alignment is 0"), "{e}");
+
+    // A tensor of 2^63 elements, whose size candle computes as 0 in wrapping arithmetic (and then
+    // asked for a vector of 2^63 floats when dequantizing it).
+    super::fixtures::write_gguf(&gguf, &TinySpec::llama())?;
+    let mut bytes = std::fs::read(&gguf)?;
+    let name = b"blk.0.attn_norm.weight";
+    let at = bytes.windows(name.len()).position(|w| w == name).unwrap() + name.len();
+    assert_eq!(&bytes[at..at + 4], &1u32.to_le_bytes(), "one dimension");
+    bytes[at + 4..at + 12].copy_from_slice(&(1u64 << 63).to_le_bytes());
+    std::fs::write(&gguf, &bytes)?;
+    let e = load(&gguf);
+    assert!(e.contains("does not fit in the file"), "{e}");
     Ok(())
 }

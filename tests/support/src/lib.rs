@@ -4,6 +4,8 @@
 //! printing "skipped" and passing (tests/integration/locate.rs checks this with an empty models
 //! folder). And, for the model benchmarks, the training case's setup and the peak resident memory.
 
+pub mod fuzz;
+
 use std::path::PathBuf;
 
 use anyhow::Context;

@@ -557,6 +557,9 @@ impl Content {
             Some(Value::I32(v)) if *v >= 0 => *v as u64,
             _ => DEFAULT_ALIGNMENT,
         };
+        if alignment == 0 {
+            crate::bail!("gguf: general.alignment is 0; it must be a positive number of bytes")
+        }
         let tensor_data_offset = position.div_ceil(alignment) * alignment;
         Ok(Self {
             magic,

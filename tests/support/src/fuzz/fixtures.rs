@@ -1,0 +1,271 @@
+//! Tiny random Llama and Qwen2 models, the seeds of the model targets: an HF folder (config,
+//! safetensors, a byte-level BPE tokenizer.json, tokenizer_config.json) and the Llama's weights
+//! as a GGUF file (f32 or quantized, q/k rows permuted as llama.cpp's converter does, the
+//! tokenizer in the metadata). A trimmed copy of the integration tests' model fixtures, which
+//! the test-support crate cannot reach.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use anyhow::Result;
+use candle_core::quantized::gguf_file::{self, Value};
+use candle_core::quantized::{GgmlDType, QTensor};
+use candle_core::{Device, Tensor};
+use empathy_engine::gguf::permute_rows;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use tokenizers::decoders::byte_level::ByteLevel as ByteLevelDecoder;
+use tokenizers::models::bpe::{Vocab, BPE};
+use tokenizers::pre_tokenizers::byte_level::ByteLevel;
+use tokenizers::pre_tokenizers::digits::Digits;
+use tokenizers::pre_tokenizers::sequence::Sequence;
+use tokenizers::{AddedToken, PreTokenizerWrapper, Tokenizer};
+
+const HIDDEN: usize = 32;
+const INTER: usize = 64;
+const LAYERS: usize = 2;
+const HEADS: usize = 4;
+const KV_HEADS: usize = 2;
+const HEAD_DIM: usize = HIDDEN / HEADS;
+const VOCAB: usize = 280;
+const SPECIALS: [&str; 3] = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"];
+const MERGES: [(&str, &str); 4] = [("h", "e"), ("l", "l"), ("Ġ", "t"), ("he", "ll")];
+
+/// Which tiny model: Qwen2 (q/k/v bias, tied embeddings) or Llama (untied, no bias).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tiny {
+    Llama,
+    Qwen2,
+}
+
+/// Tokens in id order: the 256 byte-level characters, the merge results, the specials.
+fn token_list() -> Vec<String> {
+    let mut chars: Vec<char> = ByteLevel::alphabet().into_iter().collect();
+    chars.sort();
+    let mut toks: Vec<String> = chars.into_iter().map(String::from).collect();
+    toks.extend(MERGES.iter().map(|(a, b)| format!("{a}{b}")));
+    toks.extend(SPECIALS.iter().map(|s| s.to_string()));
+    toks
+}
+
+fn id_of(tok: &str) -> u32 {
+    token_list().iter().position(|t| t == tok).unwrap_or(0) as u32
+}
+
+/// The byte-level BPE tokenizer (digits split one by one, like SmolLM2's).
+fn tiny_tokenizer() -> Result<Tokenizer> {
+    let vocab: Vocab = token_list()
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| (t, i as u32))
+        .collect();
+    let merges = MERGES
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    let bpe = BPE::builder()
+        .vocab_and_merges(vocab, merges)
+        .build()
+        .map_err(anyhow::Error::msg)?;
+    let mut tok = Tokenizer::new(bpe);
+    tok.with_pre_tokenizer(Some(PreTokenizerWrapper::Sequence(Sequence::new(vec![
+        PreTokenizerWrapper::Digits(Digits::new(true)),
+        PreTokenizerWrapper::ByteLevel(ByteLevel::new(false, true, true)),
+    ]))));
+    tok.with_decoder(Some(ByteLevelDecoder::default()));
+    tok.add_special_tokens(
+        SPECIALS
+            .iter()
+            .map(|s| AddedToken::from(s.to_string(), true).normalized(false)),
+    )
+    .map_err(anyhow::Error::msg)?;
+    Ok(tok)
+}
+
+/// A ChatML template with a default system message.
+fn chat_template() -> String {
+    "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are a tiny test model<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}".to_string()
+}
+
+fn uniform(rng: &mut ChaCha8Rng, dims: &[usize], scale: f32, offset: f32) -> Result<Tensor> {
+    let n: usize = dims.iter().product();
+    let v: Vec<f32> = (0..n)
+        .map(|_| offset + rng.random_range(-scale..scale))
+        .collect();
+    Ok(Tensor::from_vec(v, dims, &Device::Cpu)?)
+}
+
+/// Random weights under HF names.
+fn hf_weights(tiny: Tiny) -> Result<HashMap<String, Tensor>> {
+    let qwen2 = tiny == Tiny::Qwen2;
+    let mut rng = ChaCha8Rng::seed_from_u64(if qwen2 { 2 } else { 1 });
+    let mut w = HashMap::new();
+    let (q, kv) = (HEADS * HEAD_DIM, KV_HEADS * HEAD_DIM);
+    w.insert(
+        "model.embed_tokens.weight".into(),
+        uniform(&mut rng, &[VOCAB, HIDDEN], 0.5, 0.0)?,
+    );
+    w.insert(
+        "model.norm.weight".into(),
+        uniform(&mut rng, &[HIDDEN], 0.1, 1.0)?,
+    );
+    if !qwen2 {
+        w.insert(
+            "lm_head.weight".into(),
+            uniform(&mut rng, &[VOCAB, HIDDEN], 0.3, 0.0)?,
+        );
+    }
+    for i in 0..LAYERS {
+        let p = format!("model.layers.{i}");
+        let shapes = [
+            ("self_attn.q_proj", q, HIDDEN),
+            ("self_attn.k_proj", kv, HIDDEN),
+            ("self_attn.v_proj", kv, HIDDEN),
+            ("self_attn.o_proj", HIDDEN, q),
+            ("mlp.gate_proj", INTER, HIDDEN),
+            ("mlp.up_proj", INTER, HIDDEN),
+            ("mlp.down_proj", HIDDEN, INTER),
+        ];
+        for (name, out, inp) in shapes {
+            let scale = 1.5 / (inp as f32).sqrt();
+            w.insert(
+                format!("{p}.{name}.weight"),
+                uniform(&mut rng, &[out, inp], scale, 0.0)?,
+            );
+            if qwen2 && name.starts_with("self_attn") && name != "self_attn.o_proj" {
+                w.insert(
+                    format!("{p}.{name}.bias"),
+                    uniform(&mut rng, &[out], 0.2, 0.0)?,
+                );
+            }
+        }
+        for norm in ["input_layernorm", "post_attention_layernorm"] {
+            w.insert(
+                format!("{p}.{norm}.weight"),
+                uniform(&mut rng, &[HIDDEN], 0.1, 1.0)?,
+            );
+        }
+    }
+    Ok(w)
+}
+
+fn config_json(tiny: Tiny) -> serde_json::Value {
+    let qwen2 = tiny == Tiny::Qwen2;
+    serde_json::json!({
+        "architectures": [if qwen2 { "Qwen2ForCausalLM" } else { "LlamaForCausalLM" }],
+        "model_type": if qwen2 { "qwen2" } else { "llama" },
+        "hidden_size": HIDDEN, "intermediate_size": INTER, "num_hidden_layers": LAYERS,
+        "num_attention_heads": HEADS, "num_key_value_heads": KV_HEADS, "vocab_size": VOCAB,
+        "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "max_position_embeddings": 512,
+        "tie_word_embeddings": qwen2, "hidden_act": "silu", "torch_dtype": "float32",
+        "bos_token_id": id_of("<|im_start|>"), "eos_token_id": id_of("<|im_end|>"),
+    })
+}
+
+/// Writes the HF folder of `tiny` into `dir`.
+pub fn write_hf(dir: &Path, tiny: Tiny) -> Result<()> {
+    std::fs::create_dir_all(dir)?;
+    std::fs::write(
+        dir.join("config.json"),
+        serde_json::to_string_pretty(&config_json(tiny))?,
+    )?;
+    candle_core::safetensors::save(&hf_weights(tiny)?, dir.join("model.safetensors"))?;
+    tiny_tokenizer()?
+        .save(dir.join("tokenizer.json"), false)
+        .map_err(anyhow::Error::msg)?;
+    let tc = serde_json::json!({ "chat_template": chat_template(), "eos_token": "<|im_end|>" });
+    std::fs::write(
+        dir.join("tokenizer_config.json"),
+        serde_json::to_string(&tc)?,
+    )?;
+    Ok(())
+}
+
+/// Writes the Llama's weights as a GGUF file with tensors of `dtype` (the norms stay f32), q/k
+/// rows permuted as llama.cpp's converter does, and the tokenizer in the metadata with
+/// pre-tokenizer "smollm".
+pub fn write_gguf(path: &Path, dtype: GgmlDType) -> Result<()> {
+    let mut w = hf_weights(Tiny::Llama)?;
+    let mut take = |n: &str| {
+        w.remove(n)
+            .ok_or_else(|| anyhow::anyhow!("tiny model: no tensor {n}"))
+    };
+    let mut tensors: Vec<(String, Tensor)> = vec![
+        (
+            "token_embd.weight".into(),
+            take("model.embed_tokens.weight")?,
+        ),
+        ("output_norm.weight".into(), take("model.norm.weight")?),
+        ("output.weight".into(), take("lm_head.weight")?),
+    ];
+    for i in 0..LAYERS {
+        let p = format!("model.layers.{i}");
+        let names = [
+            ("self_attn.q_proj.weight", "attn_q.weight"),
+            ("self_attn.k_proj.weight", "attn_k.weight"),
+            ("self_attn.v_proj.weight", "attn_v.weight"),
+            ("self_attn.o_proj.weight", "attn_output.weight"),
+            ("mlp.gate_proj.weight", "ffn_gate.weight"),
+            ("mlp.up_proj.weight", "ffn_up.weight"),
+            ("mlp.down_proj.weight", "ffn_down.weight"),
+            ("input_layernorm.weight", "attn_norm.weight"),
+            ("post_attention_layernorm.weight", "ffn_norm.weight"),
+        ];
+        for (hf, gg) in names {
+            let mut t = take(&format!("{p}.{hf}"))?;
+            if gg == "attn_q.weight" {
+                t = permute_rows(&t, HEADS)?;
+            } else if gg == "attn_k.weight" {
+                t = permute_rows(&t, KV_HEADS)?;
+            }
+            tensors.push((format!("blk.{i}.{gg}"), t));
+        }
+    }
+    let qt: Vec<(String, QTensor)> = tensors
+        .iter()
+        .map(|(n, t)| {
+            let d = if t.rank() == 1 { GgmlDType::F32 } else { dtype };
+            Ok((n.clone(), QTensor::quantize(t, d)?))
+        })
+        .collect::<Result<_>>()?;
+    let toks = token_list();
+    let types: Vec<Value> = toks
+        .iter()
+        .map(|t| Value::I32(if SPECIALS.contains(&t.as_str()) { 3 } else { 1 }))
+        .collect();
+    let strs = |v: Vec<String>| Value::Array(v.into_iter().map(Value::String).collect());
+    let meta: Vec<(&str, Value)> = vec![
+        ("general.architecture", Value::String("llama".into())),
+        ("general.name", Value::String("tiny".into())),
+        ("llama.block_count", Value::U32(LAYERS as u32)),
+        ("llama.context_length", Value::U32(512)),
+        ("llama.embedding_length", Value::U32(HIDDEN as u32)),
+        ("llama.feed_forward_length", Value::U32(INTER as u32)),
+        ("llama.attention.head_count", Value::U32(HEADS as u32)),
+        ("llama.attention.head_count_kv", Value::U32(KV_HEADS as u32)),
+        ("llama.attention.layer_norm_rms_epsilon", Value::F32(1e-5)),
+        ("llama.rope.freq_base", Value::F32(10000.0)),
+        ("tokenizer.ggml.model", Value::String("gpt2".into())),
+        ("tokenizer.ggml.pre", Value::String("smollm".into())),
+        ("tokenizer.ggml.tokens", strs(toks.clone())),
+        ("tokenizer.ggml.token_type", Value::Array(types)),
+        (
+            "tokenizer.ggml.merges",
+            strs(MERGES.iter().map(|(a, b)| format!("{a} {b}")).collect()),
+        ),
+        (
+            "tokenizer.ggml.bos_token_id",
+            Value::U32(id_of("<|im_start|>")),
+        ),
+        (
+            "tokenizer.ggml.eos_token_id",
+            Value::U32(id_of("<|im_end|>")),
+        ),
+        ("tokenizer.chat_template", Value::String(chat_template())),
+    ];
+    let meta_refs: Vec<(&str, &Value)> = meta.iter().map(|(k, v)| (*k, v)).collect();
+    let t_refs: Vec<(&str, &QTensor)> = qt.iter().map(|(n, t)| (n.as_str(), t)).collect();
+    let mut f = std::fs::File::create(path)?;
+    gguf_file::write(&mut f, &meta_refs, &t_refs)?;
+    Ok(())
+}
