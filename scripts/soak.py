@@ -98,6 +98,24 @@ def sampler(host, port, pid, stop, rows, started, extra):
         stop.wait(5)
 
 
+def drive(p, host, port, started, rows, worker, n, health_fields):
+    """Runs n client threads and the sampler until the clients stop, then stops the server with
+    SIGTERM; returns its shutdown summary (stdout) and exit status."""
+    stop = threading.Event()
+    samp = threading.Thread(target=sampler, args=(host, port, p.pid, stop, rows, started, health_fields))
+    samp.start()
+    workers = [threading.Thread(target=worker, args=(k,)) for k in range(n)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    stop.set()
+    samp.join()
+    p.send_signal(signal.SIGTERM)
+    summary = p.stdout.read()
+    return summary, p.wait()
+
+
 def level_off(rows):
     """RSS growth from the middle third to the last third of the run, in percent."""
     n = len(rows)
@@ -119,7 +137,6 @@ def soak_env(args, out):
     p, host, port = start(cmd)
     started = time.time()
     deadline = started + 60 * args.minutes
-    stop = threading.Event()
     rows = []
     counts = {"creates": 0, "full_429": 0, "abandoned": 0, "finished": 0, "other_errors": 0,
               "expired_404": 0}
@@ -172,19 +189,8 @@ def soak_env(args, out):
                     with lock:
                         counts["abandoned"] += 1
 
-    extra = ["sessions", "max_sessions", "finished", "status"]
-    samp = threading.Thread(target=sampler, args=(host, port, p.pid, stop, rows, started, extra))
-    samp.start()
-    workers = [threading.Thread(target=worker, args=(k,)) for k in range(args.clients)]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
-    stop.set()
-    samp.join()
-    p.send_signal(signal.SIGTERM)
-    summary = p.stdout.read()
-    rc = p.wait()
+    summary, rc = drive(p, host, port, started, rows, worker, args.clients,
+                        ["sessions", "max_sessions", "finished", "status"])
     with open(log) as f:
         lines = [json.loads(x) for x in f if x.strip()]
     samples = [r["sample"] for r in lines]
@@ -215,7 +221,6 @@ def soak_model(args, out):
     p, host, port = start(cmd)
     started = time.time()
     deadline = started + 60 * args.minutes
-    stop = threading.Event()
     rows = []
     counts = {"answered": 0, "refused_429": 0, "hung_up": 0, "other_errors": 0,
               "retry_after_missing": 0}
@@ -252,19 +257,8 @@ def soak_model(args, out):
             finally:
                 conn.close()
 
-    extra = ["requests", "abandoned", "refused", "queue_free", "max_queue"]
-    samp = threading.Thread(target=sampler, args=(host, port, p.pid, stop, rows, started, extra))
-    samp.start()
-    workers = [threading.Thread(target=worker, args=(k,)) for k in range(args.flood)]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
-    stop.set()
-    samp.join()
-    p.send_signal(signal.SIGTERM)
-    summary = p.stdout.read()
-    rc = p.wait()
+    summary, rc = drive(p, host, port, started, rows, worker, args.flood,
+                        ["requests", "abandoned", "refused", "queue_free", "max_queue"])
     growth = level_off(rows)
     checks = {
         "queue_never_over_the_bound": all((r["queue_free"] or 0) >= 0 for r in rows),

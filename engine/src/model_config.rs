@@ -492,7 +492,8 @@ mod tests {
         let file = Path::new("model.gguf");
         let q4_bytes = 88_000_000; // SmolLM2-135M at 4 to 5 bits a weight
         smollm2().check_limits(file, q4_bytes).unwrap();
-        let cases: [(fn(&mut ModelConfig), &str); 6] = [
+        type Corrupt = fn(&mut ModelConfig);
+        let cases: [(Corrupt, &str); 6] = [
             (|c| c.num_layers = 1 << 40, "num_hidden_layers"),
             (|c| c.vocab_size = usize::MAX, "vocab_size"),
             (

@@ -74,6 +74,14 @@ fn bf16_weights_generate_and_stay_close_to_f32() -> Result<()> {
     Ok(())
 }
 
+/// The error of loading `p`, which must fail.
+fn load_error(p: &std::path::Path) -> String {
+    load_model(p, &Device::Cpu, &LoadOptions::default())
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_else(|| panic!("{} loaded", p.display()))
+}
+
 /// Replaces the u32 value of GGUF metadata `key` (written as type 4, u32) in `bytes`.
 fn patch_gguf_u32(bytes: &mut [u8], key: &str, value: u32) {
     let at = bytes
@@ -88,12 +96,6 @@ fn patch_gguf_u32(bytes: &mut [u8], key: &str, value: u32) {
 #[test]
 fn corrupted_sizes_are_errors_naming_the_field_not_aborts() -> Result<()> {
     let dir = tempfile::tempdir()?;
-    let load = |p: &std::path::Path| {
-        load_model(p, &Device::Cpu, &LoadOptions::default())
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_else(|| panic!("{} loaded", p.display()))
-    };
     // An HF config whose layer count would size a terabyte vector.
     let hf = dir.path().join("hf");
     write_hf(&hf, &TinySpec::llama())?;
@@ -102,7 +104,7 @@ fn corrupted_sizes_are_errors_naming_the_field_not_aborts() -> Result<()> {
     let mut cfg: serde_json::Value = serde_json::from_str(&original)?;
     cfg["num_hidden_layers"] = serde_json::json!(1_000_000_000_000u64);
     std::fs::write(&cfg_path, cfg.to_string())?;
-    let e = load(&hf);
+    let e = load_error(&hf);
     assert!(
         e.contains("num_hidden_layers") && e.contains("outside"),
         "{e}"
@@ -111,14 +113,14 @@ fn corrupted_sizes_are_errors_naming_the_field_not_aborts() -> Result<()> {
     cfg["num_hidden_layers"] = serde_json::json!(1000);
     cfg["intermediate_size"] = serde_json::json!(200_000);
     std::fs::write(&cfg_path, cfg.to_string())?;
-    let e = load(&hf);
+    let e = load_error(&hf);
     assert!(e.contains("cut short or belong to another config"), "{e}");
     std::fs::write(&cfg_path, original)?;
     // A shard index that points outside its folder.
     std::fs::remove_file(hf.join("model.safetensors"))?;
     let index = serde_json::json!({"weight_map": {"model.norm.weight": "../../etc/passwd"}});
     std::fs::write(hf.join("model.safetensors.index.json"), index.to_string())?;
-    let e = load(&hf);
+    let e = load_error(&hf);
     assert!(e.contains("not a file name in this folder"), "{e}");
 
     // GGUF metadata: a block count of two billion, a context of four billion positions.
@@ -133,7 +135,7 @@ fn corrupted_sizes_are_errors_naming_the_field_not_aborts() -> Result<()> {
         let mut bytes = good.clone();
         patch_gguf_u32(&mut bytes, key, value);
         std::fs::write(&gguf, &bytes)?;
-        let e = load(&gguf);
+        let e = load_error(&gguf);
         assert!(e.contains(field), "{key} = {value}: {e}");
     }
     Ok(())
@@ -142,12 +144,6 @@ fn corrupted_sizes_are_errors_naming_the_field_not_aborts() -> Result<()> {
 #[test]
 fn corrupted_tokenizers_and_gguf_alignment_are_errors_not_panics() -> Result<()> {
     let dir = tempfile::tempdir()?;
-    let load = |p: &std::path::Path| {
-        load_model(p, &Device::Cpu, &LoadOptions::default())
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_else(|| panic!("{} loaded", p.display()))
-    };
     let hf = dir.path().join("hf");
     write_hf(&hf, &TinySpec::llama())?;
     let tok_path = hf.join("tokenizer.json");
@@ -157,7 +153,7 @@ fn corrupted_tokenizers_and_gguf_alignment_are_errors_not_panics() -> Result<()>
     let text = good.to_string();
     let at = text.find("\"decoder\":").expect("a decoder") + "\"decoder\":".len();
     std::fs::write(&tok_path, format!("{}{{:{}", &text[..at], &text[at..]))?;
-    let e = load(&hf);
+    let e = load_error(&hf);
     assert!(
         e.contains("not valid JSON") && e.contains("tokenizer.json"),
         "{e}"
@@ -165,7 +161,7 @@ fn corrupted_tokenizers_and_gguf_alignment_are_errors_not_panics() -> Result<()>
     let mut wrong = good.clone();
     wrong["decoder"] = serde_json::json!({"type": 7});
     std::fs::write(&tok_path, wrong.to_string())?;
-    let e = load(&hf);
+    let e = load_error(&hf);
     assert!(e.contains("tokenizer.json"), "{e}");
     // Its BPE builder slices past its buffer for a merge longer than every vocabulary token.
     let mut long = good.clone();
@@ -176,7 +172,7 @@ fn corrupted_tokenizers_and_gguf_alignment_are_errors_not_panics() -> Result<()>
         .unwrap()
         .push(serde_json::json!(format!("{longest} {longest}")));
     std::fs::write(&tok_path, long.to_string())?;
-    let e = load(&hf);
+    let e = load_error(&hf);
     assert!(e.contains("tokenizer.json"), "{e}");
 
     // A GGUF whose general.alignment is 0 (candle divided by it): the 17-byte key
@@ -191,7 +187,7 @@ fn corrupted_tokenizers_and_gguf_alignment_are_errors_not_panics() -> Result<()>
         .unwrap();
     bytes[at..at + 17].copy_from_slice(b"general.alignment");
     std::fs::write(&gguf, &bytes)?;
-    let e = load(&gguf);
+    let e = load_error(&gguf);
     assert!(e.contains("general.alignment is 0"), "{e}");
 
     // A tensor of 2^63 elements, whose size candle computes as 0 in wrapping arithmetic (and then
@@ -203,7 +199,7 @@ fn corrupted_tokenizers_and_gguf_alignment_are_errors_not_panics() -> Result<()>
     assert_eq!(&bytes[at..at + 4], &1u32.to_le_bytes(), "one dimension");
     bytes[at + 4..at + 12].copy_from_slice(&(1u64 << 63).to_le_bytes());
     std::fs::write(&gguf, &bytes)?;
-    let e = load(&gguf);
+    let e = load_error(&gguf);
     assert!(e.contains("does not fit in the file"), "{e}");
     Ok(())
 }
