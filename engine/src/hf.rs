@@ -87,7 +87,12 @@ pub fn load_hf(dir: &Path, dtype: DType, device: &Device) -> Result<(ModelConfig
     for f in &files {
         bytes += std::fs::metadata(f).map_err(|e| Error::io(f, e))?.len();
     }
-    cfg.check_limits(&cfg_path, bytes)?;
+    // One shard named, or the folder for several.
+    let weights = match files.as_slice() {
+        [one] => one.clone(),
+        _ => dir.join("model.safetensors.index.json"),
+    };
+    cfg.check_limits(&cfg_path, &weights, bytes)?;
     let mut t = read_tensors(&files, dtype, device)?;
     let file = files.first().cloned().unwrap_or_else(|| dir.to_path_buf());
     let weights = take_weights(&mut t, &cfg, &file)?;

@@ -137,7 +137,7 @@ fn load_gguf_parts(path: &Path, device: &Device, dtype: DType) -> Result<Parts> 
     let bytes = std::fs::metadata(path)
         .map_err(|e| crate::error::Error::io(path, e))?
         .len();
-    cfg.check_limits(path, bytes)?;
+    cfg.check_limits(path, path, bytes)?;
     let tokenizer = tokenizer_from_gguf(&g)?;
     check_vocab_fits(&tokenizer, &cfg, path)?;
     let template = match g

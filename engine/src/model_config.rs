@@ -326,9 +326,10 @@ const MIN_BITS_PER_PARAM: u128 = 1;
 
 impl ModelConfig {
     /// Checks every size against the limits above and the parameter count against the bytes of
-    /// weights actually present (`weight_bytes`), so that a corrupted or mismatched config is an
-    /// error naming the field, never an allocation sized by a wrong number.
-    pub fn check_limits(&self, file: &Path, weight_bytes: u64) -> Result<()> {
+    /// weights actually present (`weight_bytes`, in `weights`, which the error names), so that a
+    /// corrupted or mismatched config is an error naming the field, never an allocation sized by a
+    /// wrong number.
+    pub fn check_limits(&self, file: &Path, weights: &Path, weight_bytes: u64) -> Result<()> {
         let over = |field: &str, value: usize, max: usize| -> Result<()> {
             if value == 0 || value > max {
                 return Err(Error::input(
@@ -381,7 +382,8 @@ impl ModelConfig {
                 file,
                 "num_hidden_layers",
                 format!(
-                    "the config describes {params} parameters, but the weights hold only {weight_bytes} bytes (less than 1 bit each): the weights are cut short or belong to another config"
+                    "the config describes {params} parameters, but {} holds only {weight_bytes} bytes (less than 1 bit each): the weights are cut short or belong to another config",
+                    weights.display()
                 ),
             ));
         }
@@ -491,7 +493,7 @@ mod tests {
     fn sizes_beyond_the_limits_or_the_weights_are_errors_naming_the_field() {
         let file = Path::new("model.gguf");
         let q4_bytes = 88_000_000; // SmolLM2-135M at 4 to 5 bits a weight
-        smollm2().check_limits(file, q4_bytes).unwrap();
+        smollm2().check_limits(file, file, q4_bytes).unwrap();
         type Corrupt = fn(&mut ModelConfig);
         let cases: [(Corrupt, &str); 6] = [
             (|c| c.num_layers = 1 << 40, "num_hidden_layers"),
@@ -507,13 +509,19 @@ mod tests {
         for (corrupt, field) in cases {
             let mut c = smollm2();
             corrupt(&mut c);
-            let e = c.check_limits(file, q4_bytes).unwrap_err().to_string();
+            let e = c
+                .check_limits(file, file, q4_bytes)
+                .unwrap_err()
+                .to_string();
             assert!(e.contains(field) && e.contains("model.gguf"), "{e}");
         }
         // 200 layers are within the limits, but not within 88 MB.
         let mut c = smollm2();
         c.num_layers = 200;
-        let e = c.check_limits(file, q4_bytes).unwrap_err().to_string();
+        let e = c
+            .check_limits(file, file, q4_bytes)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("cut short or belong to another config"), "{e}");
     }
 
