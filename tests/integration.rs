@@ -1,5 +1,7 @@
 //! The one integration test target: each module below is one area of the crate.
 
+use empathy_test_support::tiny_model as model_fixtures;
+
 #[path = "integration/algorithms.rs"]
 mod algorithms;
 #[path = "integration/cli.rs"]
@@ -35,8 +37,6 @@ mod locate;
 mod lora;
 #[path = "integration/model.rs"]
 mod model;
-#[path = "integration/model_fixtures.rs"]
-mod model_fixtures;
 #[path = "integration/rate_page.rs"]
 mod rate_page;
 #[path = "integration/readme.rs"]

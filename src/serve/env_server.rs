@@ -32,7 +32,7 @@ use super::sessions::{SessionError, SessionTable};
 use super::stepper::{run_worker, Job, StepJob, Written};
 use crate::episode::{DialogueEnv, PolicyRef};
 use crate::error::{Error, Result};
-use crate::profile::{Catalog, Difficulty, KnobOverrides, ProfileId};
+use crate::profile::{Catalog, Difficulty, KnobOverrides, Profile, ProfileId};
 use crate::sim::Simulator;
 
 /// How the server runs.
@@ -235,25 +235,17 @@ fn full(state: &AppState) -> ApiError {
     )
 }
 
-async fn create(
-    State(state): State<Shared>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<(StatusCode, Json<Created>), ApiError> {
-    let req: CreateEpisode =
-        parse_json(&headers, body, state.cfg.max_body_bytes, "episode request")?;
-    state.log_works()?;
-    if !state.table().has_room() {
-        return Err(full(&state));
-    }
-    let number = state.next_number.fetch_add(1, Ordering::Relaxed);
-    let seed = req
-        .seed
-        .unwrap_or_else(|| crate::seed::derive(state.cfg.seed, number));
+/// The profile an episode request names: its `profile`, or a draw from its `split` by `seed`, at
+/// its difficulty (moderate when unset; `auto` is not served).
+pub fn resolve_profile(
+    catalog: &Catalog,
+    req: &CreateEpisode,
+    seed: u64,
+) -> std::result::Result<(ProfileId, Difficulty, Profile), ApiError> {
     let id = match (&req.profile, req.split) {
         (Some(p), None) => ProfileId::parse(p).map_err(ApiError::bad_request)?,
         (None, Some(split)) => {
-            let ids = state.catalog.split(split);
+            let ids = catalog.split(split);
             if ids.is_empty() {
                 return Err(ApiError::bad_request(format!(
                     "the {} split is empty",
@@ -275,10 +267,28 @@ async fn create(
              ask for easy, moderate or hard",
         ));
     }
-    let profile = state
-        .catalog
+    let profile = catalog
         .profile(&id, difficulty, &KnobOverrides::default())
         .map_err(|e| ApiError::bad_request(format!("profile `{id}`: {e}")))?;
+    Ok((id, difficulty, profile))
+}
+
+async fn create(
+    State(state): State<Shared>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<(StatusCode, Json<Created>), ApiError> {
+    let req: CreateEpisode =
+        parse_json(&headers, body, state.cfg.max_body_bytes, "episode request")?;
+    state.log_works()?;
+    if !state.table().has_room() {
+        return Err(full(&state));
+    }
+    let number = state.next_number.fetch_add(1, Ordering::Relaxed);
+    let seed = req
+        .seed
+        .unwrap_or_else(|| crate::seed::derive(state.cfg.seed, number));
+    let (id, difficulty, profile) = resolve_profile(&state.catalog, &req, seed)?;
     let (done, answer) = oneshot::channel();
     let prepare = Job::Prepare {
         profile: profile.clone(),

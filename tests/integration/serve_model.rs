@@ -4,8 +4,6 @@
 
 use serde_json::{json, Value};
 
-use super::common::temp_dir;
-use super::model_fixtures::{write_hf, TinySpec};
 use super::servers::{http, http_typed, Server};
 
 fn post(url: &str, body: Value) -> (u16, String) {
@@ -32,18 +30,7 @@ fn chat(text: &str, extra: Value) -> Value {
 
 #[test]
 fn serve_model_answers_openai_clients_streaming_or_not_and_batches_consistently() {
-    let dir = temp_dir();
-    let model = dir.path().join("tiny");
-    write_hf(&model, &TinySpec::llama()).unwrap();
-    let server = Server::start(&[
-        "serve-model",
-        "--model",
-        model.to_str().unwrap(),
-        "--name",
-        "tiny",
-        "--max-tokens",
-        "64",
-    ]);
+    let server = Server::tiny_model(&["--name", "tiny", "--max-tokens", "64"]);
     let url = server.url.clone();
 
     let (s, b) = http("GET", &format!("{url}/v1/models"), None);

@@ -13,7 +13,6 @@ use empathy_gym::episode::read_episodes;
 use serde_json::{json, Value};
 
 use super::common::{eg, temp_dir};
-use super::model_fixtures::{write_hf, TinySpec};
 use super::servers::{http, request, Server};
 
 fn post(url: &str, path: &str, body: Value) -> (u16, Value) {
@@ -223,16 +222,7 @@ fn with_a_key_every_endpoint_but_health_needs_the_bearer_token() {
     assert_eq!(health(&url).0, 200, "the health check is open");
     drop(server);
 
-    let dir = temp_dir();
-    let model = dir.path().join("tiny");
-    write_hf(&model, &TinySpec::llama()).unwrap();
-    let server = Server::start(&[
-        "serve-model",
-        "--model",
-        model.to_str().unwrap(),
-        "--api-key",
-        "other-key",
-    ]);
+    let server = Server::tiny_model(&["--api-key", "other-key"]);
     let models = format!("{}/v1/models", server.url);
     assert_eq!(request("GET", &models, None, &[]).status, 401);
     let ok = request(
@@ -345,20 +335,8 @@ fn the_shutdown_deadline_closes_connections_still_busy() {
 
 #[test]
 fn serve_model_turns_a_flood_away_with_429_and_retry_after() {
-    let dir = temp_dir();
-    let model = dir.path().join("tiny");
-    write_hf(&model, &TinySpec::llama()).unwrap();
-    let server = Server::start(&[
-        "serve-model",
-        "--model",
-        model.to_str().unwrap(),
-        "--max-tokens",
-        "64",
-        "--max-batch",
-        "1",
-        "--max-queue",
-        "1",
-    ]);
+    let server =
+        Server::tiny_model(&["--max-tokens", "64", "--max-batch", "1", "--max-queue", "1"]);
     let url = format!("{}/v1/chat/completions", server.url);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

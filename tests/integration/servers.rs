@@ -6,7 +6,8 @@ use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::thread::JoinHandle;
 
-use super::common::{models, root};
+use super::common::{models, root, temp_dir};
+use super::model_fixtures::{write_hf, TinySpec};
 
 pub struct Server {
     child: Option<Child>,
@@ -16,6 +17,8 @@ pub struct Server {
     pub first_line: String,
     /// `http://127.0.0.1:PORT`.
     pub url: String,
+    /// A folder that lives as long as the server (the tiny model of [`Server::tiny_model`]).
+    _dir: Option<tempfile::TempDir>,
 }
 
 /// How a server ended after SIGTERM.
@@ -76,7 +79,24 @@ impl Server {
             stderr: Some(stderr),
             first_line,
             url,
+            _dir: None,
         }
+    }
+
+    /// `serve-model` on a tiny random Llama written for it, with `args` after `--model`.
+    pub fn tiny_model(args: &[&str]) -> Server {
+        let dir = temp_dir();
+        let model = dir.path().join("tiny");
+        write_hf(&model, &TinySpec::llama()).expect("write the tiny model");
+        let mut all = vec![
+            "serve-model",
+            "--model",
+            model.to_str().expect("a UTF-8 path"),
+        ];
+        all.extend_from_slice(args);
+        let mut server = Self::start(&all);
+        server._dir = Some(dir);
+        server
     }
 
     /// Sends SIGTERM and waits for the server to end.

@@ -5,6 +5,7 @@
 //! folder). And, for the model benchmarks, the training case's setup and the peak resident memory.
 
 pub mod fuzz;
+pub mod tiny_model;
 
 use std::path::PathBuf;
 

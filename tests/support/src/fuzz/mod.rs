@@ -14,7 +14,6 @@
 pub mod context;
 pub mod corpus;
 pub mod crashes;
-pub mod fixtures;
 pub mod mutate;
 pub mod panics;
 pub mod registry;

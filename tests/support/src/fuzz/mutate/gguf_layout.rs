@@ -185,15 +185,14 @@ fn parse_into(r: &mut Reader<'_>) -> Option<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fuzz::fixtures::write_gguf;
-    use candle_core::quantized::GgmlDType;
+    use crate::tiny_model::{write_gguf, TinySpec};
 
     #[test]
     fn finds_every_entry_and_tensor_of_a_written_file() {
         let dir = std::env::temp_dir().join(format!("gguf-layout-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("tiny.gguf");
-        write_gguf(&path, GgmlDType::F32).unwrap();
+        write_gguf(&path, &TinySpec::llama()).unwrap();
         let d = std::fs::read(&path).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         let layout = parse(&d);

@@ -9,8 +9,8 @@ use candle_core::quantized::GgmlDType;
 use candle_core::Device;
 use empathy_gym::model::{load_model, ChatMessage, ChatModel, LoadOptions, Role, SamplingParams};
 
-use crate::fuzz::fixtures::{write_gguf, write_hf, Tiny};
 use crate::fuzz::{FuzzContext, Kind, Target};
+use crate::tiny_model::{write_gguf_as, write_hf, TinySpec};
 
 /// Uses a loaded model: plain and special-token text, a chat, three sampled tokens.
 pub fn exercise(m: &ChatModel) -> anyhow::Result<()> {
@@ -41,7 +41,7 @@ pub fn gguf(ctx: &FuzzContext) -> anyhow::Result<Target> {
         ("q4_1", GgmlDType::Q4_1),
     ] {
         let path = dir.join(format!("seed-{name}.gguf"));
-        write_gguf(&path, dtype)?;
+        write_gguf_as(&path, &TinySpec::llama(), dtype)?;
         seeds.push(std::fs::read(&path)?);
     }
     let path = dir.join("input.gguf");
@@ -64,8 +64,8 @@ fn hf_file(
     let dir = ctx.fresh_dir(name)?;
     let llama = dir.join("tiny-llama");
     let qwen2 = dir.join("tiny-qwen2");
-    write_hf(&llama, Tiny::Llama)?;
-    write_hf(&qwen2, Tiny::Qwen2)?;
+    write_hf(&llama, &TinySpec::llama())?;
+    write_hf(&qwen2, &TinySpec::qwen2())?;
     let mut seeds = vec![std::fs::read(llama.join(file))?];
     let other = std::fs::read(qwen2.join(file))?;
     if other != seeds[0] {

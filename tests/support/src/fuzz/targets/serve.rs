@@ -13,16 +13,17 @@ use axum::http::{header, HeaderMap, HeaderValue};
 use candle_core::Device;
 use empathy_gym::model::{load_model, LoadOptions, SamplingParams};
 use empathy_gym::openai::ChatRequest;
-use empathy_gym::profile::{Catalog, Difficulty, KnobOverrides, ProfileId};
+use empathy_gym::profile::{Catalog, Difficulty, KnobOverrides};
 use empathy_gym::serve::env_api::{CreateEpisode, StepRequest};
+use empathy_gym::serve::env_server::resolve_profile;
 use empathy_gym::serve::http_error::{parse_json, ApiError};
 use empathy_gym::serve::model_server::check;
 use empathy_gym::serve::{Guard, ModelServerConfig};
 use serde::de::DeserializeOwned;
 
 use super::dialogue::{play_as, Replies};
-use crate::fuzz::fixtures::{write_hf, Tiny};
 use crate::fuzz::{FuzzContext, Kind, Target};
+use crate::tiny_model::{write_hf, TinySpec};
 
 /// The servers' default body limits (`--max-body-bytes`).
 const ENV_BODY_LIMIT: usize = 65536;
@@ -48,21 +49,7 @@ fn api(e: ApiError) -> anyhow::Error {
 /// short dialogue on it).
 fn create(catalog: &Catalog, req: CreateEpisode) -> anyhow::Result<()> {
     let seed = req.seed.unwrap_or_else(|| empathy_gym::seed::derive(0, 1));
-    let id = match (&req.profile, req.split) {
-        (Some(p), None) => ProfileId::parse(p).map_err(|e| anyhow!(e))?,
-        (None, Some(split)) => {
-            let ids = catalog.split(split);
-            anyhow::ensure!(!ids.is_empty(), "the {} split is empty", split.as_str());
-            ids[(empathy_gym::seed::derive(seed, 1) % ids.len() as u64) as usize].clone()
-        }
-        _ => anyhow::bail!("give exactly one of `profile` or `split`"),
-    };
-    let difficulty = req.difficulty.unwrap_or(Difficulty::Moderate);
-    anyhow::ensure!(
-        difficulty != Difficulty::Auto,
-        "difficulty `auto` is not served"
-    );
-    let profile = catalog.profile(&id, difficulty, &KnobOverrides::default())?;
+    let (_, _, profile) = resolve_profile(catalog, &req, seed).map_err(api)?;
     play_as(
         profile,
         seed,
@@ -115,7 +102,7 @@ pub fn env_request(ctx: &FuzzContext) -> anyhow::Result<Target> {
 /// `model_request`: a `serve-model` chat completion request body.
 pub fn model_request(ctx: &FuzzContext) -> anyhow::Result<Target> {
     let dir = ctx.fresh_dir("model_request")?;
-    write_hf(&dir, Tiny::Llama)?;
+    write_hf(&dir, &TinySpec::llama())?;
     let model = load_model(&dir, &Device::Cpu, &LoadOptions::default())?;
     let cfg = ModelServerConfig {
         addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),

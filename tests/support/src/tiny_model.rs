@@ -1,8 +1,7 @@
-//! Tiny random Llama and Qwen2 models, the seeds of the model targets: an HF folder (config,
-//! safetensors, a byte-level BPE tokenizer.json, tokenizer_config.json) and the Llama's weights
-//! as a GGUF file (f32 or quantized, q/k rows permuted as llama.cpp's converter does, the
-//! tokenizer in the metadata). A trimmed copy of the integration tests' model fixtures, which
-//! the test-support crate cannot reach.
+//! Tiny random Llama/Qwen2 models written on the fly for the model tests and the fuzzer's seeds:
+//! HF folders (config, safetensors, a small byte-level BPE tokenizer.json, tokenizer_config.json)
+//! and the Llama's weights as a GGUF file with llama.cpp's q/k permutation and tokenizer
+//! metadata.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -21,25 +20,46 @@ use tokenizers::pre_tokenizers::digits::Digits;
 use tokenizers::pre_tokenizers::sequence::Sequence;
 use tokenizers::{AddedToken, PreTokenizerWrapper, Tokenizer};
 
-const HIDDEN: usize = 32;
-const INTER: usize = 64;
-const LAYERS: usize = 2;
-const HEADS: usize = 4;
-const KV_HEADS: usize = 2;
-const HEAD_DIM: usize = HIDDEN / HEADS;
-const VOCAB: usize = 280;
-const SPECIALS: [&str; 3] = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"];
+pub const HIDDEN: usize = 32;
+pub const INTER: usize = 64;
+pub const LAYERS: usize = 2;
+pub const HEADS: usize = 4;
+pub const KV_HEADS: usize = 2;
+pub const HEAD_DIM: usize = HIDDEN / HEADS;
+pub const SYSTEM: &str = "You are a tiny test model";
+pub const SPECIALS: [&str; 3] = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"];
 const MERGES: [(&str, &str); 4] = [("h", "e"), ("l", "l"), ("Ġ", "t"), ("he", "ll")];
 
-/// Which tiny model: Qwen2 (q/k/v bias, tied embeddings) or Llama (untied, no bias).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Tiny {
-    Llama,
-    Qwen2,
+/// Which tiny model.
+#[derive(Clone, Copy, Debug)]
+pub struct TinySpec {
+    /// Qwen2 (q/k/v bias, tied embeddings) instead of Llama (untied, no bias).
+    pub qwen2: bool,
+    /// Rows of the embedding table.
+    pub vocab: usize,
+    /// Weight seed.
+    pub seed: u64,
+}
+
+impl TinySpec {
+    pub fn llama() -> Self {
+        TinySpec {
+            qwen2: false,
+            vocab: 280,
+            seed: 1,
+        }
+    }
+    pub fn qwen2() -> Self {
+        TinySpec {
+            qwen2: true,
+            vocab: 280,
+            seed: 2,
+        }
+    }
 }
 
 /// Tokens in id order: the 256 byte-level characters, the merge results, the specials.
-fn token_list() -> Vec<String> {
+pub fn token_list() -> Vec<String> {
     let mut chars: Vec<char> = ByteLevel::alphabet().into_iter().collect();
     chars.sort();
     let mut toks: Vec<String> = chars.into_iter().map(String::from).collect();
@@ -48,12 +68,15 @@ fn token_list() -> Vec<String> {
     toks
 }
 
-fn id_of(tok: &str) -> u32 {
-    token_list().iter().position(|t| t == tok).unwrap_or(0) as u32
+pub fn id_of(tok: &str) -> u32 {
+    token_list()
+        .iter()
+        .position(|t| t == tok)
+        .expect("token in list") as u32
 }
 
-/// The byte-level BPE tokenizer (digits split one by one, like SmolLM2's).
-fn tiny_tokenizer() -> Result<Tokenizer> {
+/// The byte-level BPE tokenizer (digits split like SmolLM2's).
+pub fn tiny_tokenizer() -> Result<Tokenizer> {
     let vocab: Vocab = token_list()
         .into_iter()
         .enumerate()
@@ -82,9 +105,8 @@ fn tiny_tokenizer() -> Result<Tokenizer> {
     Ok(tok)
 }
 
-/// A ChatML template with a default system message.
-fn chat_template() -> String {
-    "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are a tiny test model<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}".to_string()
+pub fn chat_template() -> String {
+    format!("{{% for message in messages %}}{{% if loop.first and messages[0]['role'] != 'system' %}}{{{{ '<|im_start|>system\n{SYSTEM}<|im_end|>\n' }}}}{{% endif %}}{{{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}}}{{% endfor %}}")
 }
 
 fn uniform(rng: &mut ChaCha8Rng, dims: &[usize], scale: f32, offset: f32) -> Result<Tensor> {
@@ -96,23 +118,22 @@ fn uniform(rng: &mut ChaCha8Rng, dims: &[usize], scale: f32, offset: f32) -> Res
 }
 
 /// Random weights under HF names.
-fn hf_weights(tiny: Tiny) -> Result<HashMap<String, Tensor>> {
-    let qwen2 = tiny == Tiny::Qwen2;
-    let mut rng = ChaCha8Rng::seed_from_u64(if qwen2 { 2 } else { 1 });
+pub fn hf_weights(spec: &TinySpec) -> Result<HashMap<String, Tensor>> {
+    let mut rng = ChaCha8Rng::seed_from_u64(spec.seed);
     let mut w = HashMap::new();
     let (q, kv) = (HEADS * HEAD_DIM, KV_HEADS * HEAD_DIM);
     w.insert(
         "model.embed_tokens.weight".into(),
-        uniform(&mut rng, &[VOCAB, HIDDEN], 0.5, 0.0)?,
+        uniform(&mut rng, &[spec.vocab, HIDDEN], 0.5, 0.0)?,
     );
     w.insert(
         "model.norm.weight".into(),
         uniform(&mut rng, &[HIDDEN], 0.1, 1.0)?,
     );
-    if !qwen2 {
+    if !spec.qwen2 {
         w.insert(
             "lm_head.weight".into(),
-            uniform(&mut rng, &[VOCAB, HIDDEN], 0.3, 0.0)?,
+            uniform(&mut rng, &[spec.vocab, HIDDEN], 0.3, 0.0)?,
         );
     }
     for i in 0..LAYERS {
@@ -132,44 +153,45 @@ fn hf_weights(tiny: Tiny) -> Result<HashMap<String, Tensor>> {
                 format!("{p}.{name}.weight"),
                 uniform(&mut rng, &[out, inp], scale, 0.0)?,
             );
-            if qwen2 && name.starts_with("self_attn") && name != "self_attn.o_proj" {
+            if spec.qwen2 && name.starts_with("self_attn") && name != "self_attn.o_proj" {
                 w.insert(
                     format!("{p}.{name}.bias"),
                     uniform(&mut rng, &[out], 0.2, 0.0)?,
                 );
             }
         }
-        for norm in ["input_layernorm", "post_attention_layernorm"] {
-            w.insert(
-                format!("{p}.{norm}.weight"),
-                uniform(&mut rng, &[HIDDEN], 0.1, 1.0)?,
-            );
-        }
+        w.insert(
+            format!("{p}.input_layernorm.weight"),
+            uniform(&mut rng, &[HIDDEN], 0.1, 1.0)?,
+        );
+        w.insert(
+            format!("{p}.post_attention_layernorm.weight"),
+            uniform(&mut rng, &[HIDDEN], 0.1, 1.0)?,
+        );
     }
     Ok(w)
 }
 
-fn config_json(tiny: Tiny) -> serde_json::Value {
-    let qwen2 = tiny == Tiny::Qwen2;
+pub fn config_json(spec: &TinySpec) -> serde_json::Value {
     serde_json::json!({
-        "architectures": [if qwen2 { "Qwen2ForCausalLM" } else { "LlamaForCausalLM" }],
-        "model_type": if qwen2 { "qwen2" } else { "llama" },
+        "architectures": [if spec.qwen2 { "Qwen2ForCausalLM" } else { "LlamaForCausalLM" }],
+        "model_type": if spec.qwen2 { "qwen2" } else { "llama" },
         "hidden_size": HIDDEN, "intermediate_size": INTER, "num_hidden_layers": LAYERS,
-        "num_attention_heads": HEADS, "num_key_value_heads": KV_HEADS, "vocab_size": VOCAB,
+        "num_attention_heads": HEADS, "num_key_value_heads": KV_HEADS, "vocab_size": spec.vocab,
         "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "max_position_embeddings": 512,
-        "tie_word_embeddings": qwen2, "hidden_act": "silu", "torch_dtype": "float32",
+        "tie_word_embeddings": spec.qwen2, "hidden_act": "silu", "torch_dtype": "float32",
         "bos_token_id": id_of("<|im_start|>"), "eos_token_id": id_of("<|im_end|>"),
     })
 }
 
-/// Writes the HF folder of `tiny` into `dir`.
-pub fn write_hf(dir: &Path, tiny: Tiny) -> Result<()> {
+/// Writes an HF folder for `spec` into `dir`.
+pub fn write_hf(dir: &Path, spec: &TinySpec) -> Result<()> {
     std::fs::create_dir_all(dir)?;
     std::fs::write(
         dir.join("config.json"),
-        serde_json::to_string_pretty(&config_json(tiny))?,
+        serde_json::to_string_pretty(&config_json(spec))?,
     )?;
-    candle_core::safetensors::save(&hf_weights(tiny)?, dir.join("model.safetensors"))?;
+    candle_core::safetensors::save(&hf_weights(spec)?, dir.join("model.safetensors"))?;
     tiny_tokenizer()?
         .save(dir.join("tokenizer.json"), false)
         .map_err(anyhow::Error::msg)?;
@@ -181,11 +203,17 @@ pub fn write_hf(dir: &Path, tiny: Tiny) -> Result<()> {
     Ok(())
 }
 
-/// Writes the Llama's weights as a GGUF file with tensors of `dtype` (the norms stay f32), q/k
-/// rows permuted as llama.cpp's converter does, and the tokenizer in the metadata with
+/// Writes the Llama `spec`'s weights as an f32 GGUF file ([`write_gguf_as`]).
+pub fn write_gguf(path: &Path, spec: &TinySpec) -> Result<()> {
+    write_gguf_as(path, spec, GgmlDType::F32)
+}
+
+/// Writes the Llama `spec`'s weights as a GGUF file with tensors of `dtype` (the norms stay f32),
+/// q/k rows permuted the way llama.cpp's converter does, and the tokenizer in the metadata with
 /// pre-tokenizer "smollm".
-pub fn write_gguf(path: &Path, dtype: GgmlDType) -> Result<()> {
-    let mut w = hf_weights(Tiny::Llama)?;
+pub fn write_gguf_as(path: &Path, spec: &TinySpec, dtype: GgmlDType) -> Result<()> {
+    anyhow::ensure!(!spec.qwen2, "the tiny GGUF fixture is Llama-only");
+    let mut w = hf_weights(spec)?;
     let mut take = |n: &str| {
         w.remove(n)
             .ok_or_else(|| anyhow::anyhow!("tiny model: no tensor {n}"))
