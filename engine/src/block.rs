@@ -1,12 +1,12 @@
-//! One decoder block: pre-norm grouped-query attention and a SwiGLU MLP, each added to the
-//! residual stream. `Pass::Infer` uses candle's fused kernels (rms_norm, rope, softmax_last_dim)
+//! One decoder block: pre-norm grouped-query attention and a gated MLP (SwiGLU, or Gemma's GeGLU),
+//! each added to the residual stream (Gemma 3 norms each output before adding it). `Pass::Infer` uses candle's fused kernels (rms_norm, rope, softmax_last_dim)
 //! and the KV cache; `Pass::Train` uses the differentiable compositions from `ops`.
 
 use candle_core::Tensor;
 
 use super::kv_cache::KvCache;
 use super::lora::{AdapterMode, LoraLinear, Pass};
-use super::model_config::RopeLayout;
+use super::model_config::{MlpAct, RopeLayout};
 use super::ops;
 use crate::error::Result;
 
@@ -21,7 +21,7 @@ pub struct RopeSlice {
 
 /// Shapes and numerics one block needs.
 #[derive(Clone, Copy, Debug)]
-pub struct BlockDims {
+pub struct BlockDims<'a> {
     /// Query heads.
     pub heads: usize,
     /// Key/value heads.
@@ -32,6 +32,12 @@ pub struct BlockDims {
     pub eps: f64,
     /// Rotary pairing of the q/k weights.
     pub rope: RopeLayout,
+    /// Per layer, whether it attends through the sliding window (`Step::window_mask`).
+    pub windows: &'a [bool],
+    /// The gated MLP's activation.
+    pub act: MlpAct,
+    /// Multiplies q k^T: head_dim^-1/2, or Gemma 3's query_pre_attn_scalar^-1/2.
+    pub attn_scale: f64,
 }
 
 /// Weights of one block with their (optional) adapters.
@@ -54,14 +60,26 @@ pub struct Block {
     pub up: LoraLinear,
     /// SwiGLU down.
     pub down: LoraLinear,
+    /// RMSNorm of each query head (Qwen3, Gemma 3).
+    pub q_norm: Option<Tensor>,
+    /// RMSNorm of each key head (Qwen3, Gemma 3).
+    pub k_norm: Option<Tensor>,
+    /// Gemma 3's norm of the attention output.
+    pub post_attn_norm: Option<Tensor>,
+    /// Gemma 3's norm of the MLP output.
+    pub post_mlp_norm: Option<Tensor>,
 }
 
 /// Settings shared by every block of one forward call.
 pub struct Step<'a> {
     /// Rotary angles of the new tokens.
     pub rope: &'a RopeSlice,
+    /// Gemma 3's angles for its sliding-window layers (their own rotary base).
+    pub local_rope: Option<&'a RopeSlice>,
     /// Additive mask [batch or 1, 1, 1, t, keys].
     pub mask: &'a Tensor,
+    /// The same mask with the sliding window applied, for the layers that attend through one.
+    pub window_mask: Option<&'a Tensor>,
     /// Adapters on or off.
     pub mode: AdapterMode,
     /// Fused inference or differentiable training numerics.
@@ -86,17 +104,26 @@ impl Block {
         cache: Option<&mut KvCache>,
         step: &Step,
     ) -> Result<Tensor> {
+        let post = |y: Tensor, norm: &Option<Tensor>| -> Result<Tensor> {
+            match norm {
+                Some(w) => rms_norm(&y, w, dims.eps, step.pass),
+                None => Ok(y),
+            }
+        };
         let h = rms_norm(x, &self.attn_norm, dims.eps, step.pass)?;
-        let x = (x + self.attention(&h, dims, layer, cache, step)?)?;
+        let attn = self.attention(&h, dims, layer, cache, step)?;
+        let x = (x + post(attn, &self.post_attn_norm)?)?;
         let h = rms_norm(&x, &self.mlp_norm, dims.eps, step.pass)?;
         let gate = self.gate.forward(&h, step.mode, step.pass)?;
         let up = self.up.forward(&h, step.mode, step.pass)?;
-        let act = match step.pass {
-            Pass::Infer => (gate.silu()? * up)?,
-            Pass::Train => ops::swiglu_train(&gate, &up)?,
+        let act = match (dims.act, step.pass) {
+            (MlpAct::Silu, Pass::Infer) => (gate.silu()? * up)?,
+            (MlpAct::Silu, Pass::Train) => ops::swiglu_train(&gate, &up)?,
+            // candle's gelu is the tanh approximation, with a backward.
+            (MlpAct::GeluTanh, _) => (gate.gelu()? * up)?,
         };
         let mlp = self.down.forward(&act, step.mode, step.pass)?;
-        Ok((x + mlp)?)
+        Ok((x + post(mlp, &self.post_mlp_norm)?)?)
     }
 
     fn attention(
@@ -114,11 +141,37 @@ impl Block {
                 .reshape((b, t, n, hd))?
                 .transpose(1, 2)?)
         };
+        // Qwen3 norms each head before the rotary embedding (transformers' Qwen3Attention).
+        let normed = |p: &LoraLinear, n: usize, norm: &Option<Tensor>| -> Result<Tensor> {
+            match norm {
+                None => heads(p, n),
+                Some(w) => {
+                    let y = p.forward(x, step.mode, step.pass)?.reshape((b, t, n, hd))?;
+                    Ok(rms_norm(&y, w, dims.eps, step.pass)?.transpose(1, 2)?)
+                }
+            }
+        };
         // Scaling q (t x d) rather than the scores (t x keys) keeps one fewer score-sized tensor
         // alive for backward; scaling inside q's rope keeps no extra q-sized one.
-        let scale = 1.0 / (hd as f64).sqrt();
-        let q = rope(&heads(&self.q, dims.heads)?, step, dims.rope, scale)?;
-        let k = rope(&heads(&self.k, kvh)?, step, dims.rope, 1.0)?;
+        let sliding = dims.windows.get(layer).copied().unwrap_or(false);
+        let angles = match (sliding, step.local_rope) {
+            (true, Some(local)) => local,
+            _ => step.rope,
+        };
+        let q = rope(
+            &normed(&self.q, dims.heads, &self.q_norm)?,
+            angles,
+            step.pass,
+            dims.rope,
+            dims.attn_scale,
+        )?;
+        let k = rope(
+            &normed(&self.k, kvh, &self.k_norm)?,
+            angles,
+            step.pass,
+            dims.rope,
+            1.0,
+        )?;
         // The training op reads v's heads view in place; inference's matmul and cache take it
         // contiguous.
         let v = match step.pass {
@@ -130,16 +183,20 @@ impl Block {
             None => (k, v),
         };
         let rep = dims.heads / kvh;
+        let mask = match (sliding, step.window_mask) {
+            (true, Some(m)) => m,
+            _ => step.mask,
+        };
         // Grouped-query attention without copying K/V: query head j uses KV head j / rep, so the
         // rep query heads of one group stack along the query axis (Ainslie et al. 2023).
         let q = q.reshape((b, kvh, rep * t, hd))?;
         let y = match step.pass {
             // Decoding: one op per (row, KV head) over the cached keys each row sees
             // (ops/decode_attention.rs); prefills: candle's ops.
-            Pass::Infer => ops::attention_infer(&q, &k, &v, step.mask)?,
+            Pass::Infer => ops::attention_infer(&q, &k, &v, mask)?,
             // One op over the keys the mask lets through, keeping no probabilities for backward
             // and writing the heads merged (ops/attention.rs).
-            Pass::Train => ops::attention_train(&q, &k, &v, step.mask)?,
+            Pass::Train => ops::attention_train(&q, &k, &v, mask)?,
         };
         Ok(self.o.forward(&y, step.mode, step.pass)?)
     }
@@ -174,9 +231,9 @@ impl Block {
 
 /// Rotary embedding on [b, heads, t, d] times `scale`: fused kernel then the product for
 /// inference, `ops::rope_train` (the same bits) for training.
-fn rope(x: &Tensor, step: &Step, layout: RopeLayout, scale: f64) -> Result<Tensor> {
-    let (r, interleaved) = (step.rope, layout == RopeLayout::Interleaved);
-    let rotated = match (step.pass, interleaved) {
+fn rope(x: &Tensor, r: &RopeSlice, pass: Pass, layout: RopeLayout, scale: f64) -> Result<Tensor> {
+    let interleaved = layout == RopeLayout::Interleaved;
+    let rotated = match (pass, interleaved) {
         (Pass::Train, _) => return Ok(ops::rope_train(x, &r.cos, &r.sin, interleaved, scale)?),
         (Pass::Infer, true) => candle_nn::rotary_emb::rope_i(&x.contiguous()?, &r.cos, &r.sin)?,
         (Pass::Infer, false) => candle_nn::rotary_emb::rope(&x.contiguous()?, &r.cos, &r.sin)?,
@@ -186,9 +243,20 @@ fn rope(x: &Tensor, step: &Step, layout: RopeLayout, scale: f64) -> Result<Tenso
 
 /// Causal additive mask [1, 1, 1, t, t] for a cache-less forward (0 on and below the diagonal).
 pub fn causal_mask(t: usize, device: &candle_core::Device) -> Result<Tensor> {
+    windowed_causal_mask(t, None, device)
+}
+
+/// [`causal_mask`] where query i sees key j only if j > i - `window` too: itself and the
+/// `window - 1` keys before it (Mistral's sliding window; transformers' `sliding_window_overlay`).
+pub fn windowed_causal_mask(
+    t: usize,
+    window: Option<usize>,
+    device: &candle_core::Device,
+) -> Result<Tensor> {
     let m: Vec<f32> = (0..t * t)
         .map(|i| {
-            if i % t <= i / t {
+            let (query, key) = (i / t, i % t);
+            if key <= query && window.is_none_or(|w| query - key < w) {
                 0.0
             } else {
                 f32::NEG_INFINITY

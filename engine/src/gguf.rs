@@ -208,6 +208,12 @@ pub fn gguf_config(g: &GgufFile) -> Result<ModelConfig> {
             .map(|x| x as u32)
             .into_iter()
             .collect(),
+        qk_norm: false,
+        sliding_window: None,
+        sliding_layers: Vec::new(),
+        mlp_act: Default::default(),
+        gemma: None,
+        rope_linear_factor: None,
     })
 }
 
@@ -255,6 +261,10 @@ pub fn gguf_weights(
             gate,
             up,
             down,
+            q_norm: None,
+            k_norm: None,
+            post_attn_norm: None,
+            post_mlp_norm: None,
         });
     }
     let w = Weights {

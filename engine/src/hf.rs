@@ -1,5 +1,5 @@
 //! Loading an HF model folder: `config.json`, `model.safetensors` (or shards listed in
-//! `model.safetensors.index.json`) with the usual Llama/Qwen2 tensor names.
+//! `model.safetensors.index.json`) with the usual Llama/Qwen2/Qwen3/Mistral/Gemma 3 tensor names.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -100,6 +100,49 @@ pub fn load_hf(dir: &Path, dtype: DType, device: &Device) -> Result<(ModelConfig
     Ok((cfg, weights))
 }
 
+/// The HF names of a block's norms besides `input_layernorm`: Llama's `post_attention_layernorm`
+/// is the norm before the MLP; Gemma 3 calls that one `pre_feedforward_layernorm` and has one
+/// after attention and one after the MLP.
+struct NormNames {
+    mlp: &'static str,
+    post: Option<(&'static str, &'static str)>,
+}
+
+impl NormNames {
+    fn of(cfg: &ModelConfig) -> Self {
+        if cfg.gemma.as_ref().is_some_and(|g| g.sandwich_norms) {
+            NormNames {
+                mlp: "pre_feedforward_layernorm",
+                post: Some(("post_attention_layernorm", "post_feedforward_layernorm")),
+            }
+        } else {
+            NormNames {
+                mlp: "post_attention_layernorm",
+                post: None,
+            }
+        }
+    }
+}
+
+/// A norm weight as the network applies it: Gemma stores w for a scale of (1 + w), computed in
+/// f32 like transformers' Gemma3RMSNorm.
+fn plus_one(w: Tensor, cfg: &ModelConfig) -> Result<Tensor> {
+    if !cfg.gemma.as_ref().is_some_and(|g| g.norm_plus_one) {
+        return Ok(w);
+    }
+    let dtype = w.dtype();
+    Ok(w.to_dtype(DType::F32)?.affine(1.0, 1.0)?.to_dtype(dtype)?)
+}
+
+/// The inverse of [`plus_one`], for export.
+fn minus_one(w: &Tensor, cfg: &ModelConfig) -> Result<Tensor> {
+    if !cfg.gemma.as_ref().is_some_and(|g| g.norm_plus_one) {
+        return Ok(w.clone());
+    }
+    let dtype = w.dtype();
+    Ok(w.to_dtype(DType::F32)?.affine(1.0, -1.0)?.to_dtype(dtype)?)
+}
+
 fn take_weights(
     t: &mut HashMap<String, Tensor>,
     cfg: &ModelConfig,
@@ -110,7 +153,7 @@ fn take_weights(
             .ok_or_else(|| model_err(file, format!("tensor {name} is missing")))
     };
     let embed = take("model.embed_tokens.weight")?;
-    let norm = take("model.norm.weight")?;
+    let norm = plus_one(take("model.norm.weight")?, cfg)?;
     let mut layers = Vec::with_capacity(cfg.num_layers);
     for i in 0..cfg.num_layers {
         let p = format!("model.layers.{i}");
@@ -130,8 +173,23 @@ fn take_weights(
         let gate = proj("mlp.gate_proj", false)?;
         let up = proj("mlp.up_proj", false)?;
         let down = proj("mlp.down_proj", false)?;
-        let attn_norm = take(&format!("{p}.input_layernorm.weight"))?;
-        let mlp_norm = take(&format!("{p}.post_attention_layernorm.weight"))?;
+        let names = NormNames::of(cfg);
+        let mut norm =
+            |name: &str| -> Result<Tensor> { plus_one(take(&format!("{p}.{name}.weight"))?, cfg) };
+        let attn_norm = norm("input_layernorm")?;
+        let mlp_norm = norm(names.mlp)?;
+        let (q_norm, k_norm) = if cfg.qk_norm {
+            (
+                Some(norm("self_attn.q_norm")?),
+                Some(norm("self_attn.k_norm")?),
+            )
+        } else {
+            (None, None)
+        };
+        let (post_attn_norm, post_mlp_norm) = match names.post {
+            Some((after_attn, after_mlp)) => (Some(norm(after_attn)?), Some(norm(after_mlp)?)),
+            None => (None, None),
+        };
         layers.push(LayerWeights {
             attn_norm,
             q,
@@ -142,6 +200,10 @@ fn take_weights(
             gate,
             up,
             down,
+            q_norm,
+            k_norm,
+            post_attn_norm,
+            post_mlp_norm,
         });
     }
     let lm_head = if cfg.tie_word_embeddings {
@@ -158,21 +220,31 @@ fn take_weights(
 }
 
 /// HF tensor names for the weights, in the layout `export` writes (inverse of `take_weights`).
-pub fn hf_names(w: &Weights) -> Vec<(String, Tensor)> {
+pub fn hf_names(w: &Weights, cfg: &ModelConfig) -> Result<Vec<(String, Tensor)>> {
     let mut out = vec![
         ("model.embed_tokens.weight".to_string(), w.embed.clone()),
-        ("model.norm.weight".to_string(), w.norm.clone()),
+        ("model.norm.weight".to_string(), minus_one(&w.norm, cfg)?),
     ];
     if let Some(h) = &w.lm_head {
         out.push(("lm_head.weight".to_string(), h.clone()));
     }
+    let names = NormNames::of(cfg);
     for (i, l) in w.layers.iter().enumerate() {
         let p = format!("model.layers.{i}");
-        out.push((format!("{p}.input_layernorm.weight"), l.attn_norm.clone()));
-        out.push((
-            format!("{p}.post_attention_layernorm.weight"),
-            l.mlp_norm.clone(),
-        ));
+        let (after_attn, after_mlp) = names.post.unzip();
+        let norms = [
+            (Some("input_layernorm"), Some(&l.attn_norm)),
+            (Some(names.mlp), Some(&l.mlp_norm)),
+            (Some("self_attn.q_norm"), l.q_norm.as_ref()),
+            (Some("self_attn.k_norm"), l.k_norm.as_ref()),
+            (after_attn, l.post_attn_norm.as_ref()),
+            (after_mlp, l.post_mlp_norm.as_ref()),
+        ];
+        for (name, norm) in norms {
+            if let (Some(name), Some(w)) = (name, norm) {
+                out.push((format!("{p}.{name}.weight"), minus_one(w, cfg)?));
+            }
+        }
         let projs = [
             ("self_attn.q_proj", &l.q),
             ("self_attn.k_proj", &l.k),
@@ -189,5 +261,5 @@ pub fn hf_names(w: &Weights) -> Vec<(String, Tensor)> {
             }
         }
     }
-    out
+    Ok(out)
 }

@@ -50,6 +50,10 @@ pub fn merged_weights(model: &Llama) -> Result<Weights> {
             gate: merged(&b.gate)?,
             up: merged(&b.up)?,
             down: merged(&b.down)?,
+            q_norm: b.q_norm.clone(),
+            k_norm: b.k_norm.clone(),
+            post_attn_norm: b.post_attn_norm.clone(),
+            post_mlp_norm: b.post_mlp_norm.clone(),
         });
     }
     Ok(Weights {
@@ -77,7 +81,7 @@ pub fn export_merged(
     hf_cfg.rope_layout = RopeLayout::Half;
     write_json(&dir.join("config.json"), &hf_cfg.to_hf())?;
     let w = merged_weights(model)?;
-    let tensors: HashMap<String, Tensor> = hf_names(&w)
+    let tensors: HashMap<String, Tensor> = hf_names(&w, &model.cfg)?
         .into_iter()
         .map(|(n, t)| Ok((n, t.to_dtype(DType::F32)?.contiguous()?)))
         .collect::<Result<_>>()?;

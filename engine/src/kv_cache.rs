@@ -110,15 +110,17 @@ impl KvCache {
     }
 
     /// Additive attention mask [batch, 1, 1, t, len + t] for `t` new queries: 0 where row i's
-    /// query j may see column c (start[i] <= c <= len + j), -inf elsewhere.
-    pub fn mask(&self, t: usize, device: &Device) -> Result<Tensor> {
+    /// query j may see column c (start[i] <= c <= len + j, and with a sliding `window` also
+    /// c > len + j - window), -inf elsewhere.
+    pub fn mask(&self, t: usize, window: Option<usize>, device: &Device) -> Result<Tensor> {
         let kv = self.len + t;
         let mut m = Vec::with_capacity(self.batch() * t * kv);
         for &s in &self.start {
             for j in 0..t {
                 let last = self.len + j;
+                let first = window.map_or(s, |w| s.max((last + 1).saturating_sub(w)));
                 m.extend((0..kv).map(|c| {
-                    if c >= s && c <= last {
+                    if c >= first && c <= last {
                         0f32
                     } else {
                         f32::NEG_INFINITY
@@ -295,7 +297,7 @@ mod tests {
         assert_eq!(c.len(), 3);
         // Next token positions: row 0 at 3, row 1 at 1 (its prompt had one token).
         assert_eq!(c.positions(1), vec![3, 1, 3]);
-        let m = c.mask(1, &dev)?.flatten_all()?.to_vec1::<f32>()?;
+        let m = c.mask(1, None, &dev)?.flatten_all()?.to_vec1::<f32>()?;
         let inf = f32::NEG_INFINITY;
         assert_eq!(m, vec![0., 0., 0., 0., inf, inf, 0., 0., 0., 0., 0., 0.]);
         // Row 1's key sits right-aligned at column 2.

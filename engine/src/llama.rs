@@ -1,6 +1,6 @@
-//! The Llama-family decoder (SmolLM2, Llama 2/3, Qwen2/2.5): embedding, blocks, final norm and
-//! output projection, with one `forward` serving both cached inference and differentiable
-//! training (see `block` for the per-pass numerics).
+//! The Llama-family decoder (SmolLM2, Llama 2/3, Qwen2/2.5, Qwen3, Mistral, Gemma 3): embedding,
+//! blocks, final norm and output projection, with one `forward` serving both cached inference and
+//! differentiable training (see `block` for the per-pass numerics).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -9,7 +9,7 @@ use candle_core::{DType, Device, Tensor, Var};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::block::{causal_mask, Block, BlockDims, RopeSlice, Step};
+use super::block::{causal_mask, windowed_causal_mask, Block, BlockDims, RopeSlice, Step};
 use super::kv_cache::KvCache;
 use super::lora::{AdapterMode, LoraConfig, LoraLinear, LoraTarget, Pass};
 use super::model_config::ModelConfig;
@@ -27,6 +27,8 @@ pub struct Llama {
     norm: Tensor,
     lm_head: Option<Tensor>,
     rope: RopeTables,
+    /// Gemma 3's tables for its sliding-window layers.
+    local_rope: Option<RopeTables>,
     /// The head's weight packed for bf16 products (`use_bf16_products`).
     head_bf16: Option<Arc<Bf16Weight>>,
     /// Whether a `merge_adapters` guard holds merged copies now.
@@ -62,10 +64,14 @@ fn linear(p: Proj) -> Result<LoraLinear> {
 impl Llama {
     /// Builds the network from checked weights (see `Weights::check`).
     pub fn new(cfg: ModelConfig, w: Weights, device: &Device) -> Result<Self> {
-        let mut rope = RopeTables::new(&cfg, device)?;
         // Angles are computed in f32 and then stored in the weights' dtype (as HF does for bf16).
-        rope.cos = rope.cos.to_dtype(w.embed.dtype())?;
-        rope.sin = rope.sin.to_dtype(w.embed.dtype())?;
+        let in_dtype = |mut r: RopeTables| -> Result<RopeTables> {
+            r.cos = r.cos.to_dtype(w.embed.dtype())?;
+            r.sin = r.sin.to_dtype(w.embed.dtype())?;
+            Ok(r)
+        };
+        let rope = in_dtype(RopeTables::new(&cfg, device)?)?;
+        let local_rope = RopeTables::local(&cfg, device)?.map(in_dtype).transpose()?;
         let blocks = w
             .layers
             .into_iter()
@@ -80,6 +86,10 @@ impl Llama {
                     gate: linear(l.gate)?,
                     up: linear(l.up)?,
                     down: linear(l.down)?,
+                    q_norm: l.q_norm,
+                    k_norm: l.k_norm,
+                    post_attn_norm: l.post_attn_norm,
+                    post_mlp_norm: l.post_mlp_norm,
                 })
             })
             .collect::<Result<_>>()?;
@@ -90,6 +100,7 @@ impl Llama {
             norm: w.norm,
             lm_head: w.lm_head,
             rope,
+            local_rope,
             head_bf16: None,
             merged: AtomicBool::new(false),
         })
@@ -275,13 +286,22 @@ impl Llama {
         )
     }
 
-    fn dims(&self) -> BlockDims {
+    fn dims(&self) -> BlockDims<'_> {
         BlockDims {
             heads: self.cfg.num_heads,
             kv_heads: self.cfg.num_kv_heads,
             head_dim: self.cfg.head_dim,
             eps: self.cfg.rms_norm_eps,
             rope: self.cfg.rope_layout,
+            windows: &self.cfg.sliding_layers,
+            act: self.cfg.mlp_act,
+            attn_scale: 1.0
+                / self
+                    .cfg
+                    .gemma
+                    .as_ref()
+                    .map_or(self.cfg.head_dim as f64, |g| g.query_pre_attn_scalar)
+                    .sqrt(),
         }
     }
 
@@ -302,9 +322,25 @@ impl Llama {
                 "the training forward does not use a KV cache".into(),
             ));
         }
-        let (rope, mask) = match cache.as_deref() {
-            Some(c) => (self.rope_for_cache(c, t)?, c.mask(t, self.device())?),
-            None => (self.rope_range(0, t)?, causal_mask(t, self.device())?),
+        let window = self.cfg.sliding_window;
+        let local = self.local_rope.as_ref();
+        let (rope, local_rope, mask, window_mask) = match cache.as_deref() {
+            Some(c) => (
+                self.rope_for_cache(&self.rope, c, t)?,
+                local.map(|r| self.rope_for_cache(r, c, t)).transpose()?,
+                c.mask(t, None, self.device())?,
+                window
+                    .map(|w| c.mask(t, Some(w), self.device()))
+                    .transpose()?,
+            ),
+            None => (
+                self.rope_range(&self.rope, 0, t)?,
+                local.map(|r| self.rope_range(r, 0, t)).transpose()?,
+                causal_mask(t, self.device())?,
+                window
+                    .map(|w| windowed_causal_mask(t, Some(w), self.device()))
+                    .transpose()?,
+            ),
         };
         let mut x = match pass {
             Pass::Infer => self.embed.index_select(&ids.flatten_all()?, 0)?.reshape((
@@ -314,9 +350,18 @@ impl Llama {
             ))?,
             Pass::Train => ops::frozen_embedding(ids, &self.embed)?,
         };
+        if self.cfg.gemma.as_ref().is_some_and(|g| g.embed_scale) {
+            // Gemma's normalizer sqrt(hidden), rounded to the weights' dtype as transformers'
+            // Gemma3TextScaledWordEmbedding does.
+            let scale = Tensor::new((self.cfg.hidden_size as f32).sqrt(), self.device())?
+                .to_dtype(self.dtype())?;
+            x = x.broadcast_mul(&scale)?;
+        }
         let step = Step {
             rope: &rope,
+            local_rope: local_rope.as_ref(),
             mask: &mask,
+            window_mask: window_mask.as_ref(),
             mode,
             pass,
         };
@@ -347,32 +392,30 @@ impl Llama {
         Ok(y.reshape(out)?)
     }
 
-    fn rope_range(&self, start: usize, t: usize) -> Result<RopeSlice> {
+    fn rope_range(&self, tables: &RopeTables, start: usize, t: usize) -> Result<RopeSlice> {
         self.check_positions(start + t)?;
         Ok(RopeSlice {
-            cos: self.rope.cos.narrow(0, start, t)?,
-            sin: self.rope.sin.narrow(0, start, t)?,
+            cos: tables.cos.narrow(0, start, t)?,
+            sin: tables.sin.narrow(0, start, t)?,
         })
     }
 
-    fn rope_for_cache(&self, c: &KvCache, t: usize) -> Result<RopeSlice> {
+    fn rope_for_cache(&self, tables: &RopeTables, c: &KvCache, t: usize) -> Result<RopeSlice> {
         let starts = c.starts();
         if let Some(&s0) = starts.first() {
             if starts.iter().all(|&s| s == s0) {
-                return self.rope_range(c.len() - s0, t);
+                return self.rope_range(tables, c.len() - s0, t);
             }
         }
         let pos = c.positions(t);
         self.check_positions(pos.iter().copied().max().map_or(0, |p| p as usize + 1))?;
         let idx = Tensor::new(pos, self.device())?;
         let half = self.cfg.head_dim / 2;
-        let cos = self
-            .rope
+        let cos = tables
             .cos
             .index_select(&idx, 0)?
             .reshape((c.batch(), t, half))?;
-        let sin = self
-            .rope
+        let sin = tables
             .sin
             .index_select(&idx, 0)?
             .reshape((c.batch(), t, half))?;

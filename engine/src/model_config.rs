@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
-/// Which member of the Llama family; decides bias terms and export names.
+/// Which member of the Llama family; decides bias terms, q/k norms and export names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Arch {
@@ -16,7 +16,55 @@ pub enum Arch {
     Llama,
     /// Qwen2 / Qwen2.5 (`Qwen2ForCausalLM`): bias on q, k and v.
     Qwen2,
+    /// Qwen3 dense (`Qwen3ForCausalLM`): an RMSNorm over each query and key head before the
+    /// rotary embedding, no bias, a head width of its own (Qwen3 technical report, 2025).
+    Qwen3,
+    /// Mistral 7B and its successors (`MistralForCausalLM`): Llama's layout, with sliding-window
+    /// attention when the config sets `sliding_window` (Jiang et al. 2023).
+    Mistral,
+    /// Gemma 3 text models (`Gemma3ForCausalLM`): norms stored as an offset from 1, a norm after
+    /// attention and after the MLP as well as before, q/k head norms, embeddings scaled by
+    /// sqrt(hidden), a GELU-gated MLP, and local sliding-window layers with their own rotary base
+    /// between global ones (Gemma 3 technical report, 2025).
+    Gemma3,
 }
+
+impl Arch {
+    /// The HF class and `model_type` of this member.
+    pub fn hf_names(self) -> (&'static str, &'static str) {
+        match self {
+            Arch::Llama => ("LlamaForCausalLM", "llama"),
+            Arch::Qwen2 => ("Qwen2ForCausalLM", "qwen2"),
+            Arch::Qwen3 => ("Qwen3ForCausalLM", "qwen3"),
+            Arch::Mistral => ("MistralForCausalLM", "mistral"),
+            Arch::Gemma3 => ("Gemma3ForCausalLM", "gemma3_text"),
+        }
+    }
+}
+
+/// What the loader says of an architecture it refuses: the families it knows that this project
+/// does not run, and why.
+const REFUSED: [(&str, &str); 4] = [
+    (
+        "Gemma2ForCausalLM",
+        "Gemma 2 soft-caps its attention scores and logits, which this project does not \
+         implement; Gemma 3 (Gemma3ForCausalLM) is supported",
+    ),
+    (
+        "Qwen3MoeForCausalLM",
+        "Qwen3's mixture-of-experts models route each token to a few of many MLPs; only the dense \
+         Qwen3 models (Qwen3ForCausalLM: 0.6B to 32B) are supported",
+    ),
+    (
+        "MixtralForCausalLM",
+        "Mixtral is a mixture of experts; only the dense Mistral models (MistralForCausalLM) are \
+         supported",
+    ),
+    (
+        "Gemma3ForConditionalGeneration",
+        "this is Gemma 3's vision-language model; it is not supported yet",
+    ),
+];
 
 /// How q/k weights pair the dimensions that one rotary frequency rotates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -26,6 +74,32 @@ pub enum RopeLayout {
     Half,
     /// Pairs (2i, 2i + 1): GGUF llama weights, stored permuted by llama.cpp (candle `rope_i`).
     Interleaved,
+}
+
+/// The gate's activation of the gated MLP: down(act(gate x) * up x).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MlpAct {
+    /// SiLU: SwiGLU (Shazeer 2020), the Llama family's.
+    #[default]
+    Silu,
+    /// GELU with the tanh approximation: GeGLU, Gemma's (`gelu_pytorch_tanh`).
+    GeluTanh,
+}
+
+/// What Gemma 3 does differently from the Llama layout (`ModelConfig::gemma`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GemmaLayout {
+    /// Every norm weight w is applied as (1 + w); the loader adds the 1, export takes it off.
+    pub norm_plus_one: bool,
+    /// Embeddings are multiplied by sqrt(hidden_size), rounded to the weights' dtype.
+    pub embed_scale: bool,
+    /// A norm after attention and after the MLP, before each is added to the residual.
+    pub sandwich_norms: bool,
+    /// Attention scores are scaled by `query_pre_attn_scalar`^-1/2 instead of head_dim^-1/2.
+    pub query_pre_attn_scalar: f64,
+    /// Rotary base of the sliding-window layers (`rope_local_base_freq`).
+    pub local_rope_theta: f64,
 }
 
 /// Llama 3.1 "llama3" rotary frequency scaling (Meta's reference `apply_scaling`).
@@ -78,6 +152,27 @@ pub struct ModelConfig {
     pub bos_token_id: Option<u32>,
     /// End-of-sequence ids (generation stops on any of them).
     pub eos_token_ids: Vec<u32>,
+    /// An RMSNorm over each query and key head (weights [head_dim]) before the rotary embedding
+    /// (Qwen3).
+    #[serde(default)]
+    pub qk_norm: bool,
+    /// Keys a query sees in a sliding-window layer: itself and the `sliding_window - 1` before it
+    /// (Mistral; Qwen2/3 with `use_sliding_window`).
+    #[serde(default)]
+    pub sliding_window: Option<usize>,
+    /// Which layers attend through the window (empty: none).
+    #[serde(default)]
+    pub sliding_layers: Vec<bool>,
+    /// The MLP's gate activation.
+    #[serde(default)]
+    pub mlp_act: MlpAct,
+    /// Gemma 3's differences from the Llama layout, for Gemma 3 only.
+    #[serde(default)]
+    pub gemma: Option<GemmaLayout>,
+    /// Linear rotary scaling ("linear" `rope_scaling`: positions divided by this factor), on the
+    /// global layers only when the model has local ones (Gemma 3 4B and larger).
+    #[serde(default)]
+    pub rope_linear_factor: Option<f64>,
 }
 
 /// Either one id or a list, as `eos_token_id` appears in HF configs.
@@ -100,7 +195,7 @@ impl OneOrMany {
     }
 }
 
-/// `rope_scaling` as written in config.json (only the "llama3" type is supported).
+/// `rope_scaling` as written in config.json ("llama3" and "linear" are supported).
 #[derive(Clone, Debug, Deserialize, Serialize)]
 pub struct HfRopeScaling {
     /// "llama3"; other types are rejected by `validate`.
@@ -172,6 +267,53 @@ pub struct HfConfig {
     /// EOS id or ids.
     #[serde(default)]
     pub eos_token_id: Option<OneOrMany>,
+    /// Width of the attention window (Mistral; Qwen2/3 only with `use_sliding_window`).
+    #[serde(default)]
+    pub sliding_window: Option<usize>,
+    /// Qwen2/3: whether `sliding_window` applies at all (default false).
+    #[serde(default)]
+    pub use_sliding_window: Option<bool>,
+    /// Qwen2/3: layers from this index on use the window (when `use_sliding_window`).
+    #[serde(default)]
+    pub max_window_layers: Option<usize>,
+    /// Per layer "full_attention" or "sliding_attention" (newer transformers write it; it wins
+    /// over the fields above).
+    #[serde(default)]
+    pub layer_types: Option<Vec<String>>,
+    /// Gemma 3: every Nth layer is global, the others slide (older configs; `layer_types` in
+    /// newer ones).
+    #[serde(default)]
+    pub sliding_window_pattern: Option<usize>,
+    /// Gemma's name for `hidden_act`.
+    #[serde(default)]
+    pub hidden_activation: Option<String>,
+    /// Gemma 3: the attention scale's denominator squared.
+    #[serde(default)]
+    pub query_pre_attn_scalar: Option<f64>,
+    /// Gemma 3: the rotary base of the sliding-window layers.
+    #[serde(default)]
+    pub rope_local_base_freq: Option<f64>,
+    /// Gemma 2's soft-capping of the attention scores (refused when set).
+    #[serde(default)]
+    pub attn_logit_softcapping: Option<f64>,
+    /// Gemma 2's soft-capping of the logits (refused when set).
+    #[serde(default)]
+    pub final_logit_softcapping: Option<f64>,
+    /// Gemma 3 embedding models attend both ways (refused when true).
+    #[serde(default)]
+    pub use_bidirectional_attention: Option<bool>,
+    /// transformers 5's rotary settings, in place of `rope_theta` and `rope_scaling`: one set
+    /// (`{"rope_type", "rope_theta", ...}`) or one per layer type (`{"full_attention": {...},
+    /// "sliding_attention": {...}}`, Gemma 3).
+    #[serde(default)]
+    pub rope_parameters: Option<serde_json::Value>,
+}
+
+/// The rotary settings of a config, from either form.
+struct RopeSettings {
+    theta: f64,
+    scaling: Option<HfRopeScaling>,
+    local_theta: Option<f64>,
 }
 
 fn default_eps() -> f64 {
@@ -202,12 +344,16 @@ impl HfConfig {
     pub fn validate(&self, file: &Path) -> Result<ModelConfig> {
         let arch = self.arch(file)?;
         let bad = |field: &str, msg: String| Error::input(file, field, msg);
-        if let Some(act) = &self.hidden_act {
-            if act != "silu" {
+        let mlp_act = self.mlp_act(arch).map_err(|(f, m)| bad(f, m))?;
+        for (field, cap) in [
+            ("attn_logit_softcapping", self.attn_logit_softcapping),
+            ("final_logit_softcapping", self.final_logit_softcapping),
+        ] {
+            if let Some(c) = cap {
                 return Err(bad(
-                    "hidden_act",
+                    field,
                     format!(
-                        "unsupported activation {act:?}; only \"silu\" (SwiGLU) is implemented"
+                        "soft-capping ({c}) is not implemented; set it to null, as Gemma 3 does"
                     ),
                 ));
             }
@@ -246,9 +392,46 @@ impl HfConfig {
                 "sizes must be positive and the head width even".into(),
             ));
         }
-        let rope_scaling = match &self.rope_scaling {
-            None => None,
-            Some(s) => Some(llama3_scaling(s).map_err(|m| bad("rope_scaling", m))?),
+        if self.use_bidirectional_attention == Some(true) {
+            return Err(bad(
+                "use_bidirectional_attention",
+                "bidirectional attention (an embedding model) is not a chat decoder".into(),
+            ));
+        }
+        let rope = self
+            .rope_settings()
+            .map_err(|m| bad("rope_parameters", m))?;
+        let (rope_scaling, rope_linear_factor) = match &rope.scaling {
+            None => (None, None),
+            Some(s) if s.rope_type == "linear" => match s.factor {
+                Some(f) if f.is_finite() && f > 0.0 => (None, Some(f)),
+                _ => {
+                    return Err(bad(
+                        "rope_scaling",
+                        "linear rope_scaling needs a positive factor".into(),
+                    ))
+                }
+            },
+            Some(s) => (
+                Some(llama3_scaling(s).map_err(|m| bad("rope_scaling", m))?),
+                None,
+            ),
+        };
+        let sliding_layers = self.sliding_layers(arch).map_err(|(f, m)| bad(f, m))?;
+        // Gemma3TextConfig's default window.
+        let window = match arch {
+            Arch::Gemma3 => self.sliding_window.or(Some(4096)),
+            _ => self.sliding_window,
+        };
+        let sliding_window = match (sliding_layers.contains(&true), window) {
+            (false, _) => None,
+            (true, Some(w)) if w > 0 => Some(w),
+            (true, _) => {
+                return Err(bad(
+                    "sliding_window",
+                    "sliding-window layers need a positive `sliding_window`".into(),
+                ))
+            }
         };
         Ok(ModelConfig {
             arch,
@@ -260,11 +443,31 @@ impl HfConfig {
             head_dim,
             vocab_size: self.vocab_size,
             rms_norm_eps: self.rms_norm_eps,
-            rope_theta: self.rope_theta,
+            rope_theta: rope.theta,
             rope_scaling,
             max_position_embeddings: self.max_position_embeddings,
-            tie_word_embeddings: self.tie_word_embeddings.unwrap_or(false),
             qkv_bias: arch == Arch::Qwen2 || self.attention_bias == Some(true),
+            // Gemma 3 always ties its output projection to the embedding.
+            tie_word_embeddings: arch == Arch::Gemma3 || self.tie_word_embeddings.unwrap_or(false),
+            qk_norm: matches!(arch, Arch::Qwen3 | Arch::Gemma3),
+            sliding_window,
+            sliding_layers: if sliding_window.is_some() {
+                sliding_layers
+            } else {
+                Vec::new()
+            },
+            mlp_act,
+            gemma: (arch == Arch::Gemma3).then(|| GemmaLayout {
+                norm_plus_one: true,
+                embed_scale: true,
+                sandwich_norms: true,
+                query_pre_attn_scalar: self.query_pre_attn_scalar.unwrap_or(head_dim as f64),
+                local_rope_theta: rope
+                    .local_theta
+                    .or(self.rope_local_base_freq)
+                    .unwrap_or(10_000.0),
+            }),
+            rope_linear_factor,
             rope_layout: RopeLayout::Half,
             bos_token_id: self.bos_token_id,
             eos_token_ids: self
@@ -277,20 +480,154 @@ impl HfConfig {
 
     fn arch(&self, file: &Path) -> Result<Arch> {
         let name = self.architectures.first().map(String::as_str);
-        match (name, self.model_type.as_deref()) {
-            (Some("LlamaForCausalLM"), _) | (None, Some("llama")) => Ok(Arch::Llama),
-            (Some("Qwen2ForCausalLM"), _) | (None, Some("qwen2")) => Ok(Arch::Qwen2),
-            (other, mt) => Err(Error::input(
-                file,
-                "architectures",
-                format!(
-                    "unsupported architecture {:?} (model_type {:?}); supported: LlamaForCausalLM \
-                     (Llama 2/3, SmolLM2) and Qwen2ForCausalLM (Qwen2/2.5)",
-                    other.unwrap_or("<none>"),
-                    mt.unwrap_or("<none>")
-                ),
+        let mt = self.model_type.as_deref();
+        let known = [
+            Arch::Llama,
+            Arch::Qwen2,
+            Arch::Qwen3,
+            Arch::Mistral,
+            Arch::Gemma3,
+        ];
+        if let Some(a) = known.into_iter().find(|a| {
+            let (class, model_type) = a.hf_names();
+            name == Some(class) || (name.is_none() && mt == Some(model_type))
+        }) {
+            return Ok(a);
+        }
+        let other = name.unwrap_or("<none>");
+        let why = REFUSED
+            .iter()
+            .find(|(class, _)| *class == other)
+            .map_or(String::new(), |(_, why)| format!(": {why}"));
+        Err(Error::input(
+            file,
+            "architectures",
+            format!(
+                "unsupported architecture {other:?} (model_type {:?}){why}; supported: \
+                 LlamaForCausalLM (Llama 2/3, SmolLM2), Qwen2ForCausalLM (Qwen2/2.5), \
+                 Qwen3ForCausalLM (dense Qwen3), MistralForCausalLM and Gemma3ForCausalLM \
+                 (Gemma 3 text)",
+                mt.unwrap_or("<none>")
+            ),
+        ))
+    }
+
+    /// `rope_parameters` when given (the full-attention set of a per-layer-type one, and the
+    /// sliding set's base for the local layers), else `rope_theta` and `rope_scaling`.
+    fn rope_settings(&self) -> std::result::Result<RopeSettings, String> {
+        let Some(params) = &self.rope_parameters else {
+            return Ok(RopeSettings {
+                theta: self.rope_theta,
+                scaling: self.rope_scaling.clone(),
+                local_theta: None,
+            });
+        };
+        let one =
+            |v: &serde_json::Value| -> std::result::Result<(f64, Option<HfRopeScaling>), String> {
+                let theta = v
+                    .get("rope_theta")
+                    .and_then(serde_json::Value::as_f64)
+                    .unwrap_or(self.rope_theta);
+                let scaling: HfRopeScaling =
+                    serde_json::from_value(v.clone()).map_err(|e| format!("{v}: {e}"))?;
+                let scaling = (scaling.rope_type != "default").then_some(scaling);
+                Ok((theta, scaling))
+            };
+        match (
+            params.get("full_attention"),
+            params.get("sliding_attention"),
+        ) {
+            (None, None) => {
+                let (theta, scaling) = one(params)?;
+                Ok(RopeSettings {
+                    theta,
+                    scaling,
+                    local_theta: None,
+                })
+            }
+            (full, sliding) => {
+                let (theta, scaling) = full
+                    .map(one)
+                    .transpose()?
+                    .unwrap_or((self.rope_theta, None));
+                let local = sliding.map(one).transpose()?;
+                if local.as_ref().is_some_and(|(_, s)| s.is_some()) {
+                    return Err(
+                        "scaled rotary angles on the sliding layers are not supported".into(),
+                    );
+                }
+                Ok(RopeSettings {
+                    theta,
+                    scaling,
+                    local_theta: local.map(|(t, _)| t),
+                })
+            }
+        }
+    }
+
+    /// The gated MLP's activation: `hidden_act` (or Gemma's `hidden_activation`), SiLU for the
+    /// Llama family and tanh-approximated GELU for Gemma, refused otherwise.
+    fn mlp_act(&self, arch: Arch) -> std::result::Result<MlpAct, (&str, String)> {
+        let (field, named) = match (&self.hidden_activation, &self.hidden_act) {
+            (Some(a), _) => ("hidden_activation", Some(a.as_str())),
+            (None, a) => ("hidden_act", a.as_deref()),
+        };
+        match (arch, named) {
+            (Arch::Gemma3, None | Some("gelu_pytorch_tanh")) => Ok(MlpAct::GeluTanh),
+            (Arch::Gemma3, Some(other)) => Err((
+                field,
+                format!("unsupported activation {other:?}; Gemma 3 uses \"gelu_pytorch_tanh\""),
+            )),
+            (_, None | Some("silu")) => Ok(MlpAct::Silu),
+            (_, Some(other)) => Err((
+                field,
+                format!("unsupported activation {other:?}; only \"silu\" (SwiGLU) is implemented"),
             )),
         }
+    }
+
+    /// Which layers attend through a sliding window: `layer_types` when given; else every layer
+    /// of a Mistral with `sliding_window`, and for Qwen2/3 with `use_sliding_window` the layers
+    /// from `max_window_layers` on (transformers' Qwen2Config/Qwen3Config). An error names the
+    /// field.
+    fn sliding_layers(&self, arch: Arch) -> std::result::Result<Vec<bool>, (&str, String)> {
+        let n = self.num_hidden_layers;
+        if let Some(types) = &self.layer_types {
+            if types.len() != n {
+                return Err((
+                    "layer_types",
+                    format!("{} entries for {n} layers", types.len()),
+                ));
+            }
+            return types
+                .iter()
+                .map(|t| match t.as_str() {
+                    "full_attention" => Ok(false),
+                    "sliding_attention" => Ok(true),
+                    other => Err((
+                        "layer_types",
+                        format!(
+                            "{other:?} is not an attention type this project runs \
+                             (full_attention, sliding_attention)"
+                        ),
+                    )),
+                })
+                .collect();
+        }
+        Ok(match arch {
+            Arch::Mistral => vec![self.sliding_window.is_some(); n],
+            // transformers' Gemma3TextConfig: layer i slides unless (i + 1) is a multiple of the
+            // pattern (6 in the released models: five local layers, then a global one).
+            Arch::Gemma3 => {
+                let pattern = self.sliding_window_pattern.unwrap_or(6).max(1);
+                (0..n).map(|i| (i + 1) % pattern != 0).collect()
+            }
+            Arch::Qwen2 | Arch::Qwen3 if self.use_sliding_window == Some(true) => {
+                let from = self.max_window_layers.unwrap_or(n);
+                (0..n).map(|i| i >= from).collect()
+            }
+            _ => vec![false; n],
+        })
     }
 }
 
@@ -403,9 +740,24 @@ impl ModelConfig {
         ]
         .map(|x| x as u128);
         let attention = h * (q + 2 * kv) * hd + q * hd * h;
-        let layer = attention + 3 * h * i + 2 * h;
+        let qk_norms = if self.qk_norm { 2 * hd } else { 0 };
+        let norms = if self.gemma.as_ref().is_some_and(|g| g.sandwich_norms) {
+            4 * h
+        } else {
+            2 * h
+        };
+        let layer = attention + 3 * h * i + norms + qk_norms;
         let embeddings = v * h * if self.tie_word_embeddings { 1 } else { 2 };
         self.num_layers as u128 * layer + embeddings + h
+    }
+
+    /// The window of layer `layer`, if it attends through one.
+    pub fn window_of(&self, layer: usize) -> Option<usize> {
+        self.sliding_window.filter(|_| self.is_sliding(layer))
+    }
+
+    fn is_sliding(&self, layer: usize) -> bool {
+        self.sliding_layers.get(layer).copied().unwrap_or(false)
     }
 
     /// Query heads served by one key/value head.
@@ -415,10 +767,7 @@ impl ModelConfig {
 
     /// The HF `config.json` that describes this model after export (rope layout: half).
     pub fn to_hf(&self) -> serde_json::Value {
-        let (archs, model_type) = match self.arch {
-            Arch::Llama => ("LlamaForCausalLM", "llama"),
-            Arch::Qwen2 => ("Qwen2ForCausalLM", "qwen2"),
-        };
+        let (archs, model_type) = self.arch.hf_names();
         let mut v = serde_json::json!({
             "architectures": [archs],
             "model_type": model_type,
@@ -433,14 +782,49 @@ impl ModelConfig {
             "rope_theta": self.rope_theta,
             "max_position_embeddings": self.max_position_embeddings,
             "tie_word_embeddings": self.tie_word_embeddings,
-            "hidden_act": "silu",
             "torch_dtype": "float32",
             "bos_token_id": self.bos_token_id,
             "eos_token_id": self.eos_token_ids,
         });
-        if self.arch == Arch::Llama {
+        match self.mlp_act {
+            MlpAct::Silu => v["hidden_act"] = "silu".into(),
+            MlpAct::GeluTanh => v["hidden_activation"] = "gelu_pytorch_tanh".into(),
+        }
+        if matches!(
+            self.arch,
+            Arch::Llama | Arch::Qwen3 | Arch::Mistral | Arch::Gemma3
+        ) {
             v["attention_bias"] = serde_json::Value::Bool(self.qkv_bias);
+        }
+        if let Some(g) = &self.gemma {
+            v["query_pre_attn_scalar"] = serde_json::json!(g.query_pre_attn_scalar);
+            v["rope_local_base_freq"] = serde_json::json!(g.local_rope_theta);
+        }
+        if let Some(f) = self.rope_linear_factor {
+            v["rope_scaling"] = serde_json::json!({ "rope_type": "linear", "factor": f });
+        }
+        if self.arch == Arch::Llama {
             v["mlp_bias"] = serde_json::Value::Bool(false);
+        }
+        // The window as layer_types, which every reader since transformers 4.53 takes as given;
+        // older ones read sliding_window (Mistral) or use_sliding_window (Qwen).
+        v["sliding_window"] = serde_json::json!(self.sliding_window);
+        if self.sliding_window.is_some() {
+            let types: Vec<&str> = (0..self.num_layers)
+                .map(|i| {
+                    if self.is_sliding(i) {
+                        "sliding_attention"
+                    } else {
+                        "full_attention"
+                    }
+                })
+                .collect();
+            v["layer_types"] = serde_json::json!(types);
+            if matches!(self.arch, Arch::Qwen2 | Arch::Qwen3) {
+                let from = self.sliding_layers.iter().position(|&s| s);
+                v["use_sliding_window"] = serde_json::Value::Bool(true);
+                v["max_window_layers"] = serde_json::json!(from);
+            }
         }
         if let Some(s) = &self.rope_scaling {
             v["rope_scaling"] = serde_json::json!({
@@ -541,7 +925,7 @@ mod tests {
     #[test]
     fn unsupported_architecture_names_field() {
         let err = parse(
-            r#"{"architectures":["MistralForCausalLM"],"hidden_size":64,"intermediate_size":128,
+            r#"{"architectures":["PhiForCausalLM"],"hidden_size":64,"intermediate_size":128,
             "num_hidden_layers":2,"num_attention_heads":4,"vocab_size":300}"#,
         )
         .unwrap_err()
@@ -549,8 +933,68 @@ mod tests {
         assert!(
             err.contains("config.json")
                 && err.contains("architectures")
-                && err.contains("MistralForCausalLM"),
+                && err.contains("PhiForCausalLM")
+                && err.contains("Qwen3ForCausalLM"),
             "{err}"
+        );
+        // A known family the project does not run says why.
+        let err = parse(
+            r#"{"architectures":["Qwen3MoeForCausalLM"],"hidden_size":64,"intermediate_size":128,
+            "num_hidden_layers":2,"num_attention_heads":4,"vocab_size":300}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("mixture-of-experts"), "{err}");
+    }
+
+    #[test]
+    fn qwen3_has_qk_norms_its_own_head_width_and_no_window_unless_asked() {
+        let json = r#"{"architectures":["Qwen3ForCausalLM"],"hidden_size":1024,
+            "intermediate_size":3072,"num_hidden_layers":28,"num_attention_heads":16,
+            "num_key_value_heads":8,"head_dim":128,"vocab_size":151936,"tie_word_embeddings":true,
+            "sliding_window":32768,"use_sliding_window":false,"max_window_layers":28,
+            "attention_bias":false,"rope_theta":1000000}"#;
+        let cfg = parse(json).unwrap();
+        assert_eq!(cfg.arch, Arch::Qwen3);
+        assert!(cfg.qk_norm && !cfg.qkv_bias);
+        assert_eq!((cfg.head_dim, cfg.sliding_window), (128, None));
+        // Qwen3-0.6B: 596,049,920 parameters with the tied embedding counted once (28 layers of
+        // 1024 x (16 + 16) x 128 attention in and out, 3 x 1024 x 3072 MLP, 2 x 1024 + 2 x 128
+        // norms; 151,936 x 1024 embeddings; the final norm).
+        assert_eq!(cfg.parameter_count(), 596_049_920);
+        let windowed = json.replace(
+            r#""use_sliding_window":false,"max_window_layers":28"#,
+            r#""use_sliding_window":true,"max_window_layers":20"#,
+        );
+        let cfg = parse(&windowed).unwrap();
+        assert_eq!(cfg.window_of(19), None);
+        assert_eq!(cfg.window_of(20), Some(32768));
+    }
+
+    #[test]
+    fn mistral_windows_every_layer_and_layer_types_win() {
+        let json = r#"{"architectures":["MistralForCausalLM"],"hidden_size":64,
+            "intermediate_size":128,"num_hidden_layers":3,"num_attention_heads":4,
+            "num_key_value_heads":2,"vocab_size":300,"sliding_window":4096}"#;
+        let cfg = parse(json).unwrap();
+        assert_eq!(cfg.arch, Arch::Mistral);
+        assert!((0..3).all(|i| cfg.window_of(i) == Some(4096)));
+        let hf = cfg.to_hf();
+        assert_eq!(hf["layer_types"][2], "sliding_attention");
+        let none = parse(&json.replace("4096", "null")).unwrap();
+        assert_eq!(none.window_of(0), None);
+        let typed = json.replace(
+            "\"sliding_window\":4096",
+            r#""sliding_window":8,"layer_types":["sliding_attention","full_attention","sliding_attention"]"#,
+        );
+        let cfg = parse(&typed).unwrap();
+        let windows: Vec<_> = (0..3).map(|i| cfg.window_of(i)).collect();
+        assert_eq!(windows, [Some(8), None, Some(8)]);
+        let bad = typed.replace("full_attention", "chunked_attention");
+        let e = parse(&bad).unwrap_err().to_string();
+        assert!(
+            e.contains("layer_types") && e.contains("chunked_attention"),
+            "{e}"
         );
     }
 

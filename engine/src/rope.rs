@@ -53,15 +53,34 @@ pub fn llama3_scale(freq: f32, s: &Llama3RopeScaling) -> f32 {
 }
 
 impl RopeTables {
-    /// Tables for positions 0..min(max_position_embeddings, MAX_TABLE_POSITIONS).
+    /// Tables for positions 0..min(max_position_embeddings, MAX_TABLE_POSITIONS) of the global
+    /// layers: `rope_theta`, with Llama 3.1 or linear scaling if configured.
     pub fn new(cfg: &ModelConfig, device: &Device) -> Result<Self> {
-        let freqs = inv_freqs(cfg.head_dim, cfg.rope_theta, cfg.rope_scaling.as_ref());
+        let mut freqs = inv_freqs(cfg.head_dim, cfg.rope_theta, cfg.rope_scaling.as_ref());
+        if let Some(f) = cfg.rope_linear_factor {
+            // Linear scaling (Chen et al. 2023, position interpolation): angle p theta / f.
+            freqs.iter_mut().for_each(|x| *x /= f as f32);
+        }
+        Self::from_freqs(cfg, &freqs, device)
+    }
+
+    /// Tables of Gemma 3's sliding-window layers, at their own base and unscaled; None for a
+    /// model whose layers all share [`RopeTables::new`].
+    pub fn local(cfg: &ModelConfig, device: &Device) -> Result<Option<Self>> {
+        let Some(g) = &cfg.gemma else {
+            return Ok(None);
+        };
+        let freqs = inv_freqs(cfg.head_dim, g.local_rope_theta, None);
+        Ok(Some(Self::from_freqs(cfg, &freqs, device)?))
+    }
+
+    fn from_freqs(cfg: &ModelConfig, freqs: &[f32], device: &Device) -> Result<Self> {
         let n = cfg.max_position_embeddings.clamp(1, MAX_TABLE_POSITIONS);
         let half = freqs.len();
         let mut cos = Vec::with_capacity(n * half);
         let mut sin = Vec::with_capacity(n * half);
         for p in 0..n {
-            for f in &freqs {
+            for f in freqs {
                 let angle = p as f32 * f;
                 cos.push(angle.cos());
                 sin.push(angle.sin());

@@ -45,6 +45,14 @@ pub struct LayerWeights {
     pub up: Proj,
     /// SwiGLU down [hidden, intermediate].
     pub down: Proj,
+    /// RMSNorm of each query head [head_dim] (Qwen3, Gemma 3).
+    pub q_norm: Option<Tensor>,
+    /// RMSNorm of each key head [head_dim] (Qwen3, Gemma 3).
+    pub k_norm: Option<Tensor>,
+    /// Gemma 3's norm of the attention output [hidden], before the residual add.
+    pub post_attn_norm: Option<Tensor>,
+    /// Gemma 3's norm of the MLP output [hidden], before the residual add.
+    pub post_mlp_norm: Option<Tensor>,
 }
 
 /// All base weights.
@@ -92,6 +100,31 @@ impl Weights {
             expect_proj(file, &name("gate"), &l.gate, i, h, false)?;
             expect_proj(file, &name("up"), &l.up, i, h, false)?;
             expect_proj(file, &name("down"), &l.down, h, i, false)?;
+            let sandwich = cfg.gemma.as_ref().is_some_and(|g| g.sandwich_norms);
+            let norms = [
+                ("q norm", &l.q_norm, cfg.qk_norm, cfg.head_dim),
+                ("k norm", &l.k_norm, cfg.qk_norm, cfg.head_dim),
+                ("post-attention norm", &l.post_attn_norm, sandwich, h),
+                ("post-MLP norm", &l.post_mlp_norm, sandwich, h),
+            ];
+            for (what, norm, wanted, width) in norms {
+                match (norm, wanted) {
+                    (Some(w), true) => expect(file, &name(what), w, &[width])?,
+                    (None, false) => {}
+                    (None, true) => {
+                        return Err(model_err(
+                            file,
+                            format!("{} is missing (this architecture has one)", name(what)),
+                        ))
+                    }
+                    (Some(_), false) => {
+                        return Err(model_err(
+                            file,
+                            format!("{} is not part of this architecture", name(what)),
+                        ))
+                    }
+                }
+            }
         }
         Ok(())
     }

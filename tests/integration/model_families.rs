@@ -1,0 +1,245 @@
+//! Every architecture the loader accepts, checked against its reference implementation: tiny
+//! random-weight models that transformers built from each family's own config class
+//! (scripts/fixtures/make-model-fixtures.py wrote them, with peft's LoRA gradients, to
+//! tests/data/model-fixtures/). The tests load each folder as a user's model would be loaded and
+//! compare, in f32: the logits of three prompts (one longer than the sliding windows), the same
+//! logits decoded token by token through the KV cache, the logits with the adapters on, and the
+//! gradients of a causal-LM loss with respect to every LoRA factor. And every chat template against
+//! what the model's own Jinja template renders (templates.json, from the same script).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use candle_core::{DType, Device, Tensor, D};
+use empathy_engine::{
+    load_model, AdapterMode, ChatMessage, ChatModel, ChatTemplate, LoadOptions, LoraConfig, Pass,
+};
+
+use crate::common::{root, temp_dir};
+use crate::model_fixtures::{chat_template, tiny_tokenizer};
+
+/// The families with fixtures.
+const FAMILIES: [&str; 5] = ["llama", "qwen2", "qwen3", "mistral", "gemma3"];
+/// Largest difference allowed between our logits and transformers' (f32, a few layers: the
+/// sums run in another order).
+const LOGIT_TOL: f32 = 1e-4;
+/// Largest difference allowed between gradients, relative to the largest entry of the tensor.
+const GRAD_TOL: f32 = 1e-3;
+
+fn fixture(family: &str) -> PathBuf {
+    root().join("tests/data/model-fixtures").join(family)
+}
+
+/// The reference tensors of `family` (reference.safetensors).
+fn reference(family: &str) -> Result<HashMap<String, Tensor>> {
+    let path = fixture(family).join("reference.safetensors");
+    Ok(candle_core::safetensors::load(&path, &Device::Cpu)?)
+}
+
+/// The family's folder as a user would have it: transformers' config.json and model.safetensors,
+/// with the tiny byte-level tokenizer the other model tests use, loaded with `lora` (rank 4,
+/// alpha 8 on every projection, as the script's peft config) when asked.
+fn load(family: &str, dir: &Path, lora: bool) -> Result<ChatModel> {
+    let folder = dir.join(family);
+    std::fs::create_dir_all(&folder)?;
+    for f in ["config.json", "model.safetensors"] {
+        std::fs::copy(fixture(family).join(f), folder.join(f))?;
+    }
+    tiny_tokenizer()?
+        .save(folder.join("tokenizer.json"), false)
+        .map_err(anyhow::Error::msg)?;
+    let tc = serde_json::json!({ "chat_template": chat_template(), "eos_token": "<|im_end|>" });
+    std::fs::write(folder.join("tokenizer_config.json"), tc.to_string())?;
+    let opts = LoadOptions {
+        lora: lora.then(|| LoraConfig {
+            rank: 4,
+            alpha: 8.0,
+            ..LoraConfig::default()
+        }),
+        ..LoadOptions::default()
+    };
+    Ok(load_model(&folder, &Device::Cpu, &opts)?)
+}
+
+fn prompts(r: &HashMap<String, Tensor>) -> Result<Vec<Vec<u32>>> {
+    (0..3)
+        .map(|k| {
+            let t = &r[&format!("prompt.{k}")];
+            Ok(t.to_dtype(DType::I64)?
+                .to_vec1::<i64>()?
+                .into_iter()
+                .map(|x| x as u32)
+                .collect())
+        })
+        .collect()
+}
+
+/// Logits [T, vocab] of one prompt in one forward without a cache.
+fn logits(m: &ChatModel, ids: &[u32], mode: AdapterMode, pass: Pass) -> Result<Tensor> {
+    let x = Tensor::new(ids, &Device::Cpu)?.unsqueeze(0)?;
+    let h = m.model.forward(&x, None, mode, pass)?;
+    Ok(m.model.logits(&h, pass)?.squeeze(0)?)
+}
+
+/// Logits [T, vocab] of one prompt decoded a token at a time through the KV cache, after a
+/// prefill of its first three tokens.
+fn cached_logits(m: &ChatModel, ids: &[u32]) -> Result<Tensor> {
+    let mut cache = m.model.new_cache(1, ids.len())?;
+    let mut rows = Vec::new();
+    let mut at = 0;
+    for n in std::iter::once(3).chain(std::iter::repeat(1)) {
+        if at >= ids.len() {
+            break;
+        }
+        let n = n.min(ids.len() - at);
+        let x = Tensor::new(&ids[at..at + n], &Device::Cpu)?.unsqueeze(0)?;
+        let h = m
+            .model
+            .forward(&x, Some(&mut cache), AdapterMode::On, Pass::Infer)?;
+        rows.push(m.model.logits(&h, Pass::Infer)?.squeeze(0)?);
+        at += n;
+    }
+    Ok(Tensor::cat(&rows, 0)?)
+}
+
+fn max_diff(a: &Tensor, b: &Tensor) -> Result<f32> {
+    Ok((a - b)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?)
+}
+
+#[test]
+fn every_family_matches_transformers_logits_with_and_without_the_cache() -> Result<()> {
+    let dir = temp_dir();
+    for family in FAMILIES {
+        let r = reference(family)?;
+        let m = load(family, dir.path(), false)?;
+        for (k, ids) in prompts(&r)?.iter().enumerate() {
+            let want = &r[&format!("logits.{k}")];
+            for pass in [Pass::Infer, Pass::Train] {
+                let got = logits(&m, ids, AdapterMode::Off, pass)?;
+                let d = max_diff(&got, want)?;
+                assert!(
+                    d < LOGIT_TOL,
+                    "{family} prompt {k} {pass:?}: logits differ by {d}"
+                );
+            }
+            let d = max_diff(&cached_logits(&m, ids)?, want)?;
+            assert!(d < LOGIT_TOL, "{family} prompt {k} through the cache: {d}");
+        }
+    }
+    Ok(())
+}
+
+/// Loads the script's adapter values into `m` (reference keys "adapter.NAME").
+fn set_adapters(m: &ChatModel, r: &HashMap<String, Tensor>) -> Result<()> {
+    for (name, var) in m.trainable() {
+        let t = r
+            .get(&format!("adapter.{name}"))
+            .ok_or_else(|| anyhow::anyhow!("no reference adapter for {name}"))?;
+        var.set(t)?;
+    }
+    Ok(())
+}
+
+#[test]
+fn every_family_matches_peft_lora_logits_and_gradients() -> Result<()> {
+    let dir = temp_dir();
+    for family in FAMILIES {
+        let r = reference(family)?;
+        let m = load(family, dir.path(), true)?;
+        set_adapters(&m, &r)?;
+        let prompts = prompts(&r)?;
+        for (k, ids) in prompts.iter().enumerate() {
+            let want = &r[&format!("lora_logits.{k}")];
+            for pass in [Pass::Infer, Pass::Train] {
+                let got = logits(&m, ids, AdapterMode::On, pass)?;
+                let d = max_diff(&got, want)?;
+                assert!(d < LOGIT_TOL, "{family} prompt {k} {pass:?} with LoRA: {d}");
+            }
+        }
+        // The script's loss: the mean negative log-likelihood of every next token.
+        let lp = m.token_logprobs(&prompts, AdapterMode::On, Pass::Train)?;
+        let count: usize = prompts.iter().map(|p| p.len() - 1).sum();
+        let loss = (lp.sum_all()?.neg()? / count as f64)?;
+        let want_loss = r["loss"].flatten_all()?.to_vec1::<f32>()?[0];
+        let got_loss = loss.to_scalar::<f32>()?;
+        assert!(
+            (got_loss - want_loss).abs() < 1e-4,
+            "{family}: loss {got_loss}, transformers {want_loss}"
+        );
+        let grads = loss.backward()?;
+        let trainable = m.trainable();
+        assert_eq!(trainable.len(), m.config.num_layers * 7 * 2);
+        for (name, var) in trainable {
+            let got = grads
+                .get(var.as_tensor())
+                .ok_or_else(|| anyhow::anyhow!("{family}: no gradient for {name}"))?;
+            let want = &r[&format!("grad.{name}")];
+            let scale = want
+                .abs()?
+                .flatten_all()?
+                .max(D::Minus1)?
+                .to_scalar::<f32>()?;
+            let d = max_diff(got, want)?;
+            assert!(
+                scale > 0.0 && d <= GRAD_TOL * scale,
+                "{family} {name}: gradients differ by {d} (largest entry {scale})"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The renderer each template of templates.json is checked against. ChatML's default system
+/// prompt is what `ChatTemplate::from_jinja` reads out of that model's own template.
+fn renderer(family: &str, thinking: Option<bool>) -> ChatTemplate {
+    let chatml = |s: &str| ChatTemplate::ChatMl {
+        default_system: Some(s.to_string()),
+    };
+    match family {
+        "chatml" => chatml("You are a helpful assistant."),
+        "qwen2.5" => chatml("You are Qwen, created by Alibaba Cloud. You are a helpful assistant."),
+        // The template thinks unless told not to.
+        "qwen3" => ChatTemplate::Qwen3 {
+            thinking: thinking.unwrap_or(true),
+        },
+        "llama3" => ChatTemplate::Llama3,
+        "llama3.1" => ChatTemplate::Llama31,
+        "gemma3" => ChatTemplate::Gemma,
+        "mistral" => ChatTemplate::Mistral,
+        other => panic!("templates.json names a family without a renderer: {other}"),
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct RenderedCase {
+    family: String,
+    template: String,
+    conversation: Vec<ChatMessage>,
+    add_generation_prompt: bool,
+    enable_thinking: Option<bool>,
+    rendered: String,
+}
+
+#[test]
+fn every_chat_template_renders_as_the_models_own_jinja_does() -> Result<()> {
+    let path = root().join("tests/data/model-fixtures/templates.json");
+    let cases: Vec<RenderedCase> = serde_json::from_str(&std::fs::read_to_string(path)?)?;
+    let mut families = std::collections::BTreeSet::new();
+    for c in &cases {
+        let t = renderer(&c.family, c.enable_thinking);
+        let got = t.render(&c.conversation, c.add_generation_prompt);
+        assert_eq!(
+            got, c.rendered,
+            "{} ({}) for {:?}, generation prompt {}",
+            c.family, c.template, c.conversation, c.add_generation_prompt
+        );
+        // What export writes is recognised as the same family again.
+        if !matches!(t, ChatTemplate::Qwen3 { .. }) {
+            assert_eq!(ChatTemplate::from_jinja(&t.to_jinja()).as_ref(), Some(&t));
+        }
+        families.insert(c.family.as_str());
+    }
+    assert_eq!(families.len(), 7, "{families:?}");
+    Ok(())
+}
