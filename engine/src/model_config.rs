@@ -797,7 +797,13 @@ impl ModelConfig {
             v["attention_bias"] = serde_json::Value::Bool(self.qkv_bias);
         }
         if let Some(g) = &self.gemma {
-            v["query_pre_attn_scalar"] = serde_json::json!(g.query_pre_attn_scalar);
+            // An integer where it is one: transformers 5 checks the field's type.
+            let q = g.query_pre_attn_scalar;
+            v["query_pre_attn_scalar"] = if q.fract() == 0.0 && q > 0.0 && q < 1e15 {
+                serde_json::json!(q as u64)
+            } else {
+                serde_json::json!(q)
+            };
             v["rope_local_base_freq"] = serde_json::json!(g.local_rope_theta);
         }
         if let Some(f) = self.rope_linear_factor {
@@ -807,9 +813,12 @@ impl ModelConfig {
             v["mlp_bias"] = serde_json::Value::Bool(false);
         }
         // The window as layer_types, which every reader since transformers 4.53 takes as given;
-        // older ones read sliding_window (Mistral) or use_sliding_window (Qwen).
+        // older ones read sliding_window (Mistral) or use_sliding_window (Qwen). Not for a Mistral
+        // that slides in every layer: transformers reads a Mistral config with layer_types as
+        // Ministral's.
         v["sliding_window"] = serde_json::json!(self.sliding_window);
-        if self.sliding_window.is_some() {
+        let all_slide = self.sliding_layers.iter().all(|&s| s);
+        if self.sliding_window.is_some() && !(self.arch == Arch::Mistral && all_slide) {
             let types: Vec<&str> = (0..self.num_layers)
                 .map(|i| {
                     if self.is_sliding(i) {

@@ -4,8 +4,9 @@
 //! tests/data/model-fixtures/). The tests load each folder as a user's model would be loaded and
 //! compare, in f32: the logits of three prompts (one longer than the sliding windows), the same
 //! logits decoded token by token through the KV cache, the logits with the adapters on, and the
-//! gradients of a causal-LM loss with respect to every LoRA factor. And every chat template against
-//! what the model's own Jinja template renders (templates.json, from the same script).
+//! gradients of a causal-LM loss with respect to every LoRA factor; then export with the adapters
+//! merged and batched generation. And every chat template against what the model's own Jinja
+//! template renders (templates.json, from the same script).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -14,6 +15,7 @@ use anyhow::Result;
 use candle_core::{DType, Device, Tensor, D};
 use empathy_engine::{
     load_model, AdapterMode, ChatMessage, ChatModel, ChatTemplate, LoadOptions, LoraConfig, Pass,
+    SamplingParams,
 };
 
 use crate::common::{root, temp_dir};
@@ -26,6 +28,10 @@ const FAMILIES: [&str; 5] = ["llama", "qwen2", "qwen3", "mistral", "gemma3"];
 const LOGIT_TOL: f32 = 1e-4;
 /// Largest difference allowed between gradients, relative to the largest entry of the tensor.
 const GRAD_TOL: f32 = 1e-3;
+
+/// Where the export test leaves its folders when set, for transformers to read them
+/// (scripts/fixtures/check-family-exports.py).
+const KEEP_EXPORTS: &str = "EMPATHY_GYM_KEEP_EXPORTS";
 
 fn fixture(family: &str) -> PathBuf {
     root().join("tests/data/model-fixtures").join(family)
@@ -241,5 +247,59 @@ fn every_chat_template_renders_as_the_models_own_jinja_does() -> Result<()> {
         families.insert(c.family.as_str());
     }
     assert_eq!(families.len(), 7, "{families:?}");
+    Ok(())
+}
+
+#[test]
+fn every_family_exports_with_the_adapters_merged_and_loads_back_the_same() -> Result<()> {
+    let dir = temp_dir();
+    for family in FAMILIES {
+        let r = reference(family)?;
+        let m = load(family, dir.path(), true)?;
+        set_adapters(&m, &r)?;
+        let out = match std::env::var_os(KEEP_EXPORTS) {
+            Some(keep) => PathBuf::from(keep).join(family),
+            None => dir.path().join(format!("{family}-export")),
+        };
+        m.export_merged(&out)?;
+        let back = load_model(&out, &Device::Cpu, &LoadOptions::default())?;
+        assert_eq!(back.config.arch, m.config.arch, "{family}");
+        assert_eq!(
+            back.config.sliding_layers, m.config.sliding_layers,
+            "{family}"
+        );
+        assert_eq!(back.config.gemma, m.config.gemma, "{family}");
+        assert_eq!(back.template, m.template, "{family}");
+        for (k, ids) in prompts(&r)?.iter().enumerate() {
+            let got = logits(&back, ids, AdapterMode::Off, Pass::Infer)?;
+            let d = max_diff(&got, &r[&format!("lora_logits.{k}")])?;
+            assert!(d < LOGIT_TOL, "{family} prompt {k} after export: {d}");
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn every_family_generates_in_a_left_padded_batch_as_one_at_a_time() -> Result<()> {
+    let dir = temp_dir();
+    let params = SamplingParams {
+        greedy: true,
+        max_new_tokens: 6,
+        ..SamplingParams::default()
+    };
+    for family in FAMILIES {
+        let r = reference(family)?;
+        let mut m = load(family, dir.path(), false)?;
+        m.stop_tokens.clear();
+        // Lengths 13, 9 and 5: the short rows are padded on the left past the sliding windows.
+        let prompts = prompts(&r)?;
+        let batched = m.generate(&prompts, &[0, 0, 0], &params)?;
+        for (p, b) in prompts.iter().zip(&batched) {
+            let single = m
+                .generate(std::slice::from_ref(p), &[0], &params)?
+                .remove(0);
+            assert_eq!(b.tokens, single.tokens, "{family}: prompt of {}", p.len());
+        }
+    }
     Ok(())
 }
