@@ -6,7 +6,7 @@ use crate::model_fixtures as fixtures;
 #[path = "model_bf16.rs"]
 mod bf16;
 #[path = "model_families.rs"]
-mod families;
+pub mod families;
 #[path = "model_formats.rs"]
 mod formats;
 #[path = "model_real.rs"]

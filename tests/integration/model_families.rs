@@ -43,10 +43,24 @@ fn reference(family: &str) -> Result<HashMap<String, Tensor>> {
     Ok(candle_core::safetensors::load(&path, &Device::Cpu)?)
 }
 
-/// The family's folder as a user would have it: transformers' config.json and model.safetensors,
-/// with the tiny byte-level tokenizer the other model tests use, loaded with `lora` (rank 4,
+/// The family's folder ([`family_folder`]) loaded as a user's model is, with `lora` (rank 4,
 /// alpha 8 on every projection, as the script's peft config) when asked.
 fn load(family: &str, dir: &Path, lora: bool) -> Result<ChatModel> {
+    let folder = family_folder(family, dir)?;
+    let opts = LoadOptions {
+        lora: lora.then(|| LoraConfig {
+            rank: 4,
+            alpha: 8.0,
+            ..LoraConfig::default()
+        }),
+        ..LoadOptions::default()
+    };
+    Ok(load_model(&folder, &Device::Cpu, &opts)?)
+}
+
+/// The family's fixture as a model folder in `dir`: transformers' config.json and
+/// model.safetensors with the tiny tokenizer and ChatML template of the other model tests.
+pub fn family_folder(family: &str, dir: &Path) -> Result<PathBuf> {
     let folder = dir.join(family);
     std::fs::create_dir_all(&folder)?;
     for f in ["config.json", "model.safetensors"] {
@@ -57,15 +71,7 @@ fn load(family: &str, dir: &Path, lora: bool) -> Result<ChatModel> {
         .map_err(anyhow::Error::msg)?;
     let tc = serde_json::json!({ "chat_template": chat_template(), "eos_token": "<|im_end|>" });
     std::fs::write(folder.join("tokenizer_config.json"), tc.to_string())?;
-    let opts = LoadOptions {
-        lora: lora.then(|| LoraConfig {
-            rank: 4,
-            alpha: 8.0,
-            ..LoraConfig::default()
-        }),
-        ..LoadOptions::default()
-    };
-    Ok(load_model(&folder, &Device::Cpu, &opts)?)
+    Ok(folder)
 }
 
 fn prompts(r: &HashMap<String, Tensor>) -> Result<Vec<Vec<u32>>> {

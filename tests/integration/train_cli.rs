@@ -107,6 +107,49 @@ fn train_and_export_commands_with_the_real_simulator() -> Result<()> {
     Ok(())
 }
 
+/// The families beside Llama train too: two GRPO steps with the real simulator and an export, on
+/// the tiny Qwen3 and Gemma 3 reference models, chosen with `--set model.path=...`.
+#[test]
+fn train_runs_on_qwen3_and_gemma3_shaped_models() -> Result<()> {
+    let work = tempfile::tempdir()?;
+    let llama = tiny_model_dir()?;
+    let cfg = tiny_config(work.path(), llama.path(), "")?;
+    for family in ["qwen3", "gemma3"] {
+        let folder = crate::model::families::family_folder(family, work.path())?;
+        let set_model = format!("model.path={}", folder.display());
+        let set_run = format!("run={family}");
+        let o = eg(&[
+            "train", "--config", &cfg, "--set", &set_model, "--set", &set_run, "--quiet",
+        ]);
+        assert!(o.status.success(), "{family}: {}", output_text(&o));
+        let run = work.path().join(family);
+        let rows = read_metrics(&run.join("metrics.csv"))?;
+        assert_eq!(rows.iter().map(|m| m.step).collect::<Vec<_>>(), vec![1, 2]);
+        assert!(
+            rows.iter()
+                .all(|m| m.reward_mean.is_finite() && m.policy_tokens > 0),
+            "{family}"
+        );
+        let hf = work.path().join(format!("{family}-hf"));
+        let o = eg(&[
+            "export",
+            run.to_str().unwrap(),
+            "--out",
+            hf.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{family}: {}", output_text(&o));
+        let exported: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(hf.join("config.json"))?)?;
+        let class = if family == "qwen3" {
+            "Qwen3ForCausalLM"
+        } else {
+            "Gemma3ForCausalLM"
+        };
+        assert_eq!(exported["architectures"][0], class);
+    }
+    Ok(())
+}
+
 /// `difficulty: auto` with the real simulator: the run logs its level and knobs, its dialogues
 /// say `auto` and replay exactly; commands without a controller refuse `auto` with a message.
 #[test]
