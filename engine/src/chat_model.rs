@@ -8,6 +8,7 @@ use tokenizers::Tokenizer;
 
 use super::adapters::{load_vars, save_vars};
 use super::chat_template::{ChatMessage, ChatTemplate};
+use super::checkpoint::Checkpointed;
 use super::generate::{generate_continuing, generate_tokens, Continuation, RawGeneration};
 use super::llama::Llama;
 use super::logprobs;
@@ -196,6 +197,19 @@ impl ChatModel {
         scored: &Tensor,
     ) -> Result<Tensor> {
         logprobs::token_logprobs(&self.model, batch, mode, pass, temperature, Some(scored))
+    }
+
+    /// [`Self::scored_logprobs`] of the training pass with activation checkpointing per layer:
+    /// take the gradients of a loss built on the result with the returned
+    /// [`Checkpointed::backward`], not `loss.backward()`.
+    pub fn scored_logprobs_checkpointed(
+        &self,
+        batch: &[Vec<u32>],
+        mode: AdapterMode,
+        temperature: f64,
+        scored: &Tensor,
+    ) -> Result<(Tensor, Checkpointed<'_>)> {
+        logprobs::token_logprobs_checkpointed(&self.model, batch, mode, temperature, Some(scored))
     }
 
     /// Trainable tensors with full names, e.g. "layers.3.attn.q_proj.lora_a".

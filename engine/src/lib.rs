@@ -11,6 +11,7 @@ pub mod alloc;
 pub mod block;
 pub mod chat_model;
 pub mod chat_template;
+pub mod checkpoint;
 pub mod error;
 pub mod generate;
 pub mod gguf;

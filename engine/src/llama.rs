@@ -57,6 +57,28 @@ impl Drop for MergedAdapters<'_> {
     }
 }
 
+/// The rotary angles and attention masks of one forward's new tokens, which every block shares.
+pub(crate) struct Angles {
+    rope: RopeSlice,
+    local_rope: Option<RopeSlice>,
+    mask: Tensor,
+    window_mask: Option<Tensor>,
+}
+
+impl Angles {
+    /// The blocks' settings for a forward with `mode` and `pass`.
+    pub(crate) fn step(&self, mode: AdapterMode, pass: Pass) -> Step<'_> {
+        Step {
+            rope: &self.rope,
+            local_rope: self.local_rope.as_ref(),
+            mask: &self.mask,
+            window_mask: self.window_mask.as_ref(),
+            mode,
+            pass,
+        }
+    }
+}
+
 fn linear(p: Proj) -> Result<LoraLinear> {
     Ok(LoraLinear::new(p.weight, p.bias)?)
 }
@@ -286,7 +308,7 @@ impl Llama {
         )
     }
 
-    fn dims(&self) -> BlockDims<'_> {
+    pub(crate) fn dims(&self) -> BlockDims<'_> {
         BlockDims {
             heads: self.cfg.num_heads,
             kv_heads: self.cfg.num_kv_heads,
@@ -316,33 +338,55 @@ impl Llama {
         mode: AdapterMode,
         pass: Pass,
     ) -> Result<Tensor> {
-        let (b, t) = ids.dims2()?;
+        let t = ids.dims2()?.1;
         if pass == Pass::Train && cache.is_some() {
             return Err(Error::Other(
                 "the training forward does not use a KV cache".into(),
             ));
         }
+        let angles = self.angles(cache.as_deref(), t)?;
+        let x = self.embed_tokens(ids, pass)?;
+        let step = angles.step(mode, pass);
+        let dims = self.dims();
+        let mut x = x;
+        for (i, block) in self.blocks.iter().enumerate() {
+            x = block.forward(&x, &dims, i, cache.as_deref_mut(), &step)?;
+        }
+        if let Some(c) = cache {
+            c.advance(t);
+        }
+        self.final_norm_of(&x, pass)
+    }
+
+    /// The rotary angles and masks of `t` new tokens: continuing `cache`, or from position 0
+    /// with a causal mask.
+    pub(crate) fn angles(&self, cache: Option<&KvCache>, t: usize) -> Result<Angles> {
         let window = self.cfg.sliding_window;
         let local = self.local_rope.as_ref();
-        let (rope, local_rope, mask, window_mask) = match cache.as_deref() {
-            Some(c) => (
-                self.rope_for_cache(&self.rope, c, t)?,
-                local.map(|r| self.rope_for_cache(r, c, t)).transpose()?,
-                c.mask(t, None, self.device())?,
-                window
+        Ok(match cache {
+            Some(c) => Angles {
+                rope: self.rope_for_cache(&self.rope, c, t)?,
+                local_rope: local.map(|r| self.rope_for_cache(r, c, t)).transpose()?,
+                mask: c.mask(t, None, self.device())?,
+                window_mask: window
                     .map(|w| c.mask(t, Some(w), self.device()))
                     .transpose()?,
-            ),
-            None => (
-                self.rope_range(&self.rope, 0, t)?,
-                local.map(|r| self.rope_range(r, 0, t)).transpose()?,
-                causal_mask(t, self.device())?,
-                window
+            },
+            None => Angles {
+                rope: self.rope_range(&self.rope, 0, t)?,
+                local_rope: local.map(|r| self.rope_range(r, 0, t)).transpose()?,
+                mask: causal_mask(t, self.device())?,
+                window_mask: window
                     .map(|w| windowed_causal_mask(t, Some(w), self.device()))
                     .transpose()?,
-            ),
-        };
-        let mut x = match pass {
+            },
+        })
+    }
+
+    /// The embeddings [batch, t, hidden] of token ids [batch, t] (scaled for Gemma).
+    pub(crate) fn embed_tokens(&self, ids: &Tensor, pass: Pass) -> Result<Tensor> {
+        let (b, t) = ids.dims2()?;
+        let x = match pass {
             Pass::Infer => self.embed.index_select(&ids.flatten_all()?, 0)?.reshape((
                 b,
                 t,
@@ -350,29 +394,19 @@ impl Llama {
             ))?,
             Pass::Train => ops::frozen_embedding(ids, &self.embed)?,
         };
-        if self.cfg.gemma.as_ref().is_some_and(|g| g.embed_scale) {
-            // Gemma's normalizer sqrt(hidden), rounded to the weights' dtype as transformers'
-            // Gemma3TextScaledWordEmbedding does.
-            let scale = Tensor::new((self.cfg.hidden_size as f32).sqrt(), self.device())?
-                .to_dtype(self.dtype())?;
-            x = x.broadcast_mul(&scale)?;
+        if !self.cfg.gemma.as_ref().is_some_and(|g| g.embed_scale) {
+            return Ok(x);
         }
-        let step = Step {
-            rope: &rope,
-            local_rope: local_rope.as_ref(),
-            mask: &mask,
-            window_mask: window_mask.as_ref(),
-            mode,
-            pass,
-        };
-        let dims = self.dims();
-        for (i, block) in self.blocks.iter().enumerate() {
-            x = block.forward(&x, &dims, i, cache.as_deref_mut(), &step)?;
-        }
-        if let Some(c) = cache {
-            c.advance(t);
-        }
-        super::block::rms_norm(&x, &self.norm, self.cfg.rms_norm_eps, pass)
+        // Gemma's normalizer sqrt(hidden), rounded to the weights' dtype as transformers'
+        // Gemma3TextScaledWordEmbedding does.
+        let scale = Tensor::new((self.cfg.hidden_size as f32).sqrt(), self.device())?
+            .to_dtype(self.dtype())?;
+        Ok(x.broadcast_mul(&scale)?)
+    }
+
+    /// The final norm of the last block's output.
+    pub(crate) fn final_norm_of(&self, x: &Tensor, pass: Pass) -> Result<Tensor> {
+        super::block::rms_norm(x, &self.norm, self.cfg.rms_norm_eps, pass)
     }
 
     /// Logits [.., vocab] from hidden states [.., hidden].

@@ -4,6 +4,7 @@
 
 use candle_core::{DType, Tensor};
 
+use super::checkpoint::Checkpointed;
 use super::llama::Llama;
 use super::lora::{AdapterMode, Pass};
 use super::ops;
@@ -59,9 +60,48 @@ pub fn token_logprobs(
     temperature: f64,
     scored: Option<&Tensor>,
 ) -> Result<Tensor> {
-    let (ids, mask, t) = pad_batch(model, batch)?;
-    let b = batch.len();
-    let hidden = model.forward(&ids, None, mode, pass)?.narrow(1, 0, t - 1)?;
+    let (ids, mask, _) = pad_batch(model, batch)?;
+    let hidden = model.forward(&ids, None, mode, pass)?;
+    head_logprobs(model, &hidden, &ids, &mask, pass, temperature, scored)
+}
+
+/// [`token_logprobs`] of the training pass with activation checkpointing
+/// ([`Llama::forward_checkpointed`]): build the loss on the log-probs, then take its gradients
+/// with the returned [`Checkpointed::backward`].
+pub fn token_logprobs_checkpointed<'a>(
+    model: &'a Llama,
+    batch: &[Vec<u32>],
+    mode: AdapterMode,
+    temperature: f64,
+    scored: Option<&Tensor>,
+) -> Result<(Tensor, Checkpointed<'a>)> {
+    let (ids, mask, _) = pad_batch(model, batch)?;
+    let (hidden, ck) = model.forward_checkpointed(&ids, mode)?;
+    let out = head_logprobs(
+        model,
+        &hidden,
+        &ids,
+        &mask,
+        Pass::Train,
+        temperature,
+        scored,
+    )?;
+    Ok((out, ck))
+}
+
+/// The log-probs of the next tokens of `ids` [B, T] from the final hidden states [B, T, hidden]:
+/// the vocabulary head (at the `scored` positions only, when given) and the log-softmax.
+fn head_logprobs(
+    model: &Llama,
+    hidden: &Tensor,
+    ids: &Tensor,
+    mask: &Tensor,
+    pass: Pass,
+    temperature: f64,
+    scored: Option<&Tensor>,
+) -> Result<Tensor> {
+    let (b, t) = ids.dims2()?;
+    let hidden = hidden.narrow(1, 0, t - 1)?;
     let h = hidden.dim(2)?;
     let mut hidden = hidden.reshape((b * (t - 1), h))?;
     let mut targets = ids.narrow(1, 1, t - 1)?.contiguous()?.flatten_all()?;
@@ -75,7 +115,7 @@ pub fn token_logprobs(
                     t - 1
                 )));
             }
-            let keep = positions(&(s * &mask)?)?;
+            let keep = positions(&(s * mask)?)?;
             if keep.is_empty() {
                 return Ok(Tensor::zeros((b, t - 1), DType::F32, model.device())?);
             }

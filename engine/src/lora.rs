@@ -294,6 +294,34 @@ impl LoraLinear {
         Ok(())
     }
 
+    /// The dropout streams of the adapter and the critic's adapter as they are now, for
+    /// [`LoraLinear::restore_dropout_streams`] (activation checkpointing draws a recomputed
+    /// forward's masks again from the same state).
+    pub(crate) fn dropout_streams(&self) -> Result<[Option<ChaCha8Rng>; 2]> {
+        let read = |ad: &Option<Adapter>| -> Result<Option<ChaCha8Rng>> {
+            ad.as_ref()
+                .map(|ad| {
+                    ad.dropout_rng.lock().map(|r| r.clone()).map_err(|_| {
+                        candle_core::Error::Msg("lora dropout rng lock poisoned".into())
+                    })
+                })
+                .transpose()
+        };
+        Ok([read(&self.adapter)?, read(&self.critic)?])
+    }
+
+    /// Puts back streams saved by [`LoraLinear::dropout_streams`].
+    pub(crate) fn restore_dropout_streams(&self, saved: &[Option<ChaCha8Rng>; 2]) -> Result<()> {
+        for (ad, state) in [&self.adapter, &self.critic].into_iter().zip(saved) {
+            if let (Some(ad), Some(state)) = (ad, state) {
+                *ad.dropout_rng.lock().map_err(|_| {
+                    candle_core::Error::Msg("lora dropout rng lock poisoned".into())
+                })? = state.clone();
+            }
+        }
+        Ok(())
+    }
+
     /// The current base weight [out, in] (the Var's value under full fine-tuning).
     pub fn weight(&self) -> &Tensor {
         match &self.full {

@@ -135,6 +135,12 @@ pub struct ModelSection {
     /// or AVX2; docs/DESIGN.md, "bf16 products on the CPU").
     #[serde(default, skip_serializing_if = "CpuMatmul::is_f32")]
     pub cpu_matmul: CpuMatmul,
+    /// Activation checkpointing per layer in the policy update (default false): the training
+    /// forward keeps only each block's input and the backward runs the blocks again, for a
+    /// peak memory of the block inputs plus one block's intermediates (docs/DESIGN.md,
+    /// "Activation checkpointing"; results/perf/scale.md).
+    #[serde(default)]
+    pub gradient_checkpointing: bool,
 }
 
 /// `env:`.

@@ -457,6 +457,7 @@ impl<'a> Trainer<'a> {
             dropout_seed,
             temperature: self.cfg.sampling.temperature,
             kl_sample: self.cfg.file.stability.kl_sample,
+            checkpoint: self.cfg.file.model.gradient_checkpointing,
         };
         let stats = policy_update(&self.model, &mut self.opt, &batch, &est.advantages, &cfg)?;
         algo.kl_sample = stats.kl_sample;

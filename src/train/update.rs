@@ -40,6 +40,8 @@ pub struct UpdateConfig {
     /// Sequences at the head of the batch whose k3 KL to the reference is estimated
     /// (`stability.kl_sample`; 0 for none).
     pub kl_sample: usize,
+    /// Activation checkpointing per layer (`model.gradient_checkpointing`).
+    pub checkpoint: bool,
 }
 
 /// What the update did.
@@ -191,13 +193,24 @@ pub fn policy_update(
         for (mi, micro) in micros.iter_mut().enumerate() {
             set_dropout_seed(model, cfg, it, mi)?;
             let t0 = Instant::now();
-            let new = model.scored_logprobs(
-                &micro.ids,
-                AdapterMode::On,
-                Pass::Train,
-                cfg.temperature,
-                &micro.mask,
-            )?;
+            let (new, checkpointed) = if cfg.checkpoint {
+                let (lp, ck) = model.scored_logprobs_checkpointed(
+                    &micro.ids,
+                    AdapterMode::On,
+                    cfg.temperature,
+                    &micro.mask,
+                )?;
+                (lp, Some(ck))
+            } else {
+                let lp = model.scored_logprobs(
+                    &micro.ids,
+                    AdapterMode::On,
+                    Pass::Train,
+                    cfg.temperature,
+                    &micro.mask,
+                )?;
+                (lp, None)
+            };
             let old = micro.old.clone().unwrap_or_else(|| new.detach());
             if it == 0 {
                 neg_logp_sum -= (&old * &micro.mask)?.sum_all()?.to_scalar::<f32>()? as f64;
@@ -221,7 +234,10 @@ pub fn policy_update(
             stats.loss.merge(&out.stats);
             phases.forward_s += lap(dev, t0)?;
             let t0 = Instant::now();
-            let grads = out.loss.backward()?;
+            let grads = match checkpointed {
+                Some(ck) => ck.backward(&out.loss)?,
+                None => out.loss.backward()?,
+            };
             acc.extend(trainable_grads(opt, grads))?;
             phases.backward_s += lap(dev, t0)?;
         }

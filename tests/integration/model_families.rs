@@ -309,3 +309,106 @@ fn every_family_generates_in_a_left_padded_batch_as_one_at_a_time() -> Result<()
     }
     Ok(())
 }
+
+/// The mean negative log-likelihood of `prompts` and its gradients, with activation checkpointing
+/// per layer or without.
+fn loss_and_grads(
+    m: &ChatModel,
+    prompts: &[Vec<u32>],
+    checkpoint: bool,
+) -> Result<(f32, candle_core::backprop::GradStore)> {
+    let count: usize = prompts.iter().map(|p| p.len() - 1).sum();
+    let width = prompts.iter().map(Vec::len).max().unwrap_or(1) - 1;
+    let scored = Tensor::ones((prompts.len(), width), DType::F32, &Device::Cpu)?;
+    let mean = |lp: &Tensor| -> Result<Tensor> { Ok((lp.sum_all()?.neg()? / count as f64)?) };
+    if checkpoint {
+        let (lp, ck) = m.scored_logprobs_checkpointed(prompts, AdapterMode::On, 1.0, &scored)?;
+        let loss = mean(&lp)?;
+        Ok((loss.to_scalar::<f32>()?, ck.backward(&loss)?))
+    } else {
+        let lp = m.scored_logprobs(prompts, AdapterMode::On, Pass::Train, 1.0, &scored)?;
+        let loss = mean(&lp)?;
+        Ok((loss.to_scalar::<f32>()?, loss.backward()?))
+    }
+}
+
+#[test]
+fn checkpointed_gradients_equal_the_plain_ones_and_peft_for_every_family() -> Result<()> {
+    let dir = temp_dir();
+    for family in FAMILIES {
+        let r = reference(family)?;
+        let m = load(family, dir.path(), true)?;
+        set_adapters(&m, &r)?;
+        let prompts = prompts(&r)?;
+        let (plain_loss, plain) = loss_and_grads(&m, &prompts, false)?;
+        let (loss, grads) = loss_and_grads(&m, &prompts, true)?;
+        assert_eq!(loss, plain_loss, "{family}");
+        for (name, var) in m.trainable() {
+            let got = grads
+                .get(var.as_tensor())
+                .ok_or_else(|| anyhow::anyhow!("{family}: no checkpointed gradient for {name}"))?;
+            let same = plain.get(var.as_tensor()).expect("a plain gradient");
+            let d = max_diff(got, same)?;
+            assert!(
+                d <= 1e-6,
+                "{family} {name}: checkpointed and plain differ by {d}"
+            );
+            let want = &r[&format!("grad.{name}")];
+            let scale = want
+                .abs()?
+                .flatten_all()?
+                .max(D::Minus1)?
+                .to_scalar::<f32>()?;
+            assert!(
+                max_diff(got, want)? <= GRAD_TOL * scale,
+                "{family} {name} against peft"
+            );
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn checkpointing_recomputes_the_same_lora_dropout_masks() -> Result<()> {
+    let dir = temp_dir();
+    let folder = family_folder("gemma3", dir.path())?;
+    let opts = LoadOptions {
+        lora: Some(LoraConfig {
+            rank: 4,
+            alpha: 8.0,
+            dropout: 0.3,
+            ..LoraConfig::default()
+        }),
+        ..LoadOptions::default()
+    };
+    let m = load_model(&folder, &Device::Cpu, &opts)?;
+    let r = reference("gemma3")?;
+    set_adapters(&m, &r)?;
+    let prompts = prompts(&r)?;
+    let reseed = || -> Result<()> {
+        for b in m.model.blocks() {
+            for (i, (_, p)) in b.projections().iter().enumerate() {
+                p.set_dropout_seed(i as u64 + 7)?;
+            }
+        }
+        Ok(())
+    };
+    reseed()?;
+    let (plain_loss, plain) = loss_and_grads(&m, &prompts, false)?;
+    reseed()?;
+    let (loss, grads) = loss_and_grads(&m, &prompts, true)?;
+    assert_eq!(loss, plain_loss);
+    reseed()?;
+    let (undropped, _) = loss_and_grads(&m, &prompts, false)?;
+    for (name, var) in m.trainable() {
+        let d = max_diff(
+            grads.get(var.as_tensor()).expect("a gradient"),
+            plain.get(var.as_tensor()).expect("a gradient"),
+        )?;
+        assert!(d <= 1e-6, "{name}: {d}");
+    }
+    // The masks did drop something: the same seeds give the same loss, dropout at all another.
+    assert_eq!(undropped, plain_loss);
+    assert!((plain_loss - r["loss"].flatten_all()?.to_vec1::<f32>()?[0]).abs() > 1e-3);
+    Ok(())
+}

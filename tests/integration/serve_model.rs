@@ -167,3 +167,21 @@ fn serve_model_answers_openai_clients_streaming_or_not_and_batches_consistently(
     assert!(stopped.ok, "{}", stopped.stderr);
     assert!(stopped.rest.contains("requests in"), "{}", stopped.rest);
 }
+
+/// The families beside Llama serve too: the tiny Qwen3, Mistral and Gemma 3 reference models
+/// answer a chat completion (what they say is random; that they answer is the point).
+#[test]
+fn serve_model_serves_qwen3_mistral_and_gemma3_models() {
+    let dir = super::common::temp_dir();
+    for family in ["qwen3", "mistral", "gemma3"] {
+        let folder = crate::model::families::family_folder(family, dir.path()).unwrap();
+        let server = Server::start(&["serve-model", "--model", folder.to_str().unwrap()]);
+        let (s, b) = post(&server.url, chat("hello there", json!({})));
+        assert_eq!(s, 200, "{family}: {b}");
+        let v: Value = serde_json::from_str(&b).unwrap();
+        assert!(
+            v["usage"]["completion_tokens"].as_u64().unwrap() > 0,
+            "{family}: {b}"
+        );
+    }
+}

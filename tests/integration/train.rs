@@ -224,6 +224,31 @@ checkpoint:\n  every: 100\n";
     Ok(())
 }
 
+/// `model.gradient_checkpointing: true` trains the adapters a plain run trains (LoRA dropout,
+/// mu = 2 and a KL term included), up to the rounding of summing the gradients block by block.
+#[test]
+fn a_run_with_gradient_checkpointing_trains_as_one_without() -> Result<()> {
+    let model = tiny_model_dir()?;
+    let (a, b) = (tempfile::tempdir()?, tempfile::tempdir()?);
+    let plain = uninterrupted(model.path(), a.path())?;
+    let mut cfg = config(model.path(), b.path(), FULL)?;
+    cfg.file.model.gradient_checkpointing = true;
+    let reward = share_of_lowercase;
+    let mut t = Trainer::start(parts(cfg, &reward, 2)?)?;
+    t.run(None)?;
+    let checkpointed = outcome(&t)?;
+    assert_eq!(checkpointed.episodes, plain.episodes);
+    for ((name, x), (_, y)) in checkpointed.adapters.iter().zip(&plain.adapters) {
+        let worst = x
+            .iter()
+            .zip(y)
+            .map(|(x, y)| (f32::from_bits(*x) - f32::from_bits(*y)).abs())
+            .fold(0f32, f32::max);
+        assert!(worst < 1e-5, "{name}: {worst}");
+    }
+    Ok(())
+}
+
 #[test]
 fn stopped_and_resumed_run_equals_an_uninterrupted_one() -> Result<()> {
     let model = tiny_model_dir()?;
@@ -614,6 +639,7 @@ fn the_updates_kl_sample_equals_the_two_pass_estimate() -> Result<()> {
             dropout_seed: 1,
             temperature: 0.8,
             kl_sample: 3,
+            checkpoint: false,
         };
         let mut opt = AdamW::new(model.trainable(), AdamWConfig::default())?;
         let adv = Advantages::PerSequence(vec![1.0, -1.0, 0.5, -0.5]);
