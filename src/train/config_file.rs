@@ -171,7 +171,9 @@ pub struct EnvSection {
     /// The policy's system prompt (default `null`: the built-in listener prompt).
     #[serde(default)]
     pub system_prompt: Option<String>,
-    /// Think-then-say: ask for `<think>...</think>` before the reply (default false).
+    /// Think-then-say: ask for `<think>...</think>` before the reply (default false). A Qwen3
+    /// policy thinks natively with it (its template's `enable_thinking`), and answers directly
+    /// without it.
     #[serde(default)]
     pub think: bool,
 }

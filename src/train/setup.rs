@@ -8,7 +8,7 @@ use super::config_file::{CpuMatmul, DeviceKind, WeightDtype};
 use super::difficulty_schedule::DifficultyPlan;
 use super::trainer::streams;
 use crate::error::{Error, Result};
-use crate::model::{load_model, open_cuda, ChatModel, LoadOptions};
+use crate::model::{load_model, open_cuda, ChatModel, ChatTemplate, LoadOptions};
 use crate::profile::{Catalog, Profile};
 
 /// The configured device.
@@ -62,7 +62,13 @@ pub fn load_policy(cfg: &TrainConfig, device: &Device) -> Result<ChatModel> {
         },
         bf16_products,
     };
-    load_model(&cfg.model_path, device, &opts)
+    let mut model = load_model(&cfg.model_path, device, &opts)?;
+    // Qwen3 thinks natively: with think-then-say its template leaves the <think> block to the
+    // model; otherwise it writes the empty block that turns thinking off.
+    if let ChatTemplate::Qwen3 { thinking } = &mut model.template {
+        *thinking = cfg.file.env.think;
+    }
+    Ok(model)
 }
 
 /// The profiles of the configured split at the configured difficulty and knobs.

@@ -150,6 +150,27 @@ fn train_runs_on_qwen3_and_gemma3_shaped_models() -> Result<()> {
     Ok(())
 }
 
+/// A Qwen3 policy thinks natively exactly when `env.think` asks for think-then-say.
+#[test]
+fn env_think_turns_qwen3_thinking_on_and_off() -> Result<()> {
+    use empathy_gym::model::ChatTemplate;
+    let work = tempfile::tempdir()?;
+    let folder = crate::model::families::family_folder("qwen3", work.path())?;
+    // The fixture's own template is plain ChatML; a Qwen3 one (it holds </think>) replaces it.
+    let tc = serde_json::json!({
+        "chat_template": ChatTemplate::Qwen3 { thinking: false }.to_jinja(),
+        "eos_token": "<|im_end|>",
+    });
+    std::fs::write(folder.join("tokenizer_config.json"), tc.to_string())?;
+    for think in [false, true] {
+        let extra = format!("env:\n  think: {think}\n");
+        let cfg = crate::train::config(&folder, work.path(), &extra)?;
+        let model = empathy_gym::train::load_policy(&cfg, &candle_core::Device::Cpu)?;
+        assert_eq!(model.template, ChatTemplate::Qwen3 { thinking: think });
+    }
+    Ok(())
+}
+
 /// `difficulty: auto` with the real simulator: the run logs its level and knobs, its dialogues
 /// say `auto` and replay exactly; commands without a controller refuse `auto` with a message.
 #[test]
