@@ -1,6 +1,7 @@
 //! One decoder block: pre-norm grouped-query attention and a gated MLP (SwiGLU, or Gemma's GeGLU),
-//! each added to the residual stream (Gemma 3 norms each output before adding it). `Pass::Infer` uses candle's fused kernels (rms_norm, rope, softmax_last_dim)
-//! and the KV cache; `Pass::Train` uses the differentiable compositions from `ops`.
+//! each added to the residual stream (Gemma 3 norms each output before adding it). `Pass::Infer`
+//! uses candle's fused kernels (rms_norm, rope, softmax_last_dim) and the KV cache; `Pass::Train`
+//! uses the differentiable compositions from `ops`.
 
 use candle_core::Tensor;
 
@@ -141,7 +142,8 @@ impl Block {
                 .reshape((b, t, n, hd))?
                 .transpose(1, 2)?)
         };
-        // Qwen3 norms each head before the rotary embedding (transformers' Qwen3Attention).
+        // Qwen3 and Gemma 3 norm each head before the rotary embedding (transformers'
+        // Qwen3Attention).
         let normed = |p: &LoraLinear, n: usize, norm: &Option<Tensor>| -> Result<Tensor> {
             match norm {
                 None => heads(p, n),

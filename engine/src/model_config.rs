@@ -988,8 +988,10 @@ mod tests {
         let cfg = parse(json).unwrap();
         assert_eq!(cfg.arch, Arch::Mistral);
         assert!((0..3).all(|i| cfg.window_of(i) == Some(4096)));
+        // Written as Mistral writes it: transformers reads layer_types in a Mistral config as
+        // Ministral's.
         let hf = cfg.to_hf();
-        assert_eq!(hf["layer_types"][2], "sliding_attention");
+        assert!(hf["layer_types"].is_null() && hf["sliding_window"] == 4096, "{hf}");
         let none = parse(&json.replace("4096", "null")).unwrap();
         assert_eq!(none.window_of(0), None);
         let typed = json.replace(
@@ -999,12 +1001,50 @@ mod tests {
         let cfg = parse(&typed).unwrap();
         let windows: Vec<_> = (0..3).map(|i| cfg.window_of(i)).collect();
         assert_eq!(windows, [Some(8), None, Some(8)]);
+        assert_eq!(cfg.to_hf()["layer_types"][1], "full_attention");
         let bad = typed.replace("full_attention", "chunked_attention");
         let e = parse(&bad).unwrap_err().to_string();
         assert!(
             e.contains("layer_types") && e.contains("chunked_attention"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn gemma3_reads_the_older_keys_its_layer_pattern_and_counts_its_parameters() {
+        // gemma-3-270m's config as transformers 4.5x wrote it.
+        let json = r#"{"architectures":["Gemma3ForCausalLM"],"hidden_size":640,
+            "intermediate_size":2048,"num_hidden_layers":18,"num_attention_heads":4,
+            "num_key_value_heads":1,"head_dim":256,"vocab_size":262144,"rope_theta":1000000,
+            "rope_local_base_freq":10000,"sliding_window":512,"sliding_window_pattern":6,
+            "query_pre_attn_scalar":256,"hidden_activation":"gelu_pytorch_tanh",
+            "attn_logit_softcapping":null,"final_logit_softcapping":null}"#;
+        let cfg = parse(json).unwrap();
+        assert_eq!(cfg.arch, Arch::Gemma3);
+        assert!(cfg.tie_word_embeddings && cfg.qk_norm && cfg.mlp_act == MlpAct::GeluTanh);
+        let g = cfg.gemma.clone().unwrap();
+        assert_eq!(
+            (g.local_rope_theta, cfg.rope_theta),
+            (10_000.0, 1_000_000.0)
+        );
+        assert_eq!(g.query_pre_attn_scalar, 256.0);
+        // Five local layers, then a global one.
+        let windows: Vec<_> = (0..12).map(|i| cfg.window_of(i)).collect();
+        let local = Some(512);
+        assert_eq!(windows[..6], [local, local, local, local, local, None]);
+        assert_eq!(windows[11], None);
+        // 18 x (640 x 6 x 256 + 4 x 256 x 640 attention, 3 x 640 x 2048 MLP, 4 x 640 + 2 x 256
+        // norms) + 262,144 x 640 tied embeddings + the final norm: gemma-3-270m's 268,098,176.
+        assert_eq!(cfg.parameter_count(), 268_098_176);
+        let capped = json.replace(
+            r#""attn_logit_softcapping":null"#,
+            r#""attn_logit_softcapping":50.0"#,
+        );
+        let e = parse(&capped).unwrap_err().to_string();
+        assert!(e.contains("attn_logit_softcapping"), "{e}");
+        let gemma2 = json.replace("Gemma3ForCausalLM", "Gemma2ForCausalLM");
+        let e = parse(&gemma2).unwrap_err().to_string();
+        assert!(e.contains("soft-caps"), "{e}");
     }
 
     #[test]
