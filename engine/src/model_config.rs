@@ -991,7 +991,10 @@ mod tests {
         // Written as Mistral writes it: transformers reads layer_types in a Mistral config as
         // Ministral's.
         let hf = cfg.to_hf();
-        assert!(hf["layer_types"].is_null() && hf["sliding_window"] == 4096, "{hf}");
+        assert!(
+            hf["layer_types"].is_null() && hf["sliding_window"] == 4096,
+            "{hf}"
+        );
         let none = parse(&json.replace("4096", "null")).unwrap();
         assert_eq!(none.window_of(0), None);
         let typed = json.replace(
