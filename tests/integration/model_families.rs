@@ -213,17 +213,7 @@ fn every_family_matches_peft_lora_logits_and_gradients() -> Result<()> {
             let got = grads
                 .get(var.as_tensor())
                 .ok_or_else(|| anyhow::anyhow!("{family}: no gradient for {name}"))?;
-            let want = &r[&format!("grad.{name}")];
-            let scale = want
-                .abs()?
-                .flatten_all()?
-                .max(D::Minus1)?
-                .to_scalar::<f32>()?;
-            let d = max_diff(got, want)?;
-            assert!(
-                scale > 0.0 && d <= GRAD_TOL * scale,
-                "{family} {name}: gradients differ by {d} (largest entry {scale})"
-            );
+            assert_peft_gradient(family, &name, got, &r)?;
         }
     }
     Ok(())
@@ -379,16 +369,7 @@ fn checkpointed_gradients_equal_the_plain_ones_and_peft_for_every_family() -> Re
                 d <= 1e-6,
                 "{family} {name}: checkpointed and plain differ by {d}"
             );
-            let want = &r[&format!("grad.{name}")];
-            let scale = want
-                .abs()?
-                .flatten_all()?
-                .max(D::Minus1)?
-                .to_scalar::<f32>()?;
-            assert!(
-                max_diff(got, want)? <= GRAD_TOL * scale,
-                "{family} {name} against peft"
-            );
+            assert_peft_gradient(family, &name, got, &r)?;
         }
     }
     Ok(())
