@@ -11,8 +11,10 @@
 //! adapters and optimizer state included), and the process's peak resident memory so far.
 //!
 //! Run: `SHAPE=qwen3-0.6b CASES=update:1x2048,decode:8 cargo bench --bench scale`
-//! (defaults: SHAPE qwen3-0.6b, CASES update:1x2048, CHECKPOINT both, STEPS 2, DTYPE f32);
-//! scripts/scale.sh runs the table.
+//! (defaults: SHAPE qwen3-0.6b, CASES update:1x2048, CHECKPOINT both, STEPS 2, DTYPE f32,
+//! DEVICE cpu; `DEVICE=cuda DTYPE=bf16` in a CUDA build on a GPU); scripts/scale.sh runs the table.
+//! On a GPU the memory columns read the CPU allocator and say nothing: nvidia-smi's peak is the
+//! one to read there.
 
 use empathy_test_support as common;
 
@@ -59,9 +61,9 @@ fn config(shape: &str) -> anyhow::Result<ModelConfig> {
     Ok(hf.validate(std::path::Path::new(shape))?)
 }
 
-/// Random weights of `cfg` in `dtype` (N(0, 0.02), norms 1).
-fn weights(cfg: &ModelConfig, dtype: DType) -> anyhow::Result<Weights> {
-    let dev = Device::Cpu;
+/// Random weights of `cfg` in `dtype` on `dev` (N(0, 0.02), norms 1).
+fn weights(cfg: &ModelConfig, dtype: DType, dev: &Device) -> anyhow::Result<Weights> {
+    let dev = dev.clone();
     let rand = |dims: &[usize]| -> anyhow::Result<Tensor> {
         Ok(Tensor::randn(0f32, 0.02, dims, &dev)?.to_dtype(dtype)?)
     };
@@ -154,7 +156,7 @@ fn update(
         },
     )?;
     let width = batch[0].len() - 1;
-    let scored = Tensor::ones((batch.len(), width), DType::F32, &Device::Cpu)?;
+    let scored = Tensor::ones((batch.len(), width), DType::F32, &m.device)?;
     let mut last = None;
     for _ in 0..steps {
         last = Some(measured(|| {
@@ -168,6 +170,8 @@ fn update(
                 lp.mean_all()?.neg()?.backward()?
             };
             opt.step(0.0, &grads)?;
+            // A GPU's kernels run behind the host: the step ends when they are done.
+            m.device.synchronize()?;
             Ok(batch.len() * batch[0].len())
         })?);
     }
@@ -209,9 +213,14 @@ fn run() -> anyhow::Result<()> {
         "both" => &[false, true],
         other => bail!("CHECKPOINT={other}: expected off, on or both"),
     };
+    let dev = match env_or("DEVICE", "cpu").as_str() {
+        "cpu" => Device::Cpu,
+        "cuda" => empathy_engine::open_cuda(0)?,
+        other => bail!("DEVICE={other}: expected cpu or cuda"),
+    };
     let cfg = config(&shape)?;
     let t = Instant::now();
-    let mut model = Llama::new(cfg.clone(), weights(&cfg, dtype)?, &Device::Cpu)?;
+    let mut model = Llama::new(cfg.clone(), weights(&cfg, dtype, &dev)?, &dev)?;
     let lora = LoraConfig {
         rank: 16,
         ..LoraConfig::default()
@@ -222,7 +231,7 @@ fn run() -> anyhow::Result<()> {
         tokenizer: common::tiny_model::tiny_tokenizer()?,
         template: ChatTemplate::Qwen3 { thinking: false },
         config: cfg.clone(),
-        device: Device::Cpu,
+        device: dev.clone(),
         name: shape.clone(),
         stop_tokens: Vec::new(),
         source: ModelSource::HfFolder(shape.clone().into()),

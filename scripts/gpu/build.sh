@@ -37,4 +37,5 @@ if [ ! -f "$LINK/libcuda.so" ]; then
 fi
 cargo test --release --features cuda --no-run
 cargo bench --features cuda --bench model --no-run
+cargo bench --features cuda --bench scale --no-run
 echo "built: $CARGO_TARGET_DIR/release/empathy-gym; next: scripts/gpu/pack.sh (scripts/gpu/README.md)"

@@ -2,7 +2,7 @@
 # Here: pack the CUDA build (target-cuda, see scripts/gpu/README.md) and the models into one byte
 # stream cut into .gpu-K/ folders, one per device call, each at most PART_MIB so that it and the
 # working tree that travels with every call fit the call's 64 MiB (default: 62 MiB less that
-# tree). The stream is, in order: the binaries (tar.xz, one big dictionary so the three binaries'
+# tree). The stream is, in order: the binaries (tar.xz, one big dictionary so the four binaries'
 # shared code is stored once), the policy GGUF (tar), the MiniLM appraiser (tar.xz);
 # .gpu-1/stream.txt gives each piece's offset and length, so the device unpacks the binaries and
 # the GGUF (tests, bench) before the last folders, which only the quickstart needs, have arrived
@@ -18,6 +18,7 @@ rm -rf .gpu-* $P && mkdir -p $P/bin
 cp "$T/empathy-gym" $P/bin/
 cp "$(newest "$T/deps/integration-*")" $P/bin/integration
 cp "$(newest "$T/deps/model-*")" $P/bin/model-bench
+cp "$(newest "$T/deps/scale-*")" $P/bin/scale-bench
 # not stripped: symbols make the backtraces of a failure on the device readable
 tar -cf - -C $P bin | xz -6 --lzma2=preset=6,dict=256MiB -T1 >$P/bins.tar.xz
 tar -cf $P/policy.tar models/smollm2-135m-instruct

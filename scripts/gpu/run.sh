@@ -129,5 +129,18 @@ PY
     kill $SAMPLER
   done
   ;;
+scale)
+  # The scale table's GPU rows (results/perf/scale.md): benches/scale.rs in bf16 at the Qwen3
+  # shapes, one process a shape, with the memory sampler (the bench's memory columns read the
+  # CPU allocator; nvidia-smi's peak is the GPU's).
+  unpack bins.tar.xz || exit 1
+  for shape in ${SHAPES:-qwen3-0.6b qwen3-1.7b qwen3-4b qwen3-8b}; do
+    sampler "scale-$shape"
+    DEVICE=cuda DTYPE=bf16 SHAPE=$shape STEPS=${STEPS:-2} \
+      CASES=${CASES:-update:1x2048,update:4x2048,decode:1,decode:16,decode:64} \
+      "$G"/bin/scale-bench --bench 2>&1 | grep -E '^\||parameters|rror|panic' | tee -a "$OUT/scale.log"
+    kill $SAMPLER
+  done
+  ;;
 *) echo "unknown phase $1" >&2; exit 2 ;;
 esac
