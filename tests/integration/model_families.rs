@@ -419,3 +419,59 @@ fn checkpointing_recomputes_the_same_lora_dropout_masks() -> Result<()> {
     assert!((plain_loss - r["loss"].flatten_all()?.to_vec1::<f32>()?[0]).abs() > 1e-3);
     Ok(())
 }
+
+#[test]
+fn sharded_and_bf16_folders_of_the_new_families_load_like_the_single_f32_file() -> Result<()> {
+    let dir = temp_dir();
+    for family in ["qwen3", "mistral", "gemma3"] {
+        let r = reference(family)?;
+        let folder = family_folder(family, dir.path())?;
+        // Two shards and the index transformers writes for them.
+        let single = folder.join("model.safetensors");
+        let mut names: Vec<(String, Tensor)> =
+            candle_core::safetensors::load(&single, &Device::Cpu)?
+                .into_iter()
+                .collect();
+        names.sort_by(|a, b| a.0.cmp(&b.0));
+        std::fs::remove_file(&single)?;
+        let half = names.len() / 2;
+        let mut map = serde_json::Map::new();
+        for (i, part) in [&names[..half], &names[half..]].into_iter().enumerate() {
+            let file = format!("model-{:05}-of-00002.safetensors", i + 1);
+            let tensors: HashMap<String, Tensor> = part.iter().cloned().collect();
+            candle_core::safetensors::save(&tensors, folder.join(&file))?;
+            for (n, _) in part {
+                map.insert(n.clone(), file.clone().into());
+            }
+        }
+        let index = serde_json::json!({ "metadata": {}, "weight_map": map });
+        std::fs::write(
+            folder.join("model.safetensors.index.json"),
+            index.to_string(),
+        )?;
+        let sharded = load_model(&folder, &Device::Cpu, &LoadOptions::default())?;
+        let ids = &prompts(&r)?[0];
+        let want = &r["logits.0"];
+        let d = max_diff(&logits(&sharded, ids, AdapterMode::Off, Pass::Infer)?, want)?;
+        assert!(d < LOGIT_TOL, "{family} sharded: {d}");
+        // bf16 weights: within bf16's rounding of the f32 logits (1.5% to 3.4% of the largest
+        // logit when this test was written).
+        let opts = LoadOptions {
+            dtype: DType::BF16,
+            ..LoadOptions::default()
+        };
+        let bf16 = load_model(&folder, &Device::Cpu, &opts)?;
+        let got = logits(&bf16, ids, AdapterMode::Off, Pass::Infer)?.to_dtype(DType::F32)?;
+        let scale = want
+            .abs()?
+            .flatten_all()?
+            .max(D::Minus1)?
+            .to_scalar::<f32>()?;
+        let d = max_diff(&got, want)?;
+        assert!(
+            d < 0.05 * scale,
+            "{family} bf16: {d} (largest logit {scale})"
+        );
+    }
+    Ok(())
+}
