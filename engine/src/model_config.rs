@@ -592,6 +592,14 @@ impl HfConfig {
     /// field.
     fn sliding_layers(&self, arch: Arch) -> std::result::Result<Vec<bool>, (&str, String)> {
         let n = self.num_hidden_layers;
+        // A list per layer is sized by the file's number: check it first (`check_limits` comes
+        // after validation).
+        if n > MAX_LAYERS {
+            return Err((
+                "num_hidden_layers",
+                format!("{n} is outside 1..={MAX_LAYERS}: the file is corrupted or not a decoder this project loads"),
+            ));
+        }
         if let Some(types) = &self.layer_types {
             if types.len() != n {
                 return Err((

@@ -646,11 +646,12 @@ fn bad_inputs_give_clear_errors() -> Result<()> {
     let arch = dir.path().join("arch");
     write_hf(&arch, &TinySpec::llama())?;
     let mut cfg = fixtures::config_json(&TinySpec::llama());
-    cfg["architectures"] = serde_json::json!(["MistralForCausalLM"]);
+    cfg["architectures"] = serde_json::json!(["Qwen3MoeForCausalLM"]);
     std::fs::write(arch.join("config.json"), cfg.to_string())?;
     let msg = expect_model_err(&arch, "config.json")?;
     assert!(
-        msg.contains("MistralForCausalLM")
+        msg.contains("Qwen3MoeForCausalLM")
+            && msg.contains("mixture-of-experts")
             && matches!(
                 load_model(&arch, &Device::Cpu, &LoadOptions::default()),
                 Err(Error::Input { .. })
