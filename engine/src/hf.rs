@@ -124,23 +124,17 @@ impl NormNames {
     }
 }
 
-/// A norm weight as the network applies it: Gemma stores w for a scale of (1 + w), computed in
-/// f32 like transformers' Gemma3RMSNorm.
-fn plus_one(w: Tensor, cfg: &ModelConfig) -> Result<Tensor> {
-    if !cfg.gemma.as_ref().is_some_and(|g| g.norm_plus_one) {
-        return Ok(w);
-    }
-    let dtype = w.dtype();
-    Ok(w.to_dtype(DType::F32)?.affine(1.0, 1.0)?.to_dtype(dtype)?)
-}
-
-/// The inverse of [`plus_one`], for export.
-fn minus_one(w: &Tensor, cfg: &ModelConfig) -> Result<Tensor> {
+/// A norm weight as the network applies it (`delta` 1) or as HF stores it (`delta` -1): Gemma
+/// stores w for a scale of (1 + w), computed in f32 like transformers' Gemma3RMSNorm; other
+/// families store the scale itself.
+fn shift_norm(w: &Tensor, cfg: &ModelConfig, delta: f64) -> Result<Tensor> {
     if !cfg.gemma.as_ref().is_some_and(|g| g.norm_plus_one) {
         return Ok(w.clone());
     }
     let dtype = w.dtype();
-    Ok(w.to_dtype(DType::F32)?.affine(1.0, -1.0)?.to_dtype(dtype)?)
+    Ok(w.to_dtype(DType::F32)?
+        .affine(1.0, delta)?
+        .to_dtype(dtype)?)
 }
 
 fn take_weights(
@@ -153,7 +147,8 @@ fn take_weights(
             .ok_or_else(|| model_err(file, format!("tensor {name} is missing")))
     };
     let embed = take("model.embed_tokens.weight")?;
-    let norm = plus_one(take("model.norm.weight")?, cfg)?;
+    let norm = shift_norm(&take("model.norm.weight")?, cfg, 1.0)?;
+    let names = NormNames::of(cfg);
     let mut layers = Vec::with_capacity(cfg.num_layers);
     for i in 0..cfg.num_layers {
         let p = format!("model.layers.{i}");
@@ -173,9 +168,9 @@ fn take_weights(
         let gate = proj("mlp.gate_proj", false)?;
         let up = proj("mlp.up_proj", false)?;
         let down = proj("mlp.down_proj", false)?;
-        let names = NormNames::of(cfg);
-        let mut norm =
-            |name: &str| -> Result<Tensor> { plus_one(take(&format!("{p}.{name}.weight"))?, cfg) };
+        let mut norm = |name: &str| -> Result<Tensor> {
+            shift_norm(&take(&format!("{p}.{name}.weight"))?, cfg, 1.0)
+        };
         let attn_norm = norm("input_layernorm")?;
         let mlp_norm = norm(names.mlp)?;
         let (q_norm, k_norm) = if cfg.qk_norm {
@@ -223,15 +218,18 @@ fn take_weights(
 pub fn hf_names(w: &Weights, cfg: &ModelConfig) -> Result<Vec<(String, Tensor)>> {
     let mut out = vec![
         ("model.embed_tokens.weight".to_string(), w.embed.clone()),
-        ("model.norm.weight".to_string(), minus_one(&w.norm, cfg)?),
+        (
+            "model.norm.weight".to_string(),
+            shift_norm(&w.norm, cfg, -1.0)?,
+        ),
     ];
     if let Some(h) = &w.lm_head {
         out.push(("lm_head.weight".to_string(), h.clone()));
     }
     let names = NormNames::of(cfg);
+    let (after_attn, after_mlp) = names.post.unzip();
     for (i, l) in w.layers.iter().enumerate() {
         let p = format!("model.layers.{i}");
-        let (after_attn, after_mlp) = names.post.unzip();
         let norms = [
             (Some("input_layernorm"), Some(&l.attn_norm)),
             (Some(names.mlp), Some(&l.mlp_norm)),
@@ -242,7 +240,7 @@ pub fn hf_names(w: &Weights, cfg: &ModelConfig) -> Result<Vec<(String, Tensor)>>
         ];
         for (name, norm) in norms {
             if let (Some(name), Some(w)) = (name, norm) {
-                out.push((format!("{p}.{name}.weight"), minus_one(w, cfg)?));
+                out.push((format!("{p}.{name}.weight"), shift_norm(w, cfg, -1.0)?));
             }
         }
         let projs = [

@@ -19,7 +19,7 @@ use empathy_engine::{
 };
 
 use crate::common::{root, temp_dir};
-use crate::model_fixtures::{chat_template, tiny_tokenizer};
+use crate::model_fixtures::{chat_template, tiny_tokenizer, write_shards};
 
 /// The families with fixtures.
 const FAMILIES: [&str; 5] = ["llama", "qwen2", "qwen3", "mistral", "gemma3"];
@@ -428,27 +428,9 @@ fn sharded_and_bf16_folders_of_the_new_families_load_like_the_single_f32_file() 
         let folder = family_folder(family, dir.path())?;
         // Two shards and the index transformers writes for them.
         let single = folder.join("model.safetensors");
-        let mut names: Vec<(String, Tensor)> =
-            candle_core::safetensors::load(&single, &Device::Cpu)?
-                .into_iter()
-                .collect();
-        names.sort_by(|a, b| a.0.cmp(&b.0));
+        let tensors = candle_core::safetensors::load(&single, &Device::Cpu)?;
         std::fs::remove_file(&single)?;
-        let half = names.len() / 2;
-        let mut map = serde_json::Map::new();
-        for (i, part) in [&names[..half], &names[half..]].into_iter().enumerate() {
-            let file = format!("model-{:05}-of-00002.safetensors", i + 1);
-            let tensors: HashMap<String, Tensor> = part.iter().cloned().collect();
-            candle_core::safetensors::save(&tensors, folder.join(&file))?;
-            for (n, _) in part {
-                map.insert(n.clone(), file.clone().into());
-            }
-        }
-        let index = serde_json::json!({ "metadata": {}, "weight_map": map });
-        std::fs::write(
-            folder.join("model.safetensors.index.json"),
-            index.to_string(),
-        )?;
+        write_shards(&folder, tensors)?;
         let sharded = load_model(&folder, &Device::Cpu, &LoadOptions::default())?;
         let ids = &prompts(&r)?[0];
         let want = &r["logits.0"];

@@ -1,12 +1,12 @@
 //! Loading variants of the tiny models: sharded safetensors with an index, and bf16 weights.
 
 use anyhow::Result;
-use candle_core::{DType, Device, Tensor};
+use candle_core::{DType, Device};
 use empathy_gym::model::{
     load_model, AdapterMode, ChatMessage, LoadOptions, Pass, Role, SamplingParams,
 };
 
-use super::fixtures::{hf_weights, write_hf, TinySpec};
+use super::fixtures::{hf_weights, write_hf, write_shards, TinySpec};
 
 #[test]
 fn sharded_safetensors_with_index_load_like_a_single_file() -> Result<()> {
@@ -17,23 +17,7 @@ fn sharded_safetensors_with_index_load_like_a_single_file() -> Result<()> {
     let sharded = dir.path().join("sharded");
     write_hf(&sharded, &spec)?;
     std::fs::remove_file(sharded.join("model.safetensors"))?;
-    let mut names: Vec<(String, Tensor)> = hf_weights(&spec)?.into_iter().collect();
-    names.sort_by(|a, b| a.0.cmp(&b.0));
-    let half = names.len() / 2;
-    let mut map = serde_json::Map::new();
-    for (i, part) in [&names[..half], &names[half..]].into_iter().enumerate() {
-        let file = format!("model-{:05}-of-00002.safetensors", i + 1);
-        let tensors: std::collections::HashMap<String, Tensor> = part.iter().cloned().collect();
-        candle_core::safetensors::save(&tensors, sharded.join(&file))?;
-        for (n, _) in part {
-            map.insert(n.clone(), serde_json::Value::String(file.clone()));
-        }
-    }
-    let index = serde_json::json!({ "metadata": {}, "weight_map": map });
-    std::fs::write(
-        sharded.join("model.safetensors.index.json"),
-        index.to_string(),
-    )?;
+    write_shards(&sharded, hf_weights(&spec)?)?;
     let a = load_model(&single, &Device::Cpu, &LoadOptions::default())?;
     let b = load_model(&sharded, &Device::Cpu, &LoadOptions::default())?;
     let batch = vec![a.encode_chat(&[ChatMessage::new(Role::User, "hello")], true)?];

@@ -184,6 +184,26 @@ pub fn config_json(spec: &TinySpec) -> serde_json::Value {
     })
 }
 
+/// Writes `tensors` into `dir` as two safetensors shards with the `model.safetensors.index.json`
+/// transformers writes for them (names sorted, the first half in the first shard).
+pub fn write_shards(dir: &Path, tensors: HashMap<String, Tensor>) -> Result<()> {
+    let mut names: Vec<(String, Tensor)> = tensors.into_iter().collect();
+    names.sort_by(|a, b| a.0.cmp(&b.0));
+    let half = names.len() / 2;
+    let mut map = serde_json::Map::new();
+    for (i, part) in [&names[..half], &names[half..]].into_iter().enumerate() {
+        let file = format!("model-{:05}-of-00002.safetensors", i + 1);
+        let shard: HashMap<String, Tensor> = part.iter().cloned().collect();
+        candle_core::safetensors::save(&shard, dir.join(&file))?;
+        for (n, _) in part {
+            map.insert(n.clone(), serde_json::Value::String(file.clone()));
+        }
+    }
+    let index = serde_json::json!({ "metadata": {}, "weight_map": map });
+    std::fs::write(dir.join("model.safetensors.index.json"), index.to_string())?;
+    Ok(())
+}
+
 /// Writes an HF folder for `spec` into `dir`.
 pub fn write_hf(dir: &Path, spec: &TinySpec) -> Result<()> {
     std::fs::create_dir_all(dir)?;
