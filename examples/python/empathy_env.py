@@ -48,11 +48,12 @@ class EmpathyEnv:
         return text
 
     def create(self, profile=None, split=None, difficulty=None, reward_mode=None,
-               aggregate=None, seed=None, policy=None):
-        """Starts an episode; give `profile` ("scenario:persona") or `split` ("train"/"test")."""
+               aggregate=None, seed=None, policy=None, knobs=None):
+        """Starts an episode; give `profile` ("scenario:persona") or `split` ("train"/"test").
+        `knobs` overrides the difficulty preset's knobs (e.g. {"max_turns": 1})."""
         body = {k: v for k, v in dict(profile=profile, split=split, difficulty=difficulty,
                                       reward_mode=reward_mode, aggregate=aggregate, seed=seed,
-                                      policy=policy).items() if v is not None}
+                                      policy=policy, knobs=knobs).items() if v is not None}
         return json.loads(self._call("POST", "/v1/episodes", body))
 
     def step(self, episode_id, reply, think=None):

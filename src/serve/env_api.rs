@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::episode::End;
-use crate::profile::{Difficulty, Split};
+use crate::profile::{Difficulty, KnobOverrides, Split};
 use crate::reward::{Aggregate, RewardMode};
 use crate::sim::Appraisal;
 
@@ -35,6 +35,10 @@ pub struct CreateEpisode {
     /// Logged as the record's `policy.model` (default `remote`).
     #[serde(default)]
     pub policy: Option<String>,
+    /// Per-knob overrides of the difficulty preset, the keys of a training config's `env.knobs`
+    /// (e.g. `{"max_turns": 1}` for a one-reply episode that ends, and is logged, at its step).
+    #[serde(default)]
+    pub knobs: Option<KnobOverrides>,
 }
 
 /// The user's message and emotion.

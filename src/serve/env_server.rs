@@ -32,7 +32,7 @@ use super::sessions::{SessionError, SessionTable};
 use super::stepper::{run_worker, Job, StepJob, Written};
 use crate::episode::{DialogueEnv, PolicyRef};
 use crate::error::{Error, Result};
-use crate::profile::{Catalog, Difficulty, KnobOverrides, Profile, ProfileId};
+use crate::profile::{Catalog, Difficulty, Profile, ProfileId};
 use crate::sim::Simulator;
 
 /// How the server runs.
@@ -267,8 +267,12 @@ pub fn resolve_profile(
              ask for easy, moderate or hard",
         ));
     }
+    let knobs = req.knobs.clone().unwrap_or_default();
+    knobs
+        .check_ranges(std::path::Path::new("the request"), "knobs.")
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
     let profile = catalog
-        .profile(&id, difficulty, &KnobOverrides::default())
+        .profile(&id, difficulty, &knobs)
         .map_err(|e| ApiError::bad_request(format!("profile `{id}`: {e}")))?;
     Ok((id, difficulty, profile))
 }

@@ -136,6 +136,15 @@ fn serve_env_bad_requests_get_4xx_with_a_message() {
     assert!(error_message(s, &b, 400, "unknown field").contains("colour"));
     let (s, b) = http("POST", &u("/v1/episodes"), Some(b"{}".to_vec()));
     error_message(s, &b, 400, "neither profile nor split");
+    for (knobs, names) in [
+        (r#"{"max_turns": 0}"#, "knobs.max_turns"),
+        (r#"{"hint_rate": 2}"#, "knobs.hint_rate"),
+        (r#"{"patience": 3}"#, "patience"),
+    ] {
+        let body = format!(r#"{{"split": "test", "knobs": {knobs}}}"#);
+        let (s, b) = http("POST", &u("/v1/episodes"), Some(body.into_bytes()));
+        assert!(error_message(s, &b, 400, "bad knobs").contains(names), "{b}");
+    }
     let big = format!(
         "{{\"split\": \"test\", \"policy\": \"{}\"}}",
         "x".repeat(4096)
@@ -188,6 +197,27 @@ fn serve_env_bad_requests_get_4xx_with_a_message() {
     assert_eq!(s, 200);
     let rec: empathy_gym::episode::EpisodeRecord = serde_json::from_str(&b).expect("a record");
     assert!(rec.end.is_some());
+
+    // A knob override: a one-reply episode ends at its first step, with its reward.
+    let (s, b) = http(
+        "POST",
+        &u("/v1/episodes"),
+        Some(br#"{"split": "test", "seed": 1, "knobs": {"max_turns": 1}}"#.to_vec()),
+    );
+    assert_eq!(s, 201, "{b}");
+    let created: serde_json::Value = serde_json::from_str(&b).unwrap();
+    assert_eq!(created["max_turns"], 1, "{b}");
+    let one = created["episode_id"].as_str().unwrap();
+    let (s, b) = http(
+        "POST",
+        &u(&format!("/v1/episodes/{one}/step")),
+        Some(br#"{"reply": "That sounds heavy. What happened?"}"#.to_vec()),
+    );
+    assert_eq!(s, 200, "{b}");
+    let v: serde_json::Value = serde_json::from_str(&b).unwrap();
+    assert!(v["truncated"].as_bool().unwrap(), "{b}");
+    let emotion = v["observation"]["emotion"].as_f64().unwrap();
+    assert!((v["reward"].as_f64().unwrap() - emotion / 100.0).abs() < 1e-6, "{b}");
     let (s, b) = http(
         "POST",
         &u("/v1/episodes/ep-999/step"),
@@ -257,7 +287,8 @@ fn serve_env_drops_idle_episodes_after_the_ttl() {
 #[test]
 fn python_examples_run_against_serve_env_with_plain_python3() {
     let dir = temp_dir();
-    let server = Server::start(&["serve-env"]);
+    let served = dir.path().join("served.jsonl");
+    let server = Server::start(&["serve-env", "--out", served.to_str().unwrap()]);
     let o = python(&[
         "examples/python/trl_reward.py",
         "--url",
@@ -275,6 +306,11 @@ fn python_examples_run_against_serve_env_with_plain_python3() {
         "{out}"
     );
     assert!(out.contains("mean reward: listener"), "{out}");
+    // Each scored reply is a one-reply episode that ends at its step, so the server logged all
+    // six (two candidates on three rows), and they verify.
+    let v = eg(&["replay", "verify", served.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&v.stdout);
+    assert!(v.status.success() && text.contains("6 identical"), "{text}");
     let log = dir.path().join("loop.jsonl");
     let o = python(&[
         "examples/python/multiturn_loop.py",
