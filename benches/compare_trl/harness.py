@@ -111,11 +111,16 @@ def main():
     ap.add_argument("--python", required=True, help="the Python that has TRL")
     ap.add_argument("--binary", default=os.path.join(ROOT, "target", "release", "empathy-gym"))
     ap.add_argument("--logs", default=os.path.join(ROOT, "target", "compare-trl"))
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                    help="model.device of both stacks (cuda needs a CUDA build of --binary)")
+    ap.add_argument("--dtype", default="f32", choices=["f32", "bf16"], help="model.dtype of both")
     args = ap.parse_args()
     shutil.rmtree(args.logs, ignore_errors=True)
     os.makedirs(args.logs)
     env = dict(os.environ, RAYON_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads),
                TRL_EXPERIMENTAL_SILENCE="1", HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    described = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT,
+                               capture_output=True, text=True).stdout.strip() or "unknown"
     rounds = []
     for r in range(1, args.rounds + 1):
         seed = r - 1
@@ -124,7 +129,8 @@ def main():
         print(f"== round {r} (seed {seed}): empathy-gym", flush=True)
         ours = run([args.binary, "train", "--config", os.path.join(HERE, "ours.yaml"),
                     "--set", f"results_dir={d}", "--set", f"seed={seed}",
-                    "--set", f"grpo.steps={args.steps}"], env, os.path.join(d, "ours.log"))
+                    "--set", f"grpo.steps={args.steps}", "--set", f"model.device={args.device}",
+                    "--set", f"model.dtype={args.dtype}"], env, os.path.join(d, "ours.log"))
         run_dir = os.path.join(d, RUN)
         rows = rows_from_run(run_dir)
         with open(os.path.join(d, "rows.jsonl"), "w") as f:
@@ -151,8 +157,8 @@ def main():
                        "replay_verify": (verify.stdout + verify.stderr).strip().splitlines()[-1:],
                        "replay_verify_ok": verify.returncode == 0})
         with open(os.path.join(args.logs, "rounds.json"), "w") as f:
-            json.dump({"threads": args.threads, "steps": args.steps, "rounds": rounds}, f,
-                      indent=1)
+            json.dump({"commit": described, "threads": args.threads, "steps": args.steps,
+                       "rounds": rounds}, f, indent=1)
 
 
 if __name__ == "__main__":

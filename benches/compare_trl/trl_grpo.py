@@ -37,6 +37,7 @@ from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "python"))
+from trl_check import hf_folder  # noqa: E402
 from trl_reward import EmpathyReward  # noqa: E402
 
 # The project's LoRA target names and transformers' Llama module names.
@@ -139,20 +140,6 @@ class StepLog(TrainerCallback):
         row["completion_len_mean"] = logs.get("completions/mean_length", float("nan"))
         self.rows.append(row)
         self.pending = None
-
-
-def hf_folder(gguf, hf_dir):
-    """The GGUF dequantized (as the project dequantizes it) and saved as an HF folder, once.
-    Trainer refuses a model loaded straight from a GGUF ("quantized with GGUF", which does not
-    support training) even though transformers dequantizes it to f32 at load."""
-    if not os.path.exists(os.path.join(hf_dir, "config.json")):
-        d, name = os.path.split(os.path.abspath(gguf))
-        AutoTokenizer.from_pretrained(d, gguf_file=name).save_pretrained(hf_dir)
-        model = AutoModelForCausalLM.from_pretrained(d, gguf_file=name, dtype=torch.float32)
-        model.hf_quantizer = None
-        model.config.quantization_config = None
-        model.save_pretrained(hf_dir)
-    return hf_dir
 
 
 def peak_rss_mib():

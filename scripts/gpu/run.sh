@@ -132,14 +132,21 @@ PY
 scale)
   # The scale table's GPU rows (results/perf/scale.md): benches/scale.rs in bf16 at the Qwen3
   # shapes, one process a shape, with the memory sampler (the bench's memory columns read the
-  # CPU allocator; nvidia-smi's peak is the GPU's).
+  # CPU allocator; nvidia-smi's peak is the GPU's); then PyTorch + peft on the same shape and
+  # cases (benches/compare_torch/scale_torch.py, TORCH=0 skips it), its memory from
+  # torch.cuda's peak.
   unpack bins.tar.xz || exit 1
+  SCALE_CASES=${CASES:-update:1x2048,update:4x2048,decode:1,decode:16,decode:64}
   for shape in ${SHAPES:-qwen3-0.6b qwen3-1.7b qwen3-4b qwen3-8b}; do
     sampler "scale-$shape"
-    DEVICE=cuda DTYPE=bf16 SHAPE=$shape STEPS=${STEPS:-2} \
-      CASES=${CASES:-update:1x2048,update:4x2048,decode:1,decode:16,decode:64} \
+    DEVICE=cuda DTYPE=bf16 SHAPE=$shape STEPS=${STEPS:-2} CASES=$SCALE_CASES \
       "$G"/bin/scale-bench --bench 2>&1 | grep -E '^\||parameters|rror|panic' | tee -a "$OUT/scale.log"
     kill $SAMPLER
+    if [ "${TORCH:-1}" = 1 ]; then
+      python3 benches/compare_torch/scale_torch.py --device cuda --dtype bf16 --shape "$shape" \
+        --steps "${STEPS:-2}" --cases "$SCALE_CASES" 2>&1 |
+        grep -E '^\||parameters|rror|Traceback' | tee -a "$OUT/scale.log"
+    fi
   done
   ;;
 *) echo "unknown phase $1" >&2; exit 2 ;;
