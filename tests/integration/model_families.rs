@@ -19,7 +19,8 @@ use empathy_engine::{
 };
 
 use crate::common::{root, temp_dir};
-use crate::model_fixtures::{chat_template, tiny_tokenizer, write_shards};
+pub use crate::model_fixtures::family_folder;
+use crate::model_fixtures::{family_fixture as fixture, write_shards};
 
 /// The families with fixtures.
 const FAMILIES: [&str; 5] = ["llama", "qwen2", "qwen3", "mistral", "gemma3"];
@@ -32,10 +33,6 @@ const GRAD_TOL: f32 = 1e-3;
 /// Where the export test leaves its folders when set, for transformers to read them
 /// (scripts/fixtures/check-family-exports.py).
 const KEEP_EXPORTS: &str = "EMPATHY_GYM_KEEP_EXPORTS";
-
-fn fixture(family: &str) -> PathBuf {
-    root().join("tests/data/model-fixtures").join(family)
-}
 
 /// The reference tensors of `family` (reference.safetensors).
 fn reference(family: &str) -> Result<HashMap<String, Tensor>> {
@@ -56,22 +53,6 @@ fn load(family: &str, dir: &Path, lora: bool) -> Result<ChatModel> {
         ..LoadOptions::default()
     };
     Ok(load_model(&folder, &Device::Cpu, &opts)?)
-}
-
-/// The family's fixture as a model folder in `dir`: transformers' config.json and
-/// model.safetensors with the tiny tokenizer and ChatML template of the other model tests.
-pub fn family_folder(family: &str, dir: &Path) -> Result<PathBuf> {
-    let folder = dir.join(family);
-    std::fs::create_dir_all(&folder)?;
-    for f in ["config.json", "model.safetensors"] {
-        std::fs::copy(fixture(family).join(f), folder.join(f))?;
-    }
-    tiny_tokenizer()?
-        .save(folder.join("tokenizer.json"), false)
-        .map_err(anyhow::Error::msg)?;
-    let tc = serde_json::json!({ "chat_template": chat_template(), "eos_token": "<|im_end|>" });
-    std::fs::write(folder.join("tokenizer_config.json"), tc.to_string())?;
-    Ok(folder)
 }
 
 fn prompts(r: &HashMap<String, Tensor>) -> Result<Vec<Vec<u32>>> {

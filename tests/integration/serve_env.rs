@@ -143,7 +143,10 @@ fn serve_env_bad_requests_get_4xx_with_a_message() {
     ] {
         let body = format!(r#"{{"split": "test", "knobs": {knobs}}}"#);
         let (s, b) = http("POST", &u("/v1/episodes"), Some(body.into_bytes()));
-        assert!(error_message(s, &b, 400, "bad knobs").contains(names), "{b}");
+        assert!(
+            error_message(s, &b, 400, "bad knobs").contains(names),
+            "{b}"
+        );
     }
     let big = format!(
         "{{\"split\": \"test\", \"policy\": \"{}\"}}",
@@ -217,7 +220,12 @@ fn serve_env_bad_requests_get_4xx_with_a_message() {
     let v: serde_json::Value = serde_json::from_str(&b).unwrap();
     assert!(v["truncated"].as_bool().unwrap(), "{b}");
     let emotion = v["observation"]["emotion"].as_f64().unwrap();
-    assert!((v["reward"].as_f64().unwrap() - emotion / 100.0).abs() < 1e-6, "{b}");
+    assert!(
+        (v["reward"].as_f64().unwrap() - emotion / 100.0).abs() < 1e-6,
+        "{b}"
+    );
+    let (s, b) = http("DELETE", &u(&format!("/v1/episodes/{one}")), None);
+    assert_eq!(s, 204, "{b}");
     let (s, b) = http(
         "POST",
         &u("/v1/episodes/ep-999/step"),

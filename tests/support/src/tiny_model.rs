@@ -1,10 +1,10 @@
 //! Tiny random Llama/Qwen2 models written on the fly for the model tests and the fuzzer's seeds:
 //! HF folders (config, safetensors, a small byte-level BPE tokenizer.json, tokenizer_config.json)
 //! and the Llama's weights as a GGUF file with llama.cpp's q/k permutation and tokenizer
-//! metadata.
+//! metadata; and model folders from the committed fixtures of every family.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use candle_core::quantized::gguf_file::{self, Value};
@@ -316,4 +316,29 @@ pub fn write_gguf_as(path: &Path, spec: &TinySpec, dtype: GgmlDType) -> Result<(
     let mut f = std::fs::File::create(path)?;
     gguf_file::write(&mut f, &meta_refs, &t_refs)?;
     Ok(())
+}
+
+/// The committed fixture of `family` (llama, qwen2, qwen3, mistral, gemma3): transformers'
+/// config.json, model.safetensors and reference tensors, written by
+/// scripts/fixtures/make-model-fixtures.py.
+pub fn family_fixture(family: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../data/model-fixtures")
+        .join(family)
+}
+
+/// The family's fixture as a model folder in `dir`: transformers' config.json and
+/// model.safetensors with the tiny tokenizer and ChatML template of the other model tests.
+pub fn family_folder(family: &str, dir: &Path) -> Result<PathBuf> {
+    let folder = dir.join(family);
+    std::fs::create_dir_all(&folder)?;
+    for f in ["config.json", "model.safetensors"] {
+        std::fs::copy(family_fixture(family).join(f), folder.join(f))?;
+    }
+    tiny_tokenizer()?
+        .save(folder.join("tokenizer.json"), false)
+        .map_err(anyhow::Error::msg)?;
+    let tc = serde_json::json!({ "chat_template": chat_template(), "eos_token": "<|im_end|>" });
+    std::fs::write(folder.join("tokenizer_config.json"), tc.to_string())?;
+    Ok(folder)
 }

@@ -3,6 +3,7 @@
 //! the program first uses one (encode, render a chat, generate a few tokens), so that a file
 //! that loads but describes an impossible model is caught where it would fail.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 use candle_core::quantized::GgmlDType;
@@ -10,7 +11,7 @@ use candle_core::Device;
 use empathy_gym::model::{load_model, ChatMessage, ChatModel, LoadOptions, Role, SamplingParams};
 
 use crate::fuzz::{FuzzContext, Kind, Target};
-use crate::tiny_model::{write_gguf_as, write_hf, TinySpec};
+use crate::tiny_model::{family_folder, write_gguf_as, write_hf, TinySpec};
 
 /// Uses a loaded model: plain and special-token text, a chat, three sampled tokens.
 pub fn exercise(m: &ChatModel) -> anyhow::Result<()> {
@@ -52,27 +53,43 @@ pub fn gguf(ctx: &FuzzContext) -> anyhow::Result<Target> {
     })
 }
 
-/// A target for one file of an HF folder: the tiny Llama's and Qwen2's folders are written,
-/// each input replaces `file` in the one it resembles, and the folder is loaded.
+/// A target for one file of an HF folder. A folder is written for each of `families` (the tiny
+/// Llama and Qwen2 on the fly, the other families from their committed fixtures), each folder's
+/// `file` is a seed, and each input replaces `file` in the folder `pick` names for it, which is
+/// then loaded.
 fn hf_file(
     ctx: &FuzzContext,
     name: &'static str,
     file: &'static str,
     kind: Kind,
-    is_qwen2: fn(&[u8]) -> bool,
+    families: &[&'static str],
+    pick: fn(&[u8]) -> &'static str,
 ) -> anyhow::Result<Target> {
     let dir = ctx.fresh_dir(name)?;
-    let llama = dir.join("tiny-llama");
-    let qwen2 = dir.join("tiny-qwen2");
-    write_hf(&llama, &TinySpec::llama())?;
-    write_hf(&qwen2, &TinySpec::qwen2())?;
-    let mut seeds = vec![std::fs::read(llama.join(file))?];
-    let other = std::fs::read(qwen2.join(file))?;
-    if other != seeds[0] {
-        seeds.push(other);
+    let mut folders: HashMap<&'static str, PathBuf> = HashMap::new();
+    let mut seeds: Vec<Vec<u8>> = Vec::new();
+    for &family in families {
+        let folder = match family {
+            "llama" | "qwen2" => {
+                let folder = dir.join(format!("tiny-{family}"));
+                let spec = if family == "llama" {
+                    TinySpec::llama()
+                } else {
+                    TinySpec::qwen2()
+                };
+                write_hf(&folder, &spec)?;
+                folder
+            }
+            other => family_folder(other, &dir)?,
+        };
+        let seed = std::fs::read(folder.join(file))?;
+        if !seeds.contains(&seed) {
+            seeds.push(seed);
+        }
+        folders.insert(family, folder);
     }
     Target::new(name, kind, seeds, move |input| {
-        let folder: &PathBuf = if is_qwen2(input) { &qwen2 } else { &llama };
+        let folder = &folders[pick(input)];
         std::fs::write(folder.join(file), input)?;
         let m = load_model(folder, &Device::Cpu, &LoadOptions::default())?;
         exercise(&m)
@@ -90,20 +107,49 @@ pub fn safetensors(ctx: &FuzzContext) -> anyhow::Result<Target> {
         "safetensors",
         "model.safetensors",
         Kind::Safetensors,
-        |i| contains(&i[..i.len().min(64 << 10)], b".bias"),
+        &["llama", "qwen2"],
+        |i| {
+            if contains(&i[..i.len().min(64 << 10)], b".bias") {
+                "qwen2"
+            } else {
+                "llama"
+            }
+        },
     )
 }
 
-/// `hf_config`: config.json of an HF folder.
+/// `hf_config`: config.json of an HF folder, seeded with every family's config; an input goes
+/// to the folder of the first family whose `model_type` it names (the Llama's when none).
 pub fn hf_config(ctx: &FuzzContext) -> anyhow::Result<Target> {
-    hf_file(ctx, "hf_config", "config.json", Kind::Json, |i| {
-        contains(i, b"qwen2")
-    })
+    hf_file(
+        ctx,
+        "hf_config",
+        "config.json",
+        Kind::Json,
+        &FAMILIES,
+        |i| {
+            FAMILIES[1..]
+                .iter()
+                .find(|f| contains(i, format!("\"{f}\"").as_bytes()))
+                .copied()
+                .unwrap_or("llama")
+        },
+    )
 }
+
+/// Every family the loader accepts, the Llama first.
+const FAMILIES: [&str; 5] = ["llama", "qwen2", "qwen3", "mistral", "gemma3"];
 
 /// `tokenizer`: tokenizer.json of an HF folder.
 pub fn tokenizer(ctx: &FuzzContext) -> anyhow::Result<Target> {
-    hf_file(ctx, "tokenizer", "tokenizer.json", Kind::Json, |_| false)
+    hf_file(
+        ctx,
+        "tokenizer",
+        "tokenizer.json",
+        Kind::Json,
+        &["llama"],
+        |_| "llama",
+    )
 }
 
 /// `tokenizer_config`: tokenizer_config.json (the chat template) of an HF folder.
@@ -113,6 +159,7 @@ pub fn tokenizer_config(ctx: &FuzzContext) -> anyhow::Result<Target> {
         "tokenizer_config",
         "tokenizer_config.json",
         Kind::Json,
-        |_| false,
+        &["llama"],
+        |_| "llama",
     )
 }
