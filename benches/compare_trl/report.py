@@ -184,8 +184,9 @@ def main():
     met = sum(speed >= 2.0 and mem <= 1.0 for speed, mem in ratios)
     p(f"The target (a step at least 2x as fast as TRL's with no more memory) holds in {met} of "
       f"{len(ratios)} rounds. Generation takes {share['empathy-gym']:.0%} of the project's step "
-      f"and {share['TRL']:.0%} of TRL's (medians over all rounds); TRL's scoring is HTTP round "
-      "trips to serve-env (three per reply), the project's an in-process call.\n")
+      f"and {share['TRL']:.0%} of TRL's (medians over all rounds). TRL's scoring includes "
+      "serve-env readying each profile the first time it meets it, which `train` does for every "
+      "profile before its first step, inside its job time (benches/compare_trl/README.md).\n")
     p("## Reward curves\n")
     p(f"![reward per step]({os.path.basename(stem)}-reward.svg)\n")
     p("Mean reward of the step's 8 replies, per round (seed) and stack; the raw rows are in "
