@@ -42,7 +42,8 @@ def loadavg():
 
 
 def run(cmd, env, log):
-    """Runs `cmd` to its end; returns (seconds, peak RSS in MiB, load before, load after)."""
+    """Runs `cmd` to its end; returns its wall seconds, its peak resident memory (MiB) and the
+    load average before and after."""
     load0 = loadavg()
     t0 = time.perf_counter()
     with open(log, "w") as out:

@@ -53,7 +53,7 @@ def refuse(key, value, why):
              "config or in trl_grpo.py's mapping")
 
 
-def grpo_config(cfg, out, threads_seed):
+def grpo_config(cfg, out):
     """GRPOConfig for the project's resolved config `cfg` (a dict)."""
     g, loss, optim, sampling = cfg["grpo"], cfg["grpo"]["loss"], cfg["optim"], cfg["sampling"]
     if cfg["algorithm"] != "grpo":
@@ -68,9 +68,20 @@ def grpo_config(cfg, out, threads_seed):
         refuse("grpo.dynamic_sampling_draws", g["dynamic_sampling_draws"], "TRL does not redraw")
     if optim["schedule"]["kind"] != "constant":
         refuse("optim.schedule.kind", optim["schedule"]["kind"], "only constant is mapped")
-    if cfg["env"]["knobs"].get("max_turns") != 1:
-        refuse("env.knobs.max_turns", cfg["env"]["knobs"].get("max_turns"),
+    env = cfg["env"]
+    if env["knobs"].get("max_turns") != 1:
+        refuse("env.knobs.max_turns", env["knobs"].get("max_turns"),
                "TRL's reward function scores one completion per prompt")
+    for knob, value in env["knobs"].items():
+        if knob != "max_turns" and value is not None:
+            refuse(f"env.knobs.{knob}", value, "the reward function sends max_turns alone")
+    for key, want in (("reward_mode", "behavior"), ("aggregate", "final"), ("think", False)):
+        if env[key] != want:
+            refuse(f"env.{key}", env[key], f"the reward function scores {want!r} only")
+    if env["difficulty"] == "auto":
+        refuse("env.difficulty", "auto", "serve-env's episodes take a fixed preset")
+    if cfg["simulator"]["kind"] != "appraiser":
+        refuse("simulator.kind", cfg["simulator"]["kind"], "serve-env here runs the appraiser")
     if cfg["stability"]["kl_sample"]:
         refuse("stability.kl_sample", cfg["stability"]["kl_sample"],
                "TRL computes no KL estimate with beta 0; set it to 0 for a like-for-like step")
@@ -104,8 +115,8 @@ def grpo_config(cfg, out, threads_seed):
         lr_scheduler_type="constant_with_warmup" if optim["schedule"]["warmup_steps"] else "constant",
         warmup_steps=optim["schedule"]["warmup_steps"],
         shuffle_dataset=False,
-        seed=threads_seed,
-        data_seed=threads_seed,
+        seed=cfg["seed"],
+        data_seed=cfg["seed"],
         logging_steps=1,
         save_strategy="no",
         report_to=[],
@@ -195,7 +206,7 @@ def main():
     log = StepLog(timers)
     trainer = GRPOTrainer(model=model, processing_class=tok, reward_funcs=reward_func,
                           train_dataset=Dataset.from_list(rows),
-                          args=grpo_config(cfg, args.out, cfg["seed"]), peft_config=peft_config,
+                          args=grpo_config(cfg, args.out), peft_config=peft_config,
                           callbacks=[log])
     generate = trainer._generate
 

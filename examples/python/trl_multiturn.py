@@ -41,7 +41,6 @@ class EmpathyRollout:
                 raise ValueError(f"two rows open with the same message ({key[:60]!r}); the "
                                  "rollout finds a row by its opening, so make them distinct")
             self.rows[key] = row
-        self.__name__ = "empathy_gym_dialogue"
 
     def __call__(self, prompts, trainer):
         tok = trainer.processing_class
