@@ -6,8 +6,10 @@ Round r (seed r - 1):
 2. the dataset rows for TRL from that run's episodes: for each step and group, the profile, the
    simulator seed and the user's opening, in step order, so that both stacks see the same prompts
    and the same simulated users at every step;
-3. `empathy-gym serve-env`, then trl_grpo.py (TRL's GRPOTrainer, rewarded through the server),
-   then the server is stopped and its episode log checked with `empathy-gym replay verify`.
+3. `empathy-gym serve-env --prepare SPLIT` (the run's split readied before it listens, as
+   `train` readies it before its first step), then trl_grpo.py (TRL's GRPOTrainer, rewarded
+   through the server), then the server is stopped and its episode log checked with
+   `empathy-gym replay verify`.
 
 Each child's wall time and peak resident memory come from `os.wait4`; the load average is read
 around each run. Everything lands under --logs; report.py turns it into results/perf/vs-trl.md.
@@ -84,15 +86,20 @@ def same_users(rows, prompts_jsonl, group_size):
     return [(s["profile"], s["seed"]) for s in scored] == want[:len(scored)] and len(scored) == len(want)
 
 
-def start_serve_env(binary, port, out, log):
-    p = subprocess.Popen([binary, "serve-env", "--port", str(port), "--out", out], cwd=ROOT,
-                         stdout=subprocess.PIPE, stderr=open(log, "w"), text=True)
+def start_serve_env(binary, split, out, log):
+    """serve-env on a free port with every profile of `split` readied before it listens, as
+    `train` readies its profiles before its first step; returns (process, URL, seconds to
+    listen)."""
+    t0 = time.perf_counter()
+    with open(log, "w") as err:
+        p = subprocess.Popen([binary, "serve-env", "--port", "0", "--prepare", split, "--out", out],
+                             cwd=ROOT, stdout=subprocess.PIPE, stderr=err, text=True)
     first = p.stdout.readline()
     if "http://" not in first:
         p.kill()
         sys.exit(f"serve-env did not start: {first!r}; see {log}")
     url = next(w for w in first.split() if w.startswith("http://"))
-    return p, url
+    return p, url, time.perf_counter() - t0
 
 
 def stop_serve_env(p):
@@ -139,7 +146,10 @@ def main():
                 f.write(json.dumps(x) + "\n")
         print(f"== round {r} (seed {seed}): TRL", flush=True)
         served = os.path.join(d, "trl-served.jsonl")
-        server, url = start_serve_env(args.binary, 0, served, os.path.join(d, "serve-env.log"))
+        with open(os.path.join(run_dir, "config.yaml")) as f:
+            cfg = yaml.safe_load(f)
+        server, url, start_s = start_serve_env(args.binary, cfg["env"]["split"], served,
+                                               os.path.join(d, "serve-env.log"))
         try:
             trl = run([args.python, os.path.join(HERE, "trl_grpo.py"), "--config",
                        os.path.join(run_dir, "config.yaml"), "--rows", os.path.join(d, "rows.jsonl"),
@@ -149,11 +159,10 @@ def main():
             server_rss = stop_serve_env(server)
         verify = subprocess.run([args.binary, "replay", "verify", served], cwd=ROOT,
                                 capture_output=True, text=True)
-        with open(os.path.join(run_dir, "config.yaml")) as f:
-            group_size = yaml.safe_load(f)["grpo"]["group_size"]
         rounds.append({"round": r, "seed": seed, "ours": ours, "trl": trl,
+                       "serve_env_start_s": start_s,
                        "same_users": same_users(rows, os.path.join(d, "trl", "prompts.jsonl"),
-                                                group_size),
+                                                cfg["grpo"]["group_size"]),
                        "serve_env_peak_rss_mib": server_rss,
                        "replay_verify": (verify.stdout + verify.stderr).strip().splitlines()[-1:],
                        "replay_verify_ok": verify.returncode == 0})

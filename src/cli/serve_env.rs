@@ -5,10 +5,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
-use empathy_gym::profile::Catalog;
+use empathy_gym::profile::{Catalog, Difficulty, Split};
 use empathy_gym::serve::{env_server::summary_line, serve_env, EnvServerConfig};
 
-use super::common::{load_chosen_simulator, SimulatorArgs};
+use super::common::{load_chosen_simulator, select_profiles, SimulatorArgs};
+use super::loading::prepare_simulator;
 use super::server_args::GuardArgs;
 
 #[derive(Debug, Args)]
@@ -40,6 +41,11 @@ pub struct ServeEnvArgs {
     /// Most replies appraised in one batch.
     #[arg(long, default_value_t = 64)]
     pub max_batch: usize,
+    /// Ready every profile of this split (train or test; repeat for both) before listening, as
+    /// `train` does before its first step. Without it a profile is readied when an episode first
+    /// asks for it, which adds that time (about a second a profile on two cores) to the create.
+    #[arg(long)]
+    pub prepare: Vec<Split>,
     #[command(flatten)]
     pub guard: GuardArgs,
     #[command(flatten)]
@@ -51,6 +57,10 @@ pub fn run(catalog_root: &Path, args: ServeEnvArgs) -> anyhow::Result<()> {
     guard.check("serve-env", SocketAddr::new(args.host, args.port))?;
     let catalog = Catalog::load(catalog_root)?;
     let sim = load_chosen_simulator(catalog_root, &args.sim)?;
+    for &split in &args.prepare {
+        let profiles = select_profiles(&catalog, None, Some(split), Difficulty::Moderate)?;
+        prepare_simulator(false, sim.as_ref(), &profiles)?;
+    }
     let cfg = EnvServerConfig {
         addr: SocketAddr::new(args.host, args.port),
         out: args.out,

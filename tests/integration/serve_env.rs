@@ -264,6 +264,23 @@ fn serve_env_bad_requests_get_4xx_with_a_message() {
 }
 
 #[test]
+fn serve_env_readies_a_split_before_listening_when_asked() {
+    let catalog = empathy_gym::profile::Catalog::load(&root()).unwrap();
+    let n = catalog.split(empathy_gym::profile::Split::Test).len();
+    let server = Server::start(&["serve-env", "--prepare", "test"]);
+    let (s, b) = http(
+        "POST",
+        &format!("{}/v1/episodes", server.url),
+        Some(br#"{"split": "test", "seed": 3}"#.to_vec()),
+    );
+    assert_eq!(s, 201, "{b}");
+    let stopped = server.stop();
+    assert!(stopped.ok, "{}", stopped.stderr);
+    let line = format!("simulator: preparing {n} profiles");
+    assert!(stopped.stderr.contains(&line), "{}", stopped.stderr);
+}
+
+#[test]
 fn serve_env_drops_idle_episodes_after_the_ttl() {
     let server = Server::start(&["serve-env", "--ttl-s", "1"]);
     let (s, b) = http(
