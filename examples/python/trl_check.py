@@ -156,10 +156,10 @@ def main():
                     rows.append(r)
             rows = rows[:args.steps * PROMPTS_PER_STEP]
             if turns == 1:
-                rewards = train(args.hf_dir, rows, args.steps, os.path.join(args.out, "single"),
+                rewards = train(hf_dir, rows, args.steps, os.path.join(args.out, "single"),
                                 reward_funcs=EmpathyReward(url))
             else:
-                rewards = train(args.hf_dir, rows, args.steps, os.path.join(args.out, "multi"),
+                rewards = train(hf_dir, rows, args.steps, os.path.join(args.out, "multi"),
                                 reward_funcs=episode_reward,
                                 rollout_func=EmpathyRollout(env, rows, max_turns=turns))
         finally:
