@@ -25,6 +25,8 @@ import torch
 from peft import LoraConfig, get_peft_model
 from transformers import Qwen3Config, Qwen3ForCausalLM
 
+from bench_torch import peak_rss_mib
+
 # (hidden, MLP width, layers, heads, KV heads, tied embeddings), as benches/scale.rs.
 SHAPES = {
     "qwen3-0.6b": (1024, 3072, 28, 16, 8, True),
@@ -37,11 +39,7 @@ PROMPT, NEW_TOKENS = 256, 64
 
 
 def rss_gib():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 2**20
-    return float("nan")
+    return peak_rss_mib() / 1024.0
 
 
 def model_for(shape, dtype, device):

@@ -58,10 +58,10 @@ def run(cmd, env, log):
             "load_before": load0, "load_after": loadavg()}
 
 
-def rows_from_run(run_dir):
-    """TRL's dataset rows: one per (step, group) of the project's run, in step order."""
-    with open(os.path.join(run_dir, "config.yaml")) as f:
-        system = yaml.safe_load(f)["env"].get("system_prompt") or SYSTEM
+def rows_from_run(run_dir, cfg):
+    """TRL's dataset rows: one per (step, group) of the project's run (`cfg` its resolved
+    config), in step order."""
+    system = cfg["env"].get("system_prompt") or SYSTEM
     firsts = {}
     with open(os.path.join(run_dir, "episodes.jsonl")) as f:
         for line in f:
@@ -140,14 +140,14 @@ def main():
                     "--set", f"grpo.steps={args.steps}", "--set", f"model.device={args.device}",
                     "--set", f"model.dtype={args.dtype}"], env, os.path.join(d, "ours.log"))
         run_dir = os.path.join(d, RUN)
-        rows = rows_from_run(run_dir)
+        with open(os.path.join(run_dir, "config.yaml")) as f:
+            cfg = yaml.safe_load(f)
+        rows = rows_from_run(run_dir, cfg)
         with open(os.path.join(d, "rows.jsonl"), "w") as f:
             for x in rows:
                 f.write(json.dumps(x) + "\n")
         print(f"== round {r} (seed {seed}): TRL", flush=True)
         served = os.path.join(d, "trl-served.jsonl")
-        with open(os.path.join(run_dir, "config.yaml")) as f:
-            cfg = yaml.safe_load(f)
         server, url, start_s = start_serve_env(args.binary, cfg["env"]["split"], served,
                                                os.path.join(d, "serve-env.log"))
         try:

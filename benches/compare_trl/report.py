@@ -227,7 +227,7 @@ def main():
     p("## Checks\n")
     for r in rounds:
         v = " ".join(r["replay_verify"])
-        p(f"- Round {r['round']}: TRL's {len(trl_steps(os.path.join(logs, 'round-%d' % r['round'], 'trl'), batch)) * batch} "
+        p(f"- Round {r['round']}: TRL's {len(data[('TRL', r['round'])]) * batch} "
           f"scored replies, logged by serve-env; `replay verify`: {v}"
           f"{'' if r['replay_verify_ok'] else ' (FAILED)'}. Every step's replies were scored on "
           f"the users of the project's same step: {'yes' if r['same_users'] else 'NO'}.")

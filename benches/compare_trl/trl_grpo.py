@@ -37,6 +37,8 @@ from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "python"))
+sys.path.insert(0, os.path.join(HERE, "..", "compare_torch"))
+from bench_torch import peak_rss_mib  # noqa: E402
 from trl_check import hf_folder  # noqa: E402
 from trl_reward import EmpathyReward  # noqa: E402
 
@@ -151,14 +153,6 @@ class StepLog(TrainerCallback):
         row["completion_len_mean"] = logs.get("completions/mean_length", float("nan"))
         self.rows.append(row)
         self.pending = None
-
-
-def peak_rss_mib():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024.0
-    return float("nan")
 
 
 def main():

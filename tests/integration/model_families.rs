@@ -20,10 +20,8 @@ use empathy_engine::{
 
 use crate::common::{root, temp_dir};
 pub use crate::model_fixtures::family_folder;
-use crate::model_fixtures::{family_fixture as fixture, write_shards};
+use crate::model_fixtures::{family_fixture as fixture, write_shards, FAMILIES};
 
-/// The families with fixtures.
-const FAMILIES: [&str; 5] = ["llama", "qwen2", "qwen3", "mistral", "gemma3"];
 /// Largest difference allowed between our logits and transformers' (f32, a few layers: the
 /// sums run in another order).
 const LOGIT_TOL: f32 = 1e-4;

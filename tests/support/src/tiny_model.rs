@@ -318,6 +318,9 @@ pub fn write_gguf_as(path: &Path, spec: &TinySpec, dtype: GgmlDType) -> Result<(
     Ok(())
 }
 
+/// The families with committed fixtures (every architecture the loader accepts), the Llama first.
+pub const FAMILIES: [&str; 5] = ["llama", "qwen2", "qwen3", "mistral", "gemma3"];
+
 /// The committed fixture of `family` (llama, qwen2, qwen3, mistral, gemma3): transformers'
 /// config.json, model.safetensors and reference tensors, written by
 /// scripts/fixtures/make-model-fixtures.py.

@@ -11,7 +11,7 @@ use candle_core::Device;
 use empathy_gym::model::{load_model, ChatMessage, ChatModel, LoadOptions, Role, SamplingParams};
 
 use crate::fuzz::{FuzzContext, Kind, Target};
-use crate::tiny_model::{family_folder, write_gguf_as, write_hf, TinySpec};
+use crate::tiny_model::{family_folder, write_gguf_as, write_hf, TinySpec, FAMILIES};
 
 /// Uses a loaded model: plain and special-token text, a chat, three sampled tokens.
 pub fn exercise(m: &ChatModel) -> anyhow::Result<()> {
@@ -136,9 +136,6 @@ pub fn hf_config(ctx: &FuzzContext) -> anyhow::Result<Target> {
         },
     )
 }
-
-/// Every family the loader accepts, the Llama first.
-const FAMILIES: [&str; 5] = ["llama", "qwen2", "qwen3", "mistral", "gemma3"];
 
 /// `tokenizer`: tokenizer.json of an HF folder.
 pub fn tokenizer(ctx: &FuzzContext) -> anyhow::Result<Target> {
