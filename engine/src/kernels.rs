@@ -20,6 +20,7 @@ pub(crate) mod amx;
 pub(crate) mod bf16_dot;
 #[cfg(x86_kernels)]
 pub(crate) mod bf16_pack;
+pub mod choice;
 pub(crate) mod cpu;
 #[cfg(x86_kernels)]
 pub(crate) mod isa;

@@ -56,10 +56,12 @@ use logprob::TargetLogprob;
 use lora_linear::LoraLinear;
 use swiglu::SwiGlu;
 
-/// Whether the CPU kernels run for `x`: in a build with the feature `cpu-kernels`, on the CPU in
-/// f32 or f64 (`lean` handles the rest).
+/// Whether the CPU kernels run for `x`: in a build with the feature `cpu-kernels` unless
+/// `EMPATHY_ENGINE_KERNELS=portable` (`kernels/choice.rs`), on the CPU in f32 or f64 (`lean`
+/// handles the rest).
 fn cpu_kernel(x: &Tensor) -> bool {
     cfg!(feature = "cpu-kernels")
+        && crate::kernels::choice::choice() != crate::kernels::choice::KernelChoice::Portable
         && x.device().is_cpu()
         && matches!(x.dtype(), DType::F32 | DType::F64)
 }

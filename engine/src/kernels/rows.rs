@@ -162,7 +162,7 @@ macro_rules! dispatch {
                     // SAFETY: the CPU has the feature `avx512` is compiled for.
                     return unsafe { avx512($($arg),*) };
                 }
-                if std::arch::is_x86_feature_detected!("avx2") {
+                if $crate::kernels::isa::avx2() {
                     // SAFETY: the CPU has the feature `avx2` is compiled for.
                     return unsafe { avx2($($arg),*) };
                 }

@@ -82,6 +82,9 @@ fn decode_attention_hand_computed() -> Result<()> {
 #[cfg(feature = "cpu-kernels")]
 #[test]
 fn decode_attention_agrees_with_the_composition() -> Result<()> {
+    if crate::kernels::choice::portable() {
+        return Ok(());
+    }
     let n = 40;
     for r in [1, 2] {
         let [q, k, v] = inputs(r, n)?;
