@@ -17,6 +17,7 @@ pub mod replay;
 pub mod report;
 pub mod reward;
 pub mod rl;
+pub mod safety_fit;
 pub mod serve;
 pub mod sim;
 pub mod sweep;

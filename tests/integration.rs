@@ -47,6 +47,8 @@ mod redteam;
 mod replay_html;
 #[path = "integration/replay_stats.rs"]
 mod replay_stats;
+#[path = "integration/safety.rs"]
+mod safety;
 #[path = "integration/sanity.rs"]
 mod sanity;
 #[path = "integration/serve_env.rs"]

@@ -121,7 +121,7 @@ pub fn load_llm_simulator(catalog: &Path, config: Option<&Path>) -> anyhow::Resu
         prompts,
         settings.parse_retries,
         lexicon,
-        empathy_gym::sim::detect::SafetyScreen::load(&catalog.join("data/safety.yaml"))?,
+        empathy_gym::sim::detect::SafetyScreen::load(catalog, Arc::new(Embedder::load_default()?))?,
     ))
 }
 

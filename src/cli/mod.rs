@@ -15,6 +15,7 @@ mod loading;
 mod redteam;
 mod replay;
 mod rollout;
+mod safety;
 mod serve_env;
 mod serve_model;
 mod server_args;
@@ -57,6 +58,9 @@ pub enum Command {
     /// Judge conversations from elsewhere with the simulated user, and check it against people.
     #[command(subcommand)]
     Judge(judge::JudgeCommand),
+    /// Fit the safety screen's learned head, or measure the screen (docs/VALIDATION.md).
+    #[command(subcommand)]
+    Safety(safety::SafetyCommand),
     /// Merge a run's adapters into an HF model folder.
     Export(export::ExportArgs),
     /// Grids of training runs: run locally or as a Slurm array, status, collect.
@@ -89,6 +93,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Train(args) => train::run(&cli.catalog, args),
         Command::Export(args) => export::run(args),
         Command::Judge(cmd) => judge::run(&cli.catalog, cmd),
+        Command::Safety(cmd) => safety::run(&cli.catalog, cmd),
         Command::Sweep(cmd) => sweep::run(&cli.catalog, cmd),
         Command::ServeEnv(args) => serve_env::run(&cli.catalog, args),
         Command::ServeModel(args) => serve_model::run(args),

@@ -107,7 +107,7 @@ impl Part {
 }
 
 /// The data files that make up the appraiser and the judge's rules, in the order hashed.
-const DATA_FILES: [&str; 7] = [
+const DATA_FILES: [&str; 9] = [
     "appraiser.yaml",
     "detectors.yaml",
     "difficulty.yaml",
@@ -115,6 +115,8 @@ const DATA_FILES: [&str; 7] = [
     "lexicon.yaml",
     "moves.yaml",
     "safety.yaml",
+    "safety-head.yaml",
+    "safety-head.safetensors",
 ];
 
 /// The version of the rules a report measured (report the test part once per version): the

@@ -137,6 +137,11 @@ pub struct SpeakerRules {
     pub questions: BTreeMap<QuestionKind, Vec<String>>,
     /// Generic lines per reaction.
     pub reactions: BTreeMap<Reaction, Vec<String>>,
+    /// The user's last words after an unsafe reply, by the safety screen's category
+    /// (`self_harm`, `risk_ignorance`, ...); a category without lines falls back on
+    /// `reactions.unsafe`.
+    #[serde(default)]
+    pub unsafe_by_kind: BTreeMap<String, Vec<String>>,
     pub landed: Landed,
     /// A guarded avoidant user's answer to a question it will not take up yet.
     pub decline: Vec<String>,

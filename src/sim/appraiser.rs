@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::appraiser_config::AppraiserConfig;
-use super::detect::{DetectInput, Detectors, Findings, UnsafeFinding};
+use super::detect::{DetectInput, Detectors, Findings, SafetyScreen, UnsafeFinding};
 use super::embed::{cosine, Embedder, Embedding};
 use super::factual::{judge_answer, FactualVerdict};
 use super::lexicon::{Cues, Lexicon};
@@ -52,7 +52,7 @@ pub struct Appraisal {
     pub reasons: Vec<String>,
     /// What the safety screen found: the reply ends the dialogue with end `unsafe`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unsafe_reply: Option<UnsafeFinding>,
+    pub unsafe_reply: Option<Box<UnsafeFinding>>,
     /// The verdict on a factual answer, when a question was pending.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub factual: Option<FactualVerdict>,
@@ -70,6 +70,7 @@ pub struct Appraisal {
 pub struct Appraiser {
     cfg: AppraiserConfig,
     detectors: Detectors,
+    safety: SafetyScreen,
     lexicon: Lexicon,
     embedder: Arc<Embedder>,
     prototypes: BTreeMap<Move, Vec<Arc<Embedding>>>,
@@ -79,12 +80,14 @@ pub struct Appraiser {
 
 /// The rule files under `data/` that decide every dialogue, in the order fingerprinted: the
 /// appraiser's, and the speaker's (what the user says is what the next reply is judged against).
-pub const RULE_FILES: [&str; 6] = [
+pub const RULE_FILES: [&str; 8] = [
     "appraiser.yaml",
     "detectors.yaml",
     "lexicon.yaml",
     "moves.yaml",
     "safety.yaml",
+    "safety-head.yaml",
+    "safety-head.safetensors",
     "speaker.yaml",
 ];
 
@@ -104,6 +107,7 @@ impl Appraiser {
     pub fn load(root: &Path, embedder: Arc<Embedder>) -> Result<Self> {
         let cfg = AppraiserConfig::load(&root.join("data/appraiser.yaml"))?;
         let detectors = Detectors::load(root)?;
+        let safety = SafetyScreen::load(root, embedder.clone())?;
         let lexicon = Lexicon::load(&root.join("data/lexicon.yaml"))?;
         let protos: BTreeMap<Move, Vec<String>> =
             crate::profile::yaml::read_yaml(&root.join("data/moves.yaml"))?;
@@ -116,6 +120,7 @@ impl Appraiser {
         Ok(Appraiser {
             cfg,
             detectors,
+            safety,
             lexicon,
             embedder,
             prototypes,
@@ -188,6 +193,7 @@ impl Appraiser {
         let mut texts: Vec<&str> = Vec::new();
         for inp in inputs {
             texts.push(inp.reply);
+            texts.extend(self.safety.texts(inp.reply));
             if let Some(last) = inp.user_messages.last() {
                 texts.extend(user_sentences(inp.profile, last));
             }
@@ -209,14 +215,19 @@ impl Appraiser {
         let reply_emb = self.embedder.embed(&[inp.reply])?.remove(0);
         let cues = self.lexicon.cues(inp.reply);
         let mut out = Appraisal::default();
-        if let Some(finding) = self.detectors.safety.screen(inp.reply) {
+        let context = inp
+            .user_messages
+            .last()
+            .map(|last| user_sentences(inp.profile, last))
+            .unwrap_or_default();
+        if let Some(finding) = self.safety.screen(&context, inp.reply)? {
             // The dialogue ends here (the environment reads `unsafe_reply`); the change takes
             // the emotion to the floor.
             let points = -f64::from(inp.emotion);
             out.components.insert("unsafe".into(), points);
             out.raw = points;
-            out.reasons.push("that was harmful to say to me".into());
-            out.unsafe_reply = Some(finding);
+            out.reasons.push(finding.kind.reason().into());
+            out.unsafe_reply = Some(Box::new(finding));
             return Ok(out);
         }
         let reply_words = words(inp.reply);

@@ -88,11 +88,8 @@ fn an_unsafe_reply_makes_the_user_leave() {
         )
         .unwrap();
     assert!(out.terminated);
-    assert!(
-        says_one_of(&out.obs.text, &pool(&p, Reaction::Unsafe)),
-        "{}",
-        out.obs.text
-    );
+    let said = &p.speaker.unsafe_by_kind["self_harm"];
+    assert!(says_one_of(&out.obs.text, said), "{}", out.obs.text);
 }
 
 #[test]

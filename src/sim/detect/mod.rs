@@ -15,7 +15,7 @@ use serde::Deserialize;
 use super::lexicon::Cues;
 use super::text::{count_phrases, normalize, words};
 use crate::error::{Error, Result};
-pub use safety::{SafetyScreen, UnsafeFinding, UnsafeKind};
+pub use safety::{FoundBy, SafetyScreen, UnsafeFinding, UnsafeKind};
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -123,7 +123,6 @@ pub struct Detectors {
     meta_hints: Vec<String>,
     function_words: BTreeSet<String>,
     compliments: Vec<String>,
-    pub safety: SafetyScreen,
 }
 
 /// What a detector needs to know about one reply in its dialogue.
@@ -199,7 +198,7 @@ fn jaccard<T: Ord>(a: &BTreeSet<T>, b: &BTreeSet<T>) -> f64 {
 }
 
 impl Detectors {
-    /// Loads `data/detectors.yaml` and `data/safety.yaml` under `root`.
+    /// Loads `data/detectors.yaml` under `root`.
     pub fn load(root: &Path) -> Result<Self> {
         let path = root.join("data/detectors.yaml");
         let cfg: DetectorsCfg = crate::profile::yaml::read_yaml(&path)?;
@@ -227,12 +226,11 @@ impl Detectors {
                 .map(|w| w.to_lowercase())
                 .collect(),
             compliments: norm_all(&cfg.flattery.compliments),
-            safety: SafetyScreen::load(&root.join("data/safety.yaml"))?,
             cfg,
         })
     }
 
-    /// Runs every detector but the safety screen ([`Self::safety`]) and the ones that need the
+    /// Runs every detector but the safety screen ([`SafetyScreen`]) and the ones that need the
     /// reflection score ([`Self::judge_engagement`]).
     pub fn detect(&self, inp: &DetectInput<'_>) -> Findings {
         let c = &self.cfg;

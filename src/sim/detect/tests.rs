@@ -235,13 +235,6 @@ fn sycophancy_is_agreeing_with_everything() {
 }
 
 #[test]
-fn unsafe_replies_are_found() {
-    let d = detectors();
-    assert!(d.safety.screen("Honestly, you're pathetic.").is_some());
-    assert!(d.safety.screen(HONEST).is_none());
-}
-
-#[test]
 fn bad_thresholds_name_the_file_and_field() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("data")).unwrap();

@@ -242,7 +242,12 @@ impl Simulator for LlmSimulator {
                 self.fallbacks.fetch_add(1, Ordering::Relaxed);
             }
             let cues = self.lexicon.cues(inputs[i].reply);
-            let unsafe_reply = self.safety.screen(inputs[i].reply);
+            let context = inputs[i]
+                .user_messages
+                .last()
+                .map(|m| crate::sim::text::sentences(m))
+                .unwrap_or_default();
+            let unsafe_reply = self.safety.screen(&context, inputs[i].reply)?;
             let (name, raw) = match unsafe_reply {
                 // The environment ends the dialogue; the change takes the emotion to the floor.
                 Some(_) => ("unsafe", -f64::from(inputs[i].emotion)),
@@ -254,7 +259,7 @@ impl Simulator for LlmSimulator {
                 raw,
                 warmth: (warmth(&cues, &zero_moves) * 1000.0).round() / 1000.0,
                 reasons,
-                unsafe_reply,
+                unsafe_reply: unsafe_reply.map(Box::new),
                 factual: None,
                 llm: Some(trace),
                 user_text: reply,

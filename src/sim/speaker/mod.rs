@@ -165,8 +165,13 @@ pub fn speak(
         said_something: false,
     };
     let u = &scenario.utterances;
-    if reacted == Some(Reaction::Unsafe) {
-        say_reaction(&mut msg, profile, Reaction::Unsafe, input.reply);
+    if let Some(finding) = &input.appraisal.unsafe_reply {
+        // The category's own words first: what the user heard decides how they leave.
+        let by_kind = rules
+            .unsafe_by_kind
+            .get(finding.kind.as_str())
+            .map_or(&[][..], Vec::as_slice);
+        msg.say_from(&[by_kind, rules.lines(Reaction::Unsafe)]);
         return finish(msg, rules);
     }
     match bucket {

@@ -150,15 +150,31 @@ fn contains_one(text: &str, lines: &[String]) -> bool {
 }
 
 #[test]
-fn an_unsafe_reply_makes_the_user_leave_saying_why() {
-    let mut a = appraisal(&["unsafe"], &[]);
-    a.unsafe_reply = Some(UnsafeFinding {
-        kind: UnsafeKind::SelfHarm,
-        phrase: "x".into(),
-    });
-    let text = first_turn("Just end it.", &a, 0, -40);
-    assert!(contains_one(&text, &generic(Reaction::Unsafe)), "{text}");
-    assert!(!text.contains("she's calling for me"), "{text}");
+fn an_unsafe_reply_makes_the_user_leave_in_words_of_its_category() {
+    let rules = &profile(Character::Negative).speaker;
+    let mut seen = Vec::new();
+    for kind in UnsafeKind::ALL {
+        let mut a = appraisal(&["unsafe"], &[]);
+        a.unsafe_reply = Some(Box::new(UnsafeFinding {
+            kind,
+            phrase: String::new(),
+            span: "Just end it.".into(),
+            by: None,
+            score: None,
+        }));
+        let text = first_turn("Just end it.", &a, 0, -40);
+        let lines = &rules.unsafe_by_kind[kind.as_str()];
+        assert!(contains_one(&text, lines), "{}: {text}", kind.as_str());
+        assert!(!text.contains("she's calling for me"), "{text}");
+        seen.push(text);
+    }
+    seen.sort();
+    seen.dedup();
+    assert_eq!(
+        seen.len(),
+        UnsafeKind::ALL.len(),
+        "each category its own words"
+    );
 }
 
 #[test]
