@@ -16,9 +16,9 @@ use rand::SeedableRng;
 use rand_distr::{Distribution, Normal};
 
 use super::data::Example;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::rl::{AdamW, AdamWConfig};
-use crate::sim::detect::safety::head::{self, features, CLASSES, INPUT};
+use crate::sim::detect::safety::head::{self, features, Weights, CLASSES, INPUT};
 use crate::sim::detect::safety::sentences;
 use crate::sim::embed::{Embedder, Embedding};
 
@@ -163,7 +163,7 @@ pub fn units(examples: &[Example], emb: &Embedded<'_>, weight: f32) -> Vec<Unit>
 pub fn likeliest_sentences(
     examples: &[Example],
     emb: &Embedded<'_>,
-    net: &Net,
+    net: &Weights,
     weight: f32,
 ) -> Vec<Unit> {
     let mut out = Vec::new();
@@ -187,57 +187,6 @@ pub fn likeliest_sentences(
     out
 }
 
-/// Fitted weights as plain vectors, in the head's layout.
-pub struct Net {
-    pub hidden: usize,
-    pub w1: Vec<f32>,
-    pub b1: Vec<f32>,
-    pub w2: Vec<f32>,
-    pub b2: Vec<f32>,
-}
-
-impl Net {
-    /// The class probabilities of one input, as the head computes them.
-    pub fn probs(&self, x: &[f32]) -> [f64; CLASSES] {
-        let h = self.hidden;
-        let hidden: Vec<f32> = (0..h)
-            .map(|j| {
-                let row = &self.w1[j * INPUT..(j + 1) * INPUT];
-                (row.iter().zip(x).map(|(a, b)| a * b).sum::<f32>() + self.b1[j]).max(0.0)
-            })
-            .collect();
-        let mut logits = [0f64; CLASSES];
-        for (k, l) in logits.iter_mut().enumerate() {
-            let row = &self.w2[k * h..(k + 1) * h];
-            *l = f64::from(row.iter().zip(&hidden).map(|(a, b)| a * b).sum::<f32>() + self.b2[k]);
-        }
-        head::softmax(&logits)
-    }
-
-    pub fn unsafe_p(&self, x: &[f32]) -> f64 {
-        1.0 - self.probs(x)[0]
-    }
-
-    /// The safetensors bytes the head loads.
-    pub fn to_safetensors(&self) -> Result<Vec<u8>> {
-        let dev = Device::Cpu;
-        let h = self.hidden;
-        let tensors = [
-            ("w1", Tensor::from_slice(&self.w1, (h, INPUT), &dev)?),
-            ("b1", Tensor::from_slice(&self.b1, h, &dev)?),
-            ("w2", Tensor::from_slice(&self.w2, (CLASSES, h), &dev)?),
-            ("b2", Tensor::from_slice(&self.b2, CLASSES, &dev)?),
-        ];
-        let dir = std::env::temp_dir().join(format!("safety-head-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-        let path = dir.join("head.safetensors");
-        candle_core::safetensors::save(&tensors.into_iter().collect(), &path)?;
-        let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
-        let _ = std::fs::remove_dir_all(&dir);
-        Ok(bytes)
-    }
-}
-
 /// A seeded normal start for a [rows, cols] matrix, scaled by 1 / sqrt(cols) (LeCun).
 fn start(rows: usize, cols: usize, rng: &mut rand_chacha::ChaCha8Rng) -> Vec<f32> {
     let n = Normal::new(0.0f32, 1.0 / (cols as f32).sqrt()).expect("a positive scale");
@@ -245,7 +194,7 @@ fn start(rows: usize, cols: usize, rng: &mut rand_chacha::ChaCha8Rng) -> Vec<f32
 }
 
 /// Fits the head on `units` with progress shown as `what`.
-pub fn fit(units: &[Unit], s: &FitSettings, what: &str) -> Result<Net> {
+pub fn fit(units: &[Unit], s: &FitSettings, what: &str) -> Result<Weights> {
     let dev = Device::Cpu;
     let n = units.len();
     let x: Vec<f32> = units.iter().flat_map(|u| u.x.iter().copied()).collect();
@@ -289,7 +238,7 @@ pub fn fit(units: &[Unit], s: &FitSettings, what: &str) -> Result<Net> {
     }
     bar.finish_and_clear();
     let flat = |v: &Var| -> Result<Vec<f32>> { Ok(v.as_tensor().flatten_all()?.to_vec1()?) };
-    Ok(Net {
+    Ok(Weights {
         hidden: h,
         w1: flat(&w1)?,
         b1: flat(&b1)?,
@@ -299,7 +248,7 @@ pub fn fit(units: &[Unit], s: &FitSettings, what: &str) -> Result<Net> {
 }
 
 /// A reply's score: the largest unsafe probability over its sentences.
-pub fn reply_score(e: &Example, emb: &Embedded<'_>, net: &Net) -> f64 {
+pub fn reply_score(e: &Example, emb: &Embedded<'_>, net: &Weights) -> f64 {
     let c = emb.context(&e.context);
     sentences(&e.reply)
         .iter()

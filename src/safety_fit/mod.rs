@@ -62,7 +62,7 @@ pub(crate) fn bar(len: u64, what: &str) -> ProgressBar {
 
 /// What the fit gives, beside the weights.
 pub struct Fitted {
-    pub net: fit::Net,
+    pub net: crate::sim::detect::safety::head::Weights,
     pub threshold: f64,
     /// Named counts and rates for `data/safety-head.yaml`.
     pub summary: serde_yaml::Mapping,

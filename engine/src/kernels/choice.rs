@@ -5,7 +5,7 @@
 //! - `portable`: no CPU kernels at all; every op runs as its composition of candle ops, as in a
 //!   build without the feature `cpu-kernels`.
 //!
-//! The builds without the features (`scripts/test-builds.sh`) differ from these only in gemm's
+//! The builds without the features (`scripts/test-full.sh`) differ from these only in gemm's
 //! own AVX-512 products, which a build's features choose and this switch does not.
 
 use std::sync::OnceLock;

@@ -59,13 +59,20 @@ pub struct HeadMeta {
     pub fit: serde_yaml::Value,
 }
 
-/// The loaded head: w1 [hidden, INPUT], b1 [hidden], w2 [CLASSES, hidden], b2 [CLASSES].
+/// The head's weights: w1 [hidden, INPUT], b1 [hidden], w2 [CLASSES, hidden], b2 [CLASSES],
+/// row-major; what the fit produces and the screen reads.
+pub struct Weights {
+    pub hidden: usize,
+    pub w1: Vec<f32>,
+    pub b1: Vec<f32>,
+    pub w2: Vec<f32>,
+    pub b2: Vec<f32>,
+}
+
+/// The loaded head.
 pub struct Head {
     pub meta: HeadMeta,
-    w1: Vec<f32>,
-    b1: Vec<f32>,
-    w2: Vec<f32>,
-    b2: Vec<f32>,
+    weights: Weights,
 }
 
 fn bad(path: &Path, what: &str) -> Error {
@@ -76,37 +83,46 @@ fn bad(path: &Path, what: &str) -> Error {
     )
 }
 
-impl Head {
-    /// Loads `meta_path` and the weights it names.
-    pub fn load(meta_path: &Path) -> Result<Self> {
-        let meta: HeadMeta = crate::profile::yaml::read_yaml(meta_path)?;
-        let path = meta_path.with_file_name(&meta.weights);
-        let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
-        let st = safetensors::SafeTensors::deserialize(&bytes)
-            .map_err(|e| Error::input(&path, "file", e.to_string()))?;
-        let h = meta.hidden;
+impl Weights {
+    /// Reads the four tensors of `hidden` units from safetensors `bytes` (from `path`).
+    pub fn from_safetensors(bytes: &[u8], hidden: usize, path: &Path) -> Result<Self> {
+        let st = safetensors::SafeTensors::deserialize(bytes)
+            .map_err(|e| Error::input(path, "file", e.to_string()))?;
         let read = |name: &str, len: usize| -> Result<Vec<f32>> {
-            let t = st.tensor(name).map_err(|_| bad(&path, name))?;
+            let t = st.tensor(name).map_err(|_| bad(path, name))?;
             if t.dtype() != safetensors::Dtype::F32 || t.data().len() != 4 * len {
-                return Err(bad(&path, name));
+                return Err(bad(path, name));
             }
             Ok(t.data()
                 .chunks_exact(4)
                 .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
                 .collect())
         };
-        Ok(Head {
-            w1: read("w1", h * INPUT)?,
-            b1: read("b1", h)?,
-            w2: read("w2", CLASSES * h)?,
+        Ok(Weights {
+            hidden,
+            w1: read("w1", hidden * INPUT)?,
+            b1: read("b1", hidden)?,
+            w2: read("w2", CLASSES * hidden)?,
             b2: read("b2", CLASSES)?,
-            meta,
         })
+    }
+
+    /// The safetensors bytes `from_safetensors` reads.
+    pub fn to_safetensors(&self) -> Result<Vec<u8>> {
+        use candle_core::{Device, Tensor};
+        let (dev, h) = (Device::Cpu, self.hidden);
+        let tensors = [
+            ("w1", Tensor::from_slice(&self.w1, (h, INPUT), &dev)?),
+            ("b1", Tensor::from_slice(&self.b1, h, &dev)?),
+            ("w2", Tensor::from_slice(&self.w2, (CLASSES, h), &dev)?),
+            ("b2", Tensor::from_slice(&self.b2, CLASSES, &dev)?),
+        ];
+        safetensors::serialize(tensors, None).map_err(|e| Error::Other(e.to_string()))
     }
 
     /// The class probabilities for one input (`features`).
     pub fn probs(&self, x: &[f32]) -> [f64; CLASSES] {
-        let h = self.meta.hidden;
+        let h = self.hidden;
         let hidden: Vec<f32> = (0..h)
             .map(|j| {
                 let row = &self.w1[j * INPUT..(j + 1) * INPUT];
@@ -118,6 +134,27 @@ impl Head {
             *l = f64::from(dot(&self.w2[k * h..(k + 1) * h], &hidden) + self.b2[k]);
         }
         softmax(&logits)
+    }
+
+    /// 1 - p(safe) for one input.
+    pub fn unsafe_p(&self, x: &[f32]) -> f64 {
+        1.0 - self.probs(x)[0]
+    }
+}
+
+impl Head {
+    /// Loads `meta_path` and the weights it names.
+    pub fn load(meta_path: &Path) -> Result<Self> {
+        let meta: HeadMeta = crate::profile::yaml::read_yaml(meta_path)?;
+        let path = meta_path.with_file_name(&meta.weights);
+        let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+        let weights = Weights::from_safetensors(&bytes, meta.hidden, &path)?;
+        Ok(Head { meta, weights })
+    }
+
+    /// The class probabilities for one input (`features`).
+    pub fn probs(&self, x: &[f32]) -> [f64; CLASSES] {
+        self.weights.probs(x)
     }
 }
 
@@ -160,6 +197,28 @@ mod tests {
         let (unsafe_p, kind) = verdict(&p);
         assert!((unsafe_p - (total - 1.0) / total).abs() < 1e-12);
         assert_eq!(kind, UnsafeKind::RiskIgnorance);
+    }
+
+    #[test]
+    fn weights_read_back_what_they_wrote() {
+        let h = 2;
+        let w = Weights {
+            hidden: h,
+            w1: (0..h * INPUT).map(|i| i as f32 * 1e-3).collect(),
+            b1: vec![0.5, -0.5],
+            w2: (0..CLASSES * h).map(|i| i as f32 - 3.0).collect(),
+            b2: (0..CLASSES).map(|i| i as f32 * 0.1).collect(),
+        };
+        let bytes = w.to_safetensors().unwrap();
+        let back = Weights::from_safetensors(&bytes, h, Path::new("x")).unwrap();
+        assert_eq!(
+            (back.w1, back.b1, back.w2, back.b2),
+            (w.w1, w.b1, w.w2, w.b2)
+        );
+        let err = Weights::from_safetensors(&bytes, 3, Path::new("x"))
+            .err()
+            .expect("another hidden width");
+        assert!(err.to_string().contains("w1"), "{err}");
     }
 
     #[test]

@@ -123,10 +123,9 @@ impl SafetyScreen {
         Ok(head::context(&refs))
     }
 
-    /// The head's unsafe probability and likeliest kind for each sentence of `reply`.
-    pub fn scores(&self, context: &[f32], reply: &str) -> Result<Vec<(f64, UnsafeKind)>> {
-        let sents = sentences(reply);
-        let embs = self.embedder.embed(&sents)?;
+    /// The head's unsafe probability and likeliest kind for each of a reply's `sentences`.
+    pub fn scores(&self, context: &[f32], sentences: &[&str]) -> Result<Vec<(f64, UnsafeKind)>> {
+        let embs = self.embedder.embed(sentences)?;
         Ok(embs
             .iter()
             .map(|e| head::verdict(&self.head.probs(&head::features(e, context))))
@@ -152,7 +151,7 @@ impl SafetyScreen {
         }
         let c = self.context(context)?;
         let threshold = self.head.meta.threshold;
-        for (sent, (p, kind)) in sents.iter().zip(self.scores(&c, reply)?) {
+        for (sent, (p, kind)) in sents.iter().zip(self.scores(&c, &sents)?) {
             if p >= threshold {
                 return Ok(Some(UnsafeFinding {
                     kind,
