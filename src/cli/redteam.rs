@@ -16,8 +16,19 @@ use serde::Serialize;
 use super::common::{load_chosen_simulator, SimulatorArgs};
 use super::loading::prepare_simulator;
 
+/// `redteam search`: the adaptive attacker.
+#[derive(Debug, clap::Subcommand)]
+pub enum RedteamMode {
+    /// Evolve template policies against the reward on the train split, then play the best on the
+    /// test split beside the references (docs/REDTEAM.md, "The search").
+    Search(super::redteam_search::SearchArgs),
+}
+
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct RedteamArgs {
+    #[command(subcommand)]
+    pub mode: Option<RedteamMode>,
     /// Folder of adversarial scripts (each names its hack `class`), relative to the catalog.
     #[arg(long, default_value = "configs/redteam")]
     pub adversaries: PathBuf,
@@ -78,6 +89,9 @@ fn under(root: &Path, p: &Path) -> PathBuf {
 }
 
 pub fn run(catalog_root: &Path, args: RedteamArgs) -> anyhow::Result<()> {
+    if let Some(RedteamMode::Search(search)) = args.mode {
+        return super::redteam_search::run(catalog_root, search);
+    }
     let catalog = Catalog::load(catalog_root)?;
     let mut entries = redteam::load_dir(
         &under(catalog_root, &args.references),

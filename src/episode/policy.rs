@@ -50,6 +50,12 @@ struct ScriptFile {
     #[serde(default)]
     class: Option<String>,
     replies: Vec<String>,
+    /// Feeling words for `{feeling_said}`.
+    #[serde(default)]
+    feelings: Vec<String>,
+    /// Word -> replacement for `{sentence_synonyms}`.
+    #[serde(default)]
+    synonyms: BTreeMap<String, String>,
 }
 
 /// Replies used in order, one per policy turn; when they run out, the last one repeats. A reply
@@ -61,6 +67,7 @@ pub struct ScriptedPolicy {
     replies: Vec<String>,
     scenarios: BTreeMap<String, Arc<Scenario>>,
     class: Option<String>,
+    lists: template::WordLists,
 }
 
 impl ScriptedPolicy {
@@ -89,6 +96,7 @@ impl ScriptedPolicy {
             replies,
             scenarios: BTreeMap::new(),
             class: None,
+            lists: template::WordLists::default(),
         })
     }
 
@@ -98,8 +106,18 @@ impl ScriptedPolicy {
         Self::new(path.display().to_string(), file.replies).map(|mut p| {
             p.name = format!("script:{}", path.display());
             p.class = file.class;
+            p.lists = template::WordLists {
+                feelings: file.feelings,
+                synonyms: file.synonyms,
+            };
             p
         })
+    }
+
+    /// Gives the script word lists for `{feeling_said}` and `{sentence_synonyms}`.
+    pub fn with_lists(mut self, lists: template::WordLists) -> Self {
+        self.lists = lists;
+        self
     }
 
     /// The hack class the script plays, when it is an adversary.
@@ -140,6 +158,7 @@ impl Policy for ScriptedPolicy {
                             turns: r.turns,
                             scenario: self.scenarios.get(&r.profile.scenario).map(|s| &**s),
                             turn: r.turn,
+                            lists: &self.lists,
                         },
                     )
                 } else {

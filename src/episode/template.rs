@@ -2,11 +2,15 @@
 //! script can play the cheap policies an RL policy might find (echo, mirror, slot templates,
 //! quoting the scenario). The red-team suite (docs/REDTEAM.md) is built from them.
 
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
 use super::record::Turn;
 use crate::profile::Scenario;
 
 /// The placeholders a scripted reply may use, with what each becomes.
-pub const PLACEHOLDERS: [(&str, &str); 7] = [
+pub const PLACEHOLDERS: [(&str, &str); 12] = [
     ("user", "the user's last message, verbatim"),
     (
         "user_you",
@@ -20,7 +24,41 @@ pub const PLACEHOLDERS: [(&str, &str); 7] = [
     ("opening", "the user's first message, verbatim"),
     ("helps", "one of the scenario's `helps` replies, in turn"),
     ("feeling", "one of the scenario's feelings, in turn"),
+    (
+        "word",
+        "the longest word of the user's last message, lowercased",
+    ),
+    (
+        "word2",
+        "the second longest word of the user's last message, lowercased",
+    ),
+    (
+        "feeling_said",
+        "the first of the script's `feelings` that the user's last message holds (else an \
+         earlier message's; else the first listed)",
+    ),
+    (
+        "sentence_you",
+        "the longest sentence of the user's last message, person swapped, without its end mark",
+    ),
+    (
+        "sentence_synonyms",
+        "{sentence_you} with each word found in the script's `synonyms` replaced",
+    ),
 ];
+
+/// Word lists a script carries for its placeholders: what an attacker writes after reading the
+/// docs, without seeing the appraiser's own lists.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WordLists {
+    /// Feeling words looked for in what the user said (`{feeling_said}`).
+    #[serde(default)]
+    pub feelings: Vec<String>,
+    /// Word -> replacement (`{sentence_synonyms}`).
+    #[serde(default)]
+    pub synonyms: BTreeMap<String, String>,
+}
 
 /// Checks that every `{name}` in `text` is a known placeholder; returns the first unknown one.
 pub fn unknown_placeholder(text: &str) -> Option<String> {
@@ -45,6 +83,8 @@ pub struct Context<'a> {
     pub scenario: Option<&'a Scenario>,
     /// 1-based reply index (rotates `{helps}` and `{feeling}`).
     pub turn: u32,
+    /// The script's word lists.
+    pub lists: &'a WordLists,
 }
 
 /// Fills every placeholder of `text`.
@@ -71,11 +111,77 @@ pub fn render(text: &str, ctx: &Context<'_>) -> String {
             "user_words" => longest_words(last, 3),
             "opening" => users.first().copied().unwrap_or("").to_string(),
             "helps" => ctx.scenario.map(|s| pick(&s.helps)).unwrap_or_default(),
-            _ => ctx.scenario.map(|s| pick(&s.feelings)).unwrap_or_default(),
+            "feeling" => ctx.scenario.map(|s| pick(&s.feelings)).unwrap_or_default(),
+            "word" => nth_longest(last, 0),
+            "word2" => nth_longest(last, 1),
+            "feeling_said" => feeling_said(&users, &ctx.lists.feelings),
+            "sentence_you" => longest_sentence_you(last, &BTreeMap::new()),
+            _ => longest_sentence_you(last, &ctx.lists.synonyms),
         };
         out = out.replace(&key, &value);
     }
     out
+}
+
+/// The `i`-th longest word (0: the longest; ties in order of appearance), lowercased; empty when
+/// the message has fewer words.
+pub fn nth_longest(text: &str, i: usize) -> String {
+    let mut ws: Vec<(usize, &str)> = text
+        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .filter(|w| !w.is_empty())
+        .enumerate()
+        .collect();
+    ws.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
+    ws.get(i).map(|w| w.1.to_lowercase()).unwrap_or_default()
+}
+
+/// The first of `feelings` found as whole words in the last message, else in an earlier one, else
+/// the first of the list.
+fn feeling_said(users: &[&str], feelings: &[String]) -> String {
+    for m in users.iter().rev() {
+        let padded = crate::sim::text::normalize(m);
+        if let Some(f) = feelings
+            .iter()
+            .find(|f| padded.contains(&format!(" {} ", f.to_lowercase())))
+        {
+            return f.clone();
+        }
+    }
+    feelings.first().cloned().unwrap_or_default()
+}
+
+/// The longest sentence of `text`, person swapped, words replaced by `synonyms`, without its end
+/// mark, its first letter lowercased (unless "I"): ready to follow "So" or "It sounds like".
+pub fn longest_sentence_you(text: &str, synonyms: &BTreeMap<String, String>) -> String {
+    let longest = crate::sim::text::sentences(text)
+        .into_iter()
+        .max_by_key(|s| s.len())
+        .unwrap_or("");
+    let swapped = swap_person(longest.trim_end_matches(['.', '!', '?']).trim());
+    let mut out = String::with_capacity(swapped.len());
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        match synonyms.get(&word.to_lowercase()) {
+            Some(s) => out.push_str(s),
+            None => out.push_str(word),
+        }
+        word.clear();
+    };
+    for c in swapped.chars() {
+        if c.is_alphanumeric() || c == '\'' {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    match out.split_once(' ') {
+        Some((first, rest)) if first != "I" && !first.starts_with("I'") => {
+            format!("{} {rest}", first.to_lowercase())
+        }
+        _ => out,
+    }
 }
 
 /// The last sentence of a message (the whole message when it has one).
@@ -194,10 +300,15 @@ mod tests {
     #[test]
     fn placeholders_fill_from_the_dialogue() {
         let turns = dialogue(&["I failed the exam.", "It was my second try. I feel stupid."]);
+        let lists = WordLists {
+            feelings: vec!["angry".into(), "stupid".into()],
+            synonyms: [("second".to_string(), "next".to_string())].into(),
+        };
         let ctx = Context {
             turns: &turns,
             scenario: None,
             turn: 2,
+            lists: &lists,
         };
         assert_eq!(
             render("You said: \"{user}\" So {user_you}", &ctx),
@@ -208,6 +319,24 @@ mod tests {
         // second (6), stupid (6), feel (4), in the order they were said
         assert_eq!(render("{user_words}", &ctx), "second, feel and stupid");
         assert_eq!(longest_words("a bb ccc dddd", 3), "bb, ccc and dddd");
+        assert_eq!(render("{word} / {word2}", &ctx), "second / stupid");
+        assert_eq!(render("{feeling_said}", &ctx), "stupid");
+        // "It was my second try" (20) is longer than "I feel stupid" (13).
+        assert_eq!(
+            render("So {sentence_you}.", &ctx),
+            "So it was your second try."
+        );
+        assert_eq!(
+            render("So {sentence_synonyms}.", &ctx),
+            "So it was your next try."
+        );
+        let none = WordLists::default();
+        let bare = Context {
+            lists: &none,
+            ..ctx
+        };
+        assert_eq!(render("[{feeling_said}]", &bare), "[]");
+        assert_eq!(nth_longest("one", 1), "");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! margins the reward promises (docs/REDTEAM.md).
 
 pub mod margins;
+pub mod search;
 pub mod tables;
 
 use std::path::Path;

@@ -79,3 +79,86 @@ fn no_adversary_reaches_the_listener() {
             .join("\n")
     );
 }
+
+/// The adaptive attacker: a tiny search is seeded (the same population twice), only ever improves
+/// its best, and writes found policies that load back as scripts and play their rendered replies.
+#[test]
+fn the_search_is_seeded_and_its_finds_play_back() {
+    use empathy_gym::episode::{Policy, PolicyRequest, ScriptedPolicy, Turn};
+    use empathy_gym::redteam::search::{self, Grammar, SearchPlan};
+
+    let grammar = Grammar::load(&root().join("configs/redteam-search/grammar.yaml")).unwrap();
+    let plan = SearchPlan {
+        difficulties: vec![Difficulty::Moderate],
+        limit: Some(3),
+        repeats: 1,
+        seed: 5,
+        generations: 2,
+        population: 3,
+        children: 2,
+    };
+    let run = || {
+        let mut bests = Vec::new();
+        let pop = search::search(simulator(), catalog(), &grammar, &plan, |g| {
+            bests.push(g.best);
+            Ok(())
+        })
+        .unwrap();
+        (pop, bests)
+    };
+    let (pop, bests) = run();
+    assert_eq!(bests.len(), 3, "the start and two generations");
+    assert!(bests.windows(2).all(|w| w[1] >= w[0]), "{bests:?}");
+    assert!(pop.windows(2).all(|w| w[0].fitness >= w[1].fitness));
+    assert_eq!(run().0, pop, "seeded");
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("found.yaml");
+    std::fs::write(
+        &path,
+        search::script_yaml(&pop[0], &grammar, "# found").unwrap(),
+    )
+    .unwrap();
+    let mut script = ScriptedPolicy::load(&path).unwrap();
+    assert_eq!(script.class(), Some("search"));
+    let turns = vec![Turn::User {
+        text: "I feel so embarrassed about the presentation.".into(),
+        emotion: 40,
+        delta: None,
+        appraisal: None,
+    }];
+    let id = catalog().split(Split::Train)[0].clone();
+    let reply = script
+        .reply_batch(&[PolicyRequest {
+            episode: 0,
+            profile: &id,
+            turns: &turns,
+            turn: 1,
+        }])
+        .unwrap()
+        .remove(0)
+        .text;
+    assert!(!reply.contains('{'), "every slot filled: {reply}");
+    let entries = search::entries(&pop, 2, &grammar, catalog()).unwrap();
+    assert_eq!(entries[0].name, "search-1");
+    assert_eq!(entries[0].class, "search");
+}
+
+/// A grammar with an unknown slot is refused with the file, the field and the fix.
+#[test]
+fn a_bad_grammar_names_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("g.yaml");
+    std::fs::write(
+        &path,
+        "max_phrases: 2\nopeners: [\"\"]\nbanks:\n  validate: [\"So {wrd}.\"]\n",
+    )
+    .unwrap();
+    let err = empathy_gym::redteam::search::Grammar::load(&path)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("g.yaml") && err.contains("banks.validate") && err.contains("{wrd}"),
+        "{err}"
+    );
+}

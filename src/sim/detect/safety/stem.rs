@@ -50,14 +50,19 @@ impl Stems {
         }
     }
 
-    /// The stems of a text, in order.
+    /// The stems of a text, in order, with [`BOUNDARY`] where a comma, semicolon or colon stood.
     pub fn tokens(&self, text: &str) -> Vec<String> {
         let mut out = Vec::new();
-        for word in normalize(text).split_whitespace() {
-            let word = word.trim_matches('\'');
-            match self.cfg.contractions.get(word) {
-                Some(full) => full.split_whitespace().for_each(|w| self.push(w, &mut out)),
-                None => self.push(word, &mut out),
+        for (i, clause) in text.split([',', ';', ':']).enumerate() {
+            if i > 0 {
+                out.push(BOUNDARY.to_string());
+            }
+            for word in normalize(clause).split_whitespace() {
+                let word = word.trim_matches('\'');
+                match self.cfg.contractions.get(word) {
+                    Some(full) => full.split_whitespace().for_each(|w| self.push(w, &mut out)),
+                    None => self.push(word, &mut out),
+                }
             }
         }
         out
@@ -75,15 +80,21 @@ impl Stems {
     }
 }
 
-/// Where `phrase` occurs in `tokens` with at most `gap` other tokens between two of its words:
-/// the index of its first and one past its last token. Empty phrases never match.
+/// The token a clause break (comma, semicolon, colon) leaves: no phrase's gap crosses it, so
+/// "get some sleep, drink water" does not read as "get drunk".
+pub const BOUNDARY: &str = "|";
+
+/// Where `phrase` occurs in `tokens` with at most `gap` other tokens between two of its words and
+/// no [`BOUNDARY`] among them: the index of its first and one past its last token. Empty phrases
+/// never match.
 pub fn find(tokens: &[String], phrase: &[String], gap: usize) -> Option<(usize, usize)> {
     let first = phrase.first()?;
     'start: for start in (0..tokens.len()).filter(|&i| &tokens[i] == first) {
         let mut at = start;
         for word in &phrase[1..] {
             let until = (at + 2 + gap).min(tokens.len());
-            match (at + 1..until).find(|&j| &tokens[j] == word) {
+            let within = (at + 1..until).take_while(|&j| tokens[j] != BOUNDARY);
+            match within.into_iter().find(|&j| &tokens[j] == word) {
                 Some(j) => at = j,
                 None => continue 'start,
             }
@@ -130,5 +141,9 @@ mod tests {
         assert_eq!(find(&text, &t("take pills"), 1), None, "two words between");
         assert_eq!(find(&text, &t("pills take"), 5), None, "order matters");
         assert_eq!(find(&text, &[], 5), None);
+        // A clause break stops the gap: a list of errands is not a phrase.
+        let errands = t("get some sleep, drink water");
+        assert_eq!(find(&errands, &t("get drink"), 2), None);
+        assert_eq!(find(&t("get some drink"), &t("get drink"), 2), Some((0, 3)));
     }
 }

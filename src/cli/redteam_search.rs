@@ -1,0 +1,259 @@
+//! `empathy-gym redteam search`: the adaptive attacker. Evolves template policies from the
+//! grammar on the train split with the reward as its only feedback, then plays the best ones on
+//! the test split beside the honest references and checks the margins; writes OUT/summary.md,
+//! OUT/trace.csv, OUT/rows.csv, OUT/config.yaml, OUT/episodes.jsonl (the found policies' test
+//! dialogues) and OUT/found/*.yaml (playable scripts) (docs/REDTEAM.md, "The search").
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::Args;
+use empathy_gym::episode::EpisodeWriter;
+use empathy_gym::profile::{Catalog, Difficulty, Split};
+use empathy_gym::redteam::search::{self, Grammar, SearchPlan};
+use empathy_gym::redteam::{self, tables, Plan, Side};
+use empathy_gym::report::Table;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+
+use super::common::{load_chosen_simulator, SimulatorArgs};
+use super::loading::prepare_simulator;
+
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// The grammar of phrase banks, relative to the catalog.
+    #[arg(long, default_value = "configs/redteam-search/grammar.yaml")]
+    pub grammar: PathBuf,
+    /// Honest reference scripts, played on the test split beside the found policies.
+    #[arg(long, default_value = "configs/baselines")]
+    pub references: PathBuf,
+    /// Difficulties searched on and reported (comma-separated).
+    #[arg(
+        long = "difficulty",
+        value_delimiter = ',',
+        default_value = "easy,moderate"
+    )]
+    pub difficulties: Vec<Difficulty>,
+    /// Generations of the search.
+    #[arg(long, default_value_t = 20)]
+    pub generations: usize,
+    /// Policies kept per generation.
+    #[arg(long, default_value_t = 8)]
+    pub population: usize,
+    /// New policies tried per generation.
+    #[arg(long, default_value_t = 12)]
+    pub children: usize,
+    /// Train profiles per evaluation (one per scenario first).
+    #[arg(long, default_value_t = 40)]
+    pub limit: usize,
+    /// Found policies played on the test split.
+    #[arg(long, default_value_t = 3)]
+    pub keep: usize,
+    /// Dialogues per test profile.
+    #[arg(long, default_value_t = 2)]
+    pub repeats: u64,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Where the results go (relative to the working directory).
+    #[arg(long, default_value = "results/redteam/search")]
+    pub out: PathBuf,
+    #[command(flatten)]
+    pub sim: SimulatorArgs,
+}
+
+#[derive(Serialize)]
+struct Resolved<'a> {
+    command: String,
+    grammar: String,
+    references: String,
+    difficulties: Vec<String>,
+    generations: usize,
+    population: usize,
+    children: usize,
+    train_profiles_per_evaluation: usize,
+    train_repeats: u64,
+    keep: usize,
+    test_repeats: u64,
+    seed: u64,
+    simulator: &'a str,
+}
+
+fn under(root: &Path, p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        root.join(p)
+    }
+}
+
+pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<()> {
+    let catalog = Catalog::load(root)?;
+    let grammar = Grammar::load(&under(root, &args.grammar))?;
+    let sim = load_chosen_simulator(root, &args.sim)?;
+    let mut profiles = Vec::new();
+    for s in [Split::Train, Split::Test] {
+        for id in redteam::pick_profiles(&catalog, s, None) {
+            profiles.push(catalog.profile(&id, Difficulty::Moderate, &Default::default())?);
+        }
+    }
+    prepare_simulator(false, sim.as_ref(), &profiles)?;
+    std::fs::create_dir_all(args.out.join("found"))
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let plan = SearchPlan {
+        difficulties: args.difficulties.clone(),
+        limit: Some(args.limit),
+        repeats: 1,
+        seed: args.seed,
+        generations: args.generations,
+        population: args.population,
+        children: args.children,
+    };
+    let bar = ProgressBar::new(args.generations as u64 + 1);
+    if let Ok(style) = ProgressStyle::with_template(
+        "redteam search [{bar:30}] {pos}/{len} generations {elapsed_precise} eta {eta} {msg}",
+    ) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    let start = Instant::now();
+    let mut trace = Table::new([
+        "generation",
+        "evaluated",
+        "best_train",
+        "mean_train",
+        "best_policy",
+    ]);
+    let mut evaluated = 0;
+    let best = search::search(sim.as_ref(), &catalog, &grammar, &plan, |g| {
+        evaluated = g.evaluated;
+        bar.set_message(format!("best {:.1} ({})", g.best, g.best_policy));
+        bar.inc(1);
+        trace.push_row([
+            g.index.to_string(),
+            g.evaluated.to_string(),
+            format!("{:.1}", g.best),
+            format!("{:.1}", g.mean),
+            g.best_policy.clone(),
+        ]);
+        Ok(())
+    })?;
+    bar.finish_and_clear();
+    let search_s = start.elapsed().as_secs_f64();
+    trace.write_csv(&args.out.join("trace.csv"))?;
+
+    // The found policies on the test split, beside the references.
+    let mut entries = redteam::load_dir(&under(root, &args.references), Side::Reference, &catalog)?;
+    let found = search::entries(&best, args.keep, &grammar, &catalog)?;
+    for (s, e) in best.iter().zip(&found) {
+        let header = format!(
+            "# Found by `redteam search` (seed {}): {}; train fitness {:.1}.",
+            args.seed,
+            s.genome.describe(&grammar),
+            s.fitness
+        );
+        std::fs::write(
+            args.out.join("found").join(format!("{}.yaml", e.name)),
+            search::script_yaml(s, &grammar, &header)?,
+        )?;
+    }
+    entries.extend(found);
+    let test = Plan {
+        splits: vec![Split::Test],
+        difficulties: args.difficulties.clone(),
+        repeats: args.repeats,
+        seed: args.seed,
+        limit: None,
+    };
+    let mut writer = EpisodeWriter::create(&args.out.join("episodes.jsonl"))?;
+    let rows = redteam::play(
+        sim.as_ref(),
+        &catalog,
+        &mut entries,
+        &test,
+        |entry, recs| {
+            if entry.side == Side::Adversary {
+                for r in recs {
+                    writer.write(r)?;
+                }
+            }
+            Ok(())
+        },
+    )?;
+    let seconds = start.elapsed().as_secs_f64();
+    let violations = redteam::check(&rows);
+    tables::rows_table(&rows).write_csv(&args.out.join("rows.csv"))?;
+    let command = std::iter::once("empathy-gym".to_string())
+        .chain(std::env::args().skip(1))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let resolved = Resolved {
+        command: command.clone(),
+        grammar: args.grammar.display().to_string(),
+        references: args.references.display().to_string(),
+        difficulties: args.difficulties.iter().map(|d| d.to_string()).collect(),
+        generations: args.generations,
+        population: args.population,
+        children: args.children,
+        train_profiles_per_evaluation: args.limit,
+        train_repeats: plan.repeats,
+        keep: args.keep,
+        test_repeats: args.repeats,
+        seed: args.seed,
+        simulator: args.sim.simulator.as_str(),
+    };
+    std::fs::write(
+        args.out.join("config.yaml"),
+        serde_yaml::to_string(&resolved)?,
+    )?;
+    let mut md = String::from("# The adaptive attacker\n\n");
+    md.push_str(&format!(
+        "Written by `{command}`. The search evolved template policies from `{}` for {} \
+         generations ({} policies kept, {} children each; {evaluated} distinct policies \
+         evaluated), each scored by its mean final emotion on {} train profiles at {}, one \
+         dialogue each, seed {}: {search_s:.0} s on this machine, {seconds:.0} s in all. The {} \
+         best were then played on every test profile, {} dialogues each, beside the references; \
+         their scripts are in `found/`, their test dialogues in `episodes.jsonl`.\n\n",
+        args.grammar.display(),
+        args.generations,
+        args.population,
+        args.children,
+        args.limit,
+        resolved.difficulties.join(" and "),
+        args.seed,
+        args.keep,
+        args.repeats,
+    ));
+    md.push_str("## Margins on the test split\n\n");
+    md.push_str(&tables::verdict(&violations));
+    md.push_str(
+        "\n\n## Test split, behavior reward\n\nMean final emotion, with resolved / left / \
+         unsafe dialogues in brackets.\n\n",
+    );
+    md.push_str(&tables::behavior_table(&rows, Split::Test, &args.difficulties).to_markdown());
+    md.push_str("\n## The found policies\n\n");
+    for (s, e) in best
+        .iter()
+        .zip(entries.iter().filter(|e| e.side == Side::Adversary))
+    {
+        md.push_str(&format!(
+            "- `{}`: {} (train fitness {:.1}); its first reply's template: \"{}\"\n",
+            e.name,
+            s.genome.describe(&grammar),
+            s.fitness,
+            e.policy.reply(1)
+        ));
+    }
+    md.push_str("\n## The search, generation by generation (train split)\n\n");
+    md.push_str(&trace.to_markdown());
+    std::fs::write(args.out.join("summary.md"), &md)?;
+    print!(
+        "{}",
+        tables::behavior_table(&rows, Split::Test, &args.difficulties).to_markdown()
+    );
+    println!("\n{}", tables::verdict(&violations));
+    println!(
+        "search {search_s:.0} s, {seconds:.0} s in all; written to {}/summary.md",
+        args.out.display()
+    );
+    Ok(())
+}

@@ -1,0 +1,279 @@
+//! The adaptive attacker: a black-box evolutionary search over the grammar's template policies
+//! whose only feedback is the reward (the mean final emotion on the train split). Its best
+//! policies are then played on the test split beside the honest references, and the red-team
+//! margins are checked on them (docs/REDTEAM.md, "The search").
+
+pub mod genome;
+pub mod grammar;
+
+use std::collections::BTreeMap;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::{pick_profiles, Entry, Side};
+use crate::episode::{rollout, EpisodeJob, RolloutOptions, ScriptedPolicy};
+use crate::error::Result;
+use crate::profile::{Catalog, Difficulty, KnobOverrides, Profile, Split};
+use crate::reward::{Aggregate, RewardMode};
+use crate::sim::Simulator;
+
+pub use genome::{Genome, Phrase};
+pub use grammar::Grammar;
+
+/// Replies rendered per policy: more than any difficulty's dialogue allows.
+pub const TURNS: usize = 12;
+
+/// How long and where the search looks.
+#[derive(Clone, Debug)]
+pub struct SearchPlan {
+    /// The difficulties whose mean final emotion is the fitness.
+    pub difficulties: Vec<Difficulty>,
+    /// Train profiles per evaluation (one per scenario first); None: all.
+    pub limit: Option<usize>,
+    /// Dialogues per profile and evaluation.
+    pub repeats: u64,
+    pub seed: u64,
+    pub generations: usize,
+    /// Policies kept from one generation to the next.
+    pub population: usize,
+    /// New policies tried per generation.
+    pub children: usize,
+}
+
+/// A policy and its fitness.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scored {
+    pub genome: Genome,
+    /// Mean final emotion on the train split over the plan's difficulties.
+    pub fitness: f64,
+}
+
+/// One generation's summary, for the trace.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Generation {
+    pub index: usize,
+    /// Policies evaluated so far (repeats are looked up, not replayed).
+    pub evaluated: usize,
+    pub best: f64,
+    pub mean: f64,
+    pub best_policy: String,
+}
+
+/// A genome as a playable script.
+pub fn policy(
+    genome: &Genome,
+    g: &Grammar,
+    name: &str,
+    catalog: &Catalog,
+) -> Result<ScriptedPolicy> {
+    Ok(ScriptedPolicy::new(name, genome.render(g, TURNS))?
+        .with_scenarios(catalog.scenarios.clone())
+        .with_lists(g.lists()))
+}
+
+struct Evaluator<'a> {
+    sim: &'a dyn Simulator,
+    catalog: &'a Catalog,
+    grammar: &'a Grammar,
+    cells: Vec<Vec<EpisodeJob>>,
+    seen: BTreeMap<Genome, f64>,
+}
+
+impl Evaluator<'_> {
+    fn fitness(&mut self, genome: &Genome) -> Result<f64> {
+        if let Some(&f) = self.seen.get(genome) {
+            return Ok(f);
+        }
+        let mut p = policy(genome, self.grammar, "search", self.catalog)?;
+        let opts = RolloutOptions {
+            run: "redteam-search".into(),
+            reward_mode: RewardMode::Behavior,
+            aggregate: Aggregate::Final,
+            progress: false,
+        };
+        let mut total = 0.0;
+        for jobs in &self.cells {
+            let recs = rollout(self.sim, &mut p, jobs, &opts, |_| Ok(()))?;
+            let n = recs.len().max(1) as f64;
+            total += recs
+                .iter()
+                .map(|r| f64::from(r.final_emotion()))
+                .sum::<f64>()
+                / n;
+        }
+        let f = total / self.cells.len().max(1) as f64;
+        self.seen.insert(genome.clone(), f);
+        Ok(f)
+    }
+}
+
+/// The better of two random members (ties: the first drawn).
+fn tournament<'a>(pop: &'a [Scored], rng: &mut impl Rng) -> &'a Scored {
+    let a = &pop[rng.random_range(0..pop.len())];
+    let b = &pop[rng.random_range(0..pop.len())];
+    if b.fitness > a.fitness {
+        b
+    } else {
+        a
+    }
+}
+
+/// Keeps the `n` fittest distinct genomes (ties: the smaller genome, so the order is total).
+fn select(mut all: Vec<Scored>, n: usize) -> Vec<Scored> {
+    all.sort_by(|a, b| {
+        b.fitness
+            .total_cmp(&a.fitness)
+            .then_with(|| a.genome.cmp(&b.genome))
+    });
+    all.dedup_by(|a, b| a.genome == b.genome);
+    all.truncate(n);
+    all
+}
+
+/// Runs the search on the train split; returns the final population, fittest first.
+/// `on_generation` sees each generation's summary as it ends.
+pub fn search(
+    sim: &dyn Simulator,
+    catalog: &Catalog,
+    grammar: &Grammar,
+    plan: &SearchPlan,
+    mut on_generation: impl FnMut(&Generation) -> Result<()>,
+) -> Result<Vec<Scored>> {
+    let ids = pick_profiles(catalog, Split::Train, plan.limit);
+    let mut cells = Vec::new();
+    for &d in &plan.difficulties {
+        let profiles = ids
+            .iter()
+            .map(|id| catalog.profile(id, d, &KnobOverrides::default()))
+            .collect::<Result<Vec<Profile>>>()?;
+        cells.push(EpisodeJob::grid(&profiles, plan.repeats, plan.seed));
+    }
+    let mut eval = Evaluator {
+        sim,
+        catalog,
+        grammar,
+        cells,
+        seen: BTreeMap::new(),
+    };
+    let mut rng = ChaCha8Rng::seed_from_u64(plan.seed);
+    let mut start = vec![Genome::one_of_each(grammar)];
+    while start.len() < plan.population.max(1) {
+        start.push(Genome::random(grammar, &mut rng));
+    }
+    let mut pop = Vec::new();
+    for genome in start {
+        let fitness = eval.fitness(&genome)?;
+        pop.push(Scored { genome, fitness });
+    }
+    pop = select(pop, plan.population.max(1));
+    let report = |index: usize, pop: &[Scored], evaluated: usize| Generation {
+        index,
+        evaluated,
+        best: pop[0].fitness,
+        mean: pop.iter().map(|s| s.fitness).sum::<f64>() / pop.len() as f64,
+        best_policy: pop[0].genome.describe(grammar),
+    };
+    on_generation(&report(0, &pop, eval.seen.len()))?;
+    for index in 1..=plan.generations {
+        let mut next = pop.clone();
+        for _ in 0..plan.children {
+            let parent = tournament(&pop, &mut rng).genome.clone();
+            let mut child = if rng.random_bool(0.3) {
+                let other = tournament(&pop, &mut rng).genome.clone();
+                parent.cross(&other, grammar, &mut rng)
+            } else {
+                parent
+            };
+            for _ in 0..rng.random_range(1..=2) {
+                child = child.mutate(grammar, &mut rng);
+            }
+            let fitness = eval.fitness(&child)?;
+            next.push(Scored {
+                genome: child,
+                fitness,
+            });
+        }
+        pop = select(next, plan.population.max(1));
+        on_generation(&report(index, &pop, eval.seen.len()))?;
+    }
+    Ok(pop)
+}
+
+/// The `k` fittest of a population as red-team entries (`search-1` the fittest), class `search`.
+pub fn entries(
+    best: &[Scored],
+    k: usize,
+    grammar: &Grammar,
+    catalog: &Catalog,
+) -> Result<Vec<Entry>> {
+    best.iter()
+        .take(k)
+        .enumerate()
+        .map(|(i, s)| {
+            let name = format!("search-{}", i + 1);
+            Ok(Entry {
+                policy: policy(&s.genome, grammar, &name, catalog)?,
+                name,
+                class: "search".into(),
+                side: Side::Adversary,
+            })
+        })
+        .collect()
+}
+
+/// A found policy as a script file of configs/redteam's form, which the suite can play.
+pub fn script_yaml(s: &Scored, grammar: &Grammar, header: &str) -> Result<String> {
+    #[derive(serde::Serialize)]
+    struct Script<'a> {
+        class: &'a str,
+        replies: Vec<String>,
+        feelings: &'a [String],
+        synonyms: &'a BTreeMap<String, String>,
+    }
+    let body = serde_yaml::to_string(&Script {
+        class: "search",
+        replies: s.genome.render(grammar, TURNS),
+        feelings: &grammar.feelings,
+        synonyms: &grammar.synonyms,
+    })
+    .map_err(|e| crate::error::Error::Other(format!("cannot write a found policy: {e}")))?;
+    Ok(format!("{header}\n{body}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scored(phrases: usize, fitness: f64) -> Scored {
+        Scored {
+            genome: Genome {
+                opener: 0,
+                phrases: vec![
+                    Phrase {
+                        bank: 0,
+                        variant: 0
+                    };
+                    phrases
+                ],
+            },
+            fitness,
+        }
+    }
+
+    #[test]
+    fn selection_keeps_the_fittest_distinct_in_a_total_order() {
+        let all = vec![
+            scored(1, 5.0),
+            scored(2, 9.0),
+            scored(2, 9.0),
+            scored(3, 5.0),
+        ];
+        let kept = select(all, 3);
+        let got: Vec<(usize, f64)> = kept
+            .iter()
+            .map(|s| (s.genome.phrases.len(), s.fitness))
+            .collect();
+        assert_eq!(got, [(2, 9.0), (1, 5.0), (3, 5.0)]);
+    }
+}
