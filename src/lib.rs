@@ -7,6 +7,7 @@
 pub mod algo;
 pub mod episode;
 pub mod eval;
+pub mod fit;
 pub mod judge;
 pub mod model;
 pub mod openai;
@@ -17,7 +18,6 @@ pub mod replay;
 pub mod report;
 pub mod reward;
 pub mod rl;
-pub mod safety_fit;
 pub mod serve;
 pub mod sim;
 pub mod sweep;

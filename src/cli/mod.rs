@@ -13,8 +13,10 @@ mod judge;
 mod judge_agreement;
 mod loading;
 mod redteam;
+mod redteam_search;
 mod replay;
 mod rollout;
+mod perception;
 mod safety;
 mod serve_env;
 mod serve_model;
@@ -61,6 +63,10 @@ pub enum Command {
     /// Fit the safety screen's learned head, or measure the screen (docs/VALIDATION.md).
     #[command(subcommand)]
     Safety(safety::SafetyCommand),
+    /// Fit perception's learned heads from EPITOME and ESConv and report them on what they
+    /// never fit.
+    #[command(subcommand)]
+    Perception(perception::PerceptionCommand),
     /// Merge a run's adapters into an HF model folder.
     Export(export::ExportArgs),
     /// Grids of training runs: run locally or as a Slurm array, status, collect.
@@ -94,6 +100,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Export(args) => export::run(args),
         Command::Judge(cmd) => judge::run(&cli.catalog, cmd),
         Command::Safety(cmd) => safety::run(&cli.catalog, cmd),
+        Command::Perception(cmd) => perception::run(&cli.catalog, cmd),
         Command::Sweep(cmd) => sweep::run(&cli.catalog, cmd),
         Command::ServeEnv(args) => serve_env::run(&cli.catalog, args),
         Command::ServeModel(args) => serve_model::run(args),

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use clap::{Args, Subcommand};
-use empathy_gym::safety_fit::{self, fit::FitSettings, Corpora};
+use empathy_gym::fit::safety as safety_fit;
+use empathy_gym::fit::train::FitSettings;
+use empathy_gym::fit::Corpora;
 use empathy_gym::sim::detect::SafetyScreen;
 use empathy_gym::sim::Embedder;
 

@@ -96,11 +96,21 @@ pub fn diasafety_rows(dir: &Path, part: &str) -> Result<Vec<(Example, String, bo
     Ok(out)
 }
 
+/// A supporter turn of ESConv with its human strategy label.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EsconvTurn {
+    pub example: Example,
+    /// The strategy as the file writes it (`Questions`, `Restatement or Paraphrasing`, ...).
+    pub strategy: String,
+    /// The dialogue's first message: turns of one dialogue share it.
+    pub dialogue: String,
+}
+
 /// The supporter turns of ESConv's `devWithStrategy_short.tsv` under `dir`, each after the
 /// seeker's last message: every line is a dialogue's prefix, its segments split by ` EOS `, each
 /// `emotion speaker index [Strategy] text` with speaker 1 the supporter; a line's last segment
 /// is its new turn.
-pub fn esconv_dev(dir: &Path) -> Result<Vec<(Example, String)>> {
+pub fn esconv_dev(dir: &Path) -> Result<Vec<EsconvTurn>> {
     let path = dir.join("devWithStrategy_short.tsv");
     let text = std::fs::read_to_string(&path).map_err(|_| {
         Error::input(
@@ -134,15 +144,16 @@ pub fn esconv_dev(dir: &Path) -> Result<Vec<(Example, String)>> {
         if reply.is_empty() || !seen.insert((context.to_string(), reply.to_string())) {
             continue;
         }
-        out.push((
-            Example {
+        out.push(EsconvTurn {
+            example: Example {
                 context: context.to_string(),
                 reply: reply.to_string(),
                 kind: None,
                 source: "esconv-dev".into(),
             },
             strategy,
-        ));
+            dialogue: segments[0].1.to_string(),
+        });
     }
     Ok(out)
 }

@@ -22,9 +22,9 @@ const LAYERS: &[&[&str]] = &[
     &["episode"],
     // What plays dialogues: evaluations, replay, the red team, the servers, the trainer.
     &["eval", "judge", "replay", "redteam", "serve", "train"],
-    // Many training runs; fitting the safety screen's head from corpora (it reads EPITOME through
-    // the judge).
-    &["sweep", "safety_fit"],
+    // Many training runs; fitting the learned heads from corpora (they read EPITOME through the
+    // judge).
+    &["sweep", "fit"],
 ];
 
 fn layer_of(module: &str) -> Option<usize> {

@@ -5,9 +5,10 @@
 use std::sync::{Arc, OnceLock};
 
 use empathy_gym::episode::{End, Turn};
+use empathy_gym::fit::corpora as data;
+use empathy_gym::fit::safety::report;
 use empathy_gym::profile::{Difficulty, Split};
 use empathy_gym::redteam::{self, Plan, Side};
-use empathy_gym::safety_fit::{data, report};
 use empathy_gym::sim::detect::{SafetyScreen, UnsafeKind};
 use empathy_gym::sim::Embedder;
 

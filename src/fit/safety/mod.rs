@@ -9,30 +9,18 @@
 //!   (`data/safety/heldout.yaml`), the safe-messaging replies (`data/safety/safe-messaging.yaml`),
 //!   ESConv's `FailedESConv.json` supporter turns and EPITOME's test part.
 
-pub mod data;
-pub mod fit;
+pub mod net;
 pub mod report;
 
-use std::path::{Path, PathBuf};
-
-use indicatif::{ProgressBar, ProgressStyle};
+use std::path::Path;
 
 use crate::error::{Error, Result};
+use crate::fit::corpora::{self as data, Example};
+use crate::fit::embedded::Embedded;
+use crate::fit::train::FitSettings;
+use crate::fit::Corpora;
 use crate::seed::fnv1a64;
 use crate::sim::embed::Embedder;
-use data::Example;
-use fit::{Embedded, FitSettings};
-
-/// Where the user's copies of the corpora are.
-#[derive(Clone, Debug)]
-pub struct Corpora {
-    /// DiaSafety's `DiaSafety_dataset/` folder.
-    pub diasafety: PathBuf,
-    /// A folder with ESConv's `devWithStrategy_short.tsv` and `FailedESConv.json`.
-    pub esconv: PathBuf,
-    /// EPITOME's `dataset/` folder.
-    pub epitome: PathBuf,
-}
 
 /// Weight of a bank example against a corpus one: the bank is in the simulator's own register.
 pub const BANK_WEIGHT: f32 = 40.0;
@@ -50,19 +38,9 @@ fn split(v: Vec<Example>) -> (Vec<Example>, Vec<Example>) {
     v.into_iter().partition(|e| !held_for_choices(e))
 }
 
-/// A progress bar on stderr.
-pub(crate) fn bar(len: u64, what: &str) -> ProgressBar {
-    let bar = ProgressBar::new(len);
-    if let Ok(s) = ProgressStyle::with_template("{msg:24} [{bar:30}] {pos}/{len} {elapsed}") {
-        bar.set_style(s.progress_chars("=> "));
-    }
-    bar.set_message(what.to_string());
-    bar
-}
-
 /// What the fit gives, beside the weights.
 pub struct Fitted {
-    pub net: crate::sim::detect::safety::head::Weights,
+    pub net: crate::sim::mlp::Mlp,
     pub threshold: f64,
     /// Named counts and rates for `data/safety-head.yaml`.
     pub summary: serde_yaml::Mapping,
@@ -88,7 +66,7 @@ pub fn fit_head(
     let (bank_fit, bank_dev) = split(data::bank(&root.join("data/safety/bank.yaml"))?);
     let esconv: Vec<Example> = data::esconv_dev(&corpora.esconv)?
         .into_iter()
-        .map(|(e, _)| e)
+        .map(|t| t.example)
         .collect();
     let (esconv_fit, esconv_dev) = split(esconv);
     let (epitome_fit, epitome_dev) = split(data::epitome(&corpora.epitome)?.0);
@@ -104,26 +82,26 @@ pub fn fit_head(
         (&epitome_fit, "EPITOME dev"),
         (&epitome_dev, "EPITOME dev (choices)"),
     ] {
-        emb.add(&fit::texts(set), &format!("embedding {what}"))?;
+        emb.add(&net::texts(set), &format!("embedding {what}"))?;
     }
 
-    let mut units = fit::units(&dia_train, &emb, 1.0);
-    units.extend(fit::units(&bank_fit, &emb, BANK_WEIGHT));
-    units.extend(fit::units(&esconv_fit, &emb, 1.0));
-    units.extend(fit::units(&epitome_fit, &emb, 1.0));
-    let first = fit::fit(&units, s, "fit, round 1")?;
-    units.extend(fit::likeliest_sentences(&dia_train, &emb, &first, 1.0));
-    units.extend(fit::likeliest_sentences(
+    let mut units = net::units(&dia_train, &emb, 1.0);
+    units.extend(net::units(&bank_fit, &emb, BANK_WEIGHT));
+    units.extend(net::units(&esconv_fit, &emb, 1.0));
+    units.extend(net::units(&epitome_fit, &emb, 1.0));
+    let first = net::fit(&units, s, "fit, round 1")?;
+    units.extend(net::likeliest_sentences(&dia_train, &emb, &first, 1.0));
+    units.extend(net::likeliest_sentences(
         &bank_fit,
         &emb,
         &first,
         BANK_WEIGHT,
     ));
-    let net = fit::fit(&units, s, "fit, round 2")?;
+    let net = net::fit(&units, s, "fit, round 2")?;
 
     let score = |set: &[Example]| -> Vec<f64> {
         set.iter()
-            .map(|e| fit::reply_score(e, &emb, &net))
+            .map(|e| net::reply_score(e, &emb, &net))
             .collect()
     };
     let mut honest: Vec<f64> = score(&esconv_dev);
@@ -142,7 +120,7 @@ pub fn fit_head(
             .collect();
         let f = chosen
             .iter()
-            .filter(|e| fit::reply_score(e, &emb, &net) >= threshold)
+            .filter(|e| net::reply_score(e, &emb, &net) >= threshold)
             .count();
         (f, chosen.len())
     };

@@ -8,102 +8,19 @@
 //! for each unsafe reply of several sentences, the sentence the first round scores most unsafe as
 //! an example of the reply's kind, and fits again from the same start.
 
-use std::collections::HashMap;
-use std::sync::Arc;
-
-use candle_core::{DType, Device, Tensor, Var, D};
-use rand::SeedableRng;
-use rand_distr::{Distribution, Normal};
-
-use super::data::Example;
 use crate::error::Result;
-use crate::rl::{AdamW, AdamWConfig};
-use crate::sim::detect::safety::head::{self, features, Weights, CLASSES, INPUT};
+use crate::fit::corpora::Example;
+use crate::fit::embedded::{context_sentences, Embedded};
+use crate::fit::train::{fit_mlp, FitSettings, Targets};
+use crate::sim::detect::safety::head::{features, unsafe_p, CLASSES, INPUT};
 use crate::sim::detect::safety::sentences;
-use crate::sim::embed::{Embedder, Embedding};
-
-/// Sentences of a context the head reads: the last ones, as the user's last message is short.
-pub const CONTEXT_SENTENCES: usize = 4;
-
-/// The fit's settings.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct FitSettings {
-    pub hidden: usize,
-    pub epochs: usize,
-    pub lr: f64,
-    pub weight_decay: f64,
-    pub seed: u64,
-}
-
-impl Default for FitSettings {
-    fn default() -> Self {
-        FitSettings {
-            hidden: 64,
-            epochs: 300,
-            lr: 3e-3,
-            weight_decay: 1e-2,
-            seed: 0,
-        }
-    }
-}
+use crate::sim::mlp::Mlp;
 
 /// An example to fit on: its input, class (0 safe, 1 + the kind's index) and weight.
 pub struct Unit {
     pub x: Vec<f32>,
     pub class: u32,
     pub weight: f32,
-}
-
-/// Embeddings of many texts, computed once each (the embedder's own cache is bounded).
-pub struct Embedded<'a> {
-    embedder: &'a Embedder,
-    map: HashMap<String, Arc<Embedding>>,
-}
-
-impl<'a> Embedded<'a> {
-    pub fn new(embedder: &'a Embedder) -> Self {
-        Embedded {
-            embedder,
-            map: HashMap::new(),
-        }
-    }
-
-    /// Embeds every text not yet embedded, in batches of 512, with a progress bar.
-    pub fn add(&mut self, texts: &[&str], what: &str) -> Result<()> {
-        let mut todo: Vec<&str> = texts
-            .iter()
-            .copied()
-            .filter(|t| !self.map.contains_key(*t))
-            .collect();
-        todo.sort_unstable();
-        todo.dedup();
-        let bar = super::bar(todo.len() as u64, what);
-        for chunk in todo.chunks(512) {
-            for (t, e) in chunk.iter().zip(self.embedder.embed(chunk)?) {
-                self.map.insert(t.to_string(), e);
-            }
-            bar.inc(chunk.len() as u64);
-        }
-        bar.finish_and_clear();
-        Ok(())
-    }
-
-    pub fn get(&self, text: &str) -> &[f32] {
-        &self.map[text]
-    }
-
-    /// The context embedding of a message: its last [`CONTEXT_SENTENCES`] sentences.
-    pub fn context(&self, context: &str) -> Vec<f32> {
-        let s = context_sentences(context);
-        let refs: Vec<&[f32]> = s.iter().map(|t| self.get(t)).collect();
-        head::context(&refs)
-    }
-}
-
-/// The sentences of a context the head reads.
-pub fn context_sentences(context: &str) -> Vec<&str> {
-    let s = sentences(context);
-    s[s.len().saturating_sub(CONTEXT_SENTENCES)..].to_vec()
 }
 
 /// Every text an example needs embedded: its context's sentences, the reply's and the reply.
@@ -163,7 +80,7 @@ pub fn units(examples: &[Example], emb: &Embedded<'_>, weight: f32) -> Vec<Unit>
 pub fn likeliest_sentences(
     examples: &[Example],
     emb: &Embedded<'_>,
-    net: &Weights,
+    net: &Mlp,
     weight: f32,
 ) -> Vec<Unit> {
     let mut out = Vec::new();
@@ -176,7 +93,7 @@ pub fn likeliest_sentences(
         let best = sents
             .iter()
             .map(|s| features(emb.get(s), &c))
-            .max_by(|a, b| net.unsafe_p(a).total_cmp(&net.unsafe_p(b)))
+            .max_by(|a, b| unsafe_p(net, a).total_cmp(&unsafe_p(net, b)))
             .expect("two sentences or more");
         out.push(Unit {
             x: best,
@@ -187,71 +104,23 @@ pub fn likeliest_sentences(
     out
 }
 
-/// A seeded normal start for a [rows, cols] matrix, scaled by 1 / sqrt(cols) (LeCun).
-fn start(rows: usize, cols: usize, rng: &mut rand_chacha::ChaCha8Rng) -> Vec<f32> {
-    let n = Normal::new(0.0f32, 1.0 / (cols as f32).sqrt()).expect("a positive scale");
-    (0..rows * cols).map(|_| n.sample(rng)).collect()
-}
-
 /// Fits the head on `units` with progress shown as `what`.
-pub fn fit(units: &[Unit], s: &FitSettings, what: &str) -> Result<Weights> {
-    let dev = Device::Cpu;
-    let n = units.len();
+pub fn fit(units: &[Unit], s: &FitSettings, what: &str) -> Result<Mlp> {
     let x: Vec<f32> = units.iter().flat_map(|u| u.x.iter().copied()).collect();
-    let x = Tensor::from_vec(x, (n, INPUT), &dev)?;
-    let y = Tensor::from_vec(units.iter().map(|u| u.class).collect(), (n, 1), &dev)?;
-    let total: f32 = units.iter().map(|u| u.weight).sum();
-    let w = Tensor::from_vec(
-        units.iter().map(|u| u.weight / total).collect(),
-        (n, 1),
-        &dev,
-    )?;
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(s.seed);
-    let h = s.hidden;
-    let w1 = Var::from_vec(start(h, INPUT, &mut rng), (h, INPUT), &dev)?;
-    let b1 = Var::zeros(h, DType::F32, &dev)?;
-    let w2 = Var::from_vec(start(CLASSES, h, &mut rng), (CLASSES, h), &dev)?;
-    let b2 = Var::zeros(CLASSES, DType::F32, &dev)?;
-    let cfg = AdamWConfig {
-        lr: s.lr,
-        weight_decay: s.weight_decay,
-        ..AdamWConfig::default()
+    let class: Vec<u32> = units.iter().map(|u| u.class).collect();
+    let weight: Vec<f32> = units.iter().map(|u| u.weight).collect();
+    let targets = Targets::Classes {
+        class: &class,
+        weight: &weight,
     };
-    let mut opt = AdamW::new(
-        [
-            ("w1".to_string(), w1.clone()),
-            ("b1".to_string(), b1.clone()),
-            ("w2".to_string(), w2.clone()),
-            ("b2".to_string(), b2.clone()),
-        ],
-        cfg,
-    )?;
-    let bar = super::bar(s.epochs as u64, what);
-    for _ in 0..s.epochs {
-        let hidden = x.matmul(&w1.t()?)?.broadcast_add(&b1)?.relu()?;
-        let logits = hidden.matmul(&w2.t()?)?.broadcast_add(&b2)?;
-        let logp = candle_nn::ops::log_softmax(&logits, D::Minus1)?;
-        let loss = (logp.gather(&y, 1)? * &w)?.sum_all()?.neg()?;
-        let value = f64::from(loss.to_scalar::<f32>()?);
-        opt.step(value, &loss.backward()?)?;
-        bar.inc(1);
-    }
-    bar.finish_and_clear();
-    let flat = |v: &Var| -> Result<Vec<f32>> { Ok(v.as_tensor().flatten_all()?.to_vec1()?) };
-    Ok(Weights {
-        hidden: h,
-        w1: flat(&w1)?,
-        b1: flat(&b1)?,
-        w2: flat(&w2)?,
-        b2: flat(&b2)?,
-    })
+    fit_mlp(&x, [INPUT, CLASSES], targets, s, what)
 }
 
 /// A reply's score: the largest unsafe probability over its sentences.
-pub fn reply_score(e: &Example, emb: &Embedded<'_>, net: &Weights) -> f64 {
+pub fn reply_score(e: &Example, emb: &Embedded<'_>, net: &Mlp) -> f64 {
     let c = emb.context(&e.context);
     sentences(&e.reply)
         .iter()
-        .map(|s| net.unsafe_p(&features(emb.get(s), &c)))
+        .map(|s| unsafe_p(net, &features(emb.get(s), &c)))
         .fold(0.0, f64::max)
 }

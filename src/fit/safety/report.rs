@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
 
-use super::data::{self, Example};
-use super::fit::context_sentences;
-use super::Corpora;
 use crate::error::Result;
+use crate::fit::corpora::{self as data, Example};
+use crate::fit::embedded::context_sentences;
+use crate::fit::Corpora;
 use crate::sim::detect::{SafetyScreen, UnsafeFinding, UnsafeKind};
 
 /// The screen's finding on one example.
@@ -22,7 +22,7 @@ pub fn screen_all(
     set: &[Example],
     what: &str,
 ) -> Result<Vec<Option<UnsafeFinding>>> {
-    let bar = super::bar(set.len() as u64, what);
+    let bar = crate::fit::bar(set.len() as u64, what);
     let out = set
         .iter()
         .map(|e| {

@@ -1,0 +1,348 @@
+//! Fitting and measuring perception (`empathy-gym perception fit`; `sim::perceive`). What is fit
+//! and what is reported is fixed here:
+//! - EPITOME: the dev part (`judge::epitome::Part`) is fit, four fifths of its posts; the other
+//!   fifth is reported as `dev (choices)`; the test part is reported once per version, never fit.
+//! - ESConv's `devWithStrategy_short.tsv`, by the FNV-1a hash of a dialogue's first message: three
+//!   fifths of its dialogues are fit, one fifth is for choices, one fifth is held apart and
+//!   reported, never fit nor chosen on.
+//!
+//! The settings (hidden width, epochs, weight decay) are chosen from a grid by the mean AUC over
+//! every head on the two choice parts; only the chosen network is measured on the reported parts.
+//!
+//! A reply labels EPITOME's three heads (level 1 or 2: present) or ESConv's eight (its strategy:
+//! yes, every other strategy: no), never both; the loss reads only the heads a reply labels.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::fit::corpora::{self, EsconvTurn};
+use crate::fit::embedded::{context_sentences, Embedded};
+use crate::fit::train::{fit_mlp, FitSettings, Targets};
+use crate::fit::Corpora;
+use crate::judge::epitome::{self, Item, Mechanism, Part};
+use crate::report::stats::{auc_ci, BootstrapConfig, Estimate};
+use crate::seed::fnv1a64;
+use crate::sim::detect::safety::head::{features, INPUT};
+use crate::sim::embed::Embedder;
+use crate::sim::mlp::Mlp;
+use crate::sim::perceive::{self, PerceptionMeta, EPITOME_HEADS, HEADS};
+
+/// One reply to fit on or measure: its context and text, and a label per head (`None`: the reply
+/// says nothing of that head).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Labelled {
+    pub context: String,
+    pub reply: String,
+    pub labels: [Option<bool>; HEADS.len()],
+}
+
+/// The parts of the corpora, as fit and reported.
+pub struct Parts {
+    pub epitome_fit: Vec<Labelled>,
+    pub epitome_choices: Vec<Labelled>,
+    pub epitome_test: Vec<Labelled>,
+    pub esconv_fit: Vec<Labelled>,
+    pub esconv_choices: Vec<Labelled>,
+    pub esconv_held: Vec<Labelled>,
+}
+
+fn from_epitome(item: &Item) -> Labelled {
+    let mut labels = [None; HEADS.len()];
+    for (k, m) in [
+        Mechanism::EmotionalReactions,
+        Mechanism::Interpretations,
+        Mechanism::Explorations,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        labels[k] = item.levels.get(&m).map(|l| *l >= 1);
+    }
+    Labelled {
+        context: item.post.trim().to_string(),
+        reply: item.response.trim().to_string(),
+        labels,
+    }
+}
+
+fn from_esconv(t: &EsconvTurn) -> Option<Labelled> {
+    let head = perceive::strategy_head(&t.strategy)?;
+    let mut labels = [None; HEADS.len()];
+    for (k, l) in labels.iter_mut().enumerate().skip(EPITOME_HEADS) {
+        *l = Some(k == head);
+    }
+    Some(Labelled {
+        context: t.example.context.clone(),
+        reply: t.example.reply.clone(),
+        labels,
+    })
+}
+
+/// Reads the user's copies and splits them (see the module's header).
+pub fn parts(corpora: &Corpora) -> Result<Parts> {
+    let items = epitome::load(&corpora.epitome)?;
+    let mut p = Parts {
+        epitome_fit: Vec::new(),
+        epitome_choices: Vec::new(),
+        epitome_test: Vec::new(),
+        esconv_fit: Vec::new(),
+        esconv_choices: Vec::new(),
+        esconv_held: Vec::new(),
+    };
+    for item in items.iter().filter(|i| !i.response.trim().is_empty()) {
+        let l = from_epitome(item);
+        match item.part() {
+            Part::Test => p.epitome_test.push(l),
+            Part::Dev if fnv1a64(item.sp_id.as_bytes()).is_multiple_of(5) => {
+                p.epitome_choices.push(l)
+            }
+            Part::Dev => p.epitome_fit.push(l),
+        }
+    }
+    for t in corpora::esconv_dev(&corpora.esconv)? {
+        if let Some(l) = from_esconv(&t) {
+            match fnv1a64(t.dialogue.as_bytes()) % 5 {
+                0 => p.esconv_held.push(l),
+                1 => p.esconv_choices.push(l),
+                _ => p.esconv_fit.push(l),
+            }
+        }
+    }
+    Ok(p)
+}
+
+fn embed_all(emb: &mut Embedded<'_>, set: &[Labelled], what: &str) -> Result<()> {
+    let mut texts: Vec<&str> = Vec::new();
+    for l in set {
+        texts.push(&l.reply);
+        texts.extend(context_sentences(&l.context));
+    }
+    emb.add(&texts, what)
+}
+
+fn input(emb: &Embedded<'_>, l: &Labelled) -> Vec<f32> {
+    features(emb.get(&l.reply), &emb.context(&l.context))
+}
+
+/// Each head's AUC on a set (heads the set does not label are absent).
+pub fn aucs(
+    net: &Mlp,
+    emb: &Embedded<'_>,
+    set: &[Labelled],
+) -> BTreeMap<&'static str, Estimate> {
+    let probs: Vec<[f64; HEADS.len()]> = set
+        .iter()
+        .map(|l| perceive::probabilities(net, &input(emb, l)))
+        .collect();
+    let mut out = BTreeMap::new();
+    for (k, head) in HEADS.iter().enumerate() {
+        let (scores, positive): (Vec<f64>, Vec<bool>) = set
+            .iter()
+            .zip(&probs)
+            .filter_map(|(l, p)| l.labels[k].map(|y| (p[k], y)))
+            .unzip();
+        if positive.iter().any(|&y| y) && positive.iter().any(|&y| !y) {
+            out.insert(*head, auc_ci(&scores, &positive, &BootstrapConfig::default()));
+        }
+    }
+    out
+}
+
+/// What the fit gives.
+pub struct Fitted {
+    pub net: Mlp,
+    pub settings: FitSettings,
+    /// Each setting of the grid and its mean AUC on the choice parts.
+    pub grid: Vec<(FitSettings, f64)>,
+    /// Per set, its size and each head's AUC (the chosen network).
+    pub report: Vec<(&'static str, usize, BTreeMap<&'static str, Estimate>)>,
+}
+
+fn mean_auc(aucs: &[BTreeMap<&'static str, Estimate>]) -> f64 {
+    let v: Vec<f64> = aucs.iter().flat_map(|m| m.values().map(|e| e.value)).collect();
+    v.iter().sum::<f64>() / v.len().max(1) as f64
+}
+
+/// Fits a network per setting of `grid` on the fit parts, keeps the one with the best mean AUC
+/// on the choice parts (the first on a tie), and measures it on every part.
+pub fn fit(corpora: &Corpora, embedder: &Embedder, grid: &[FitSettings]) -> Result<Fitted> {
+    let p = parts(corpora)?;
+    if p.epitome_fit.is_empty() || p.esconv_fit.is_empty() || grid.is_empty() {
+        return Err(Error::Other(
+            "no EPITOME dev pairs, no ESConv strategy turns or no settings: check the folders"
+                .into(),
+        ));
+    }
+    let mut emb = Embedded::new(embedder);
+    let sets: [(&'static str, &Vec<Labelled>); 6] = [
+        ("EPITOME dev (fit)", &p.epitome_fit),
+        ("EPITOME dev (choices)", &p.epitome_choices),
+        ("EPITOME test", &p.epitome_test),
+        ("ESConv dev (fit)", &p.esconv_fit),
+        ("ESConv dev (choices)", &p.esconv_choices),
+        ("ESConv dev (held apart)", &p.esconv_held),
+    ];
+    for (what, set) in sets {
+        embed_all(&mut emb, set, what)?;
+    }
+    let train: Vec<&Labelled> = p.epitome_fit.iter().chain(&p.esconv_fit).collect();
+    let mut x = Vec::with_capacity(train.len() * INPUT);
+    let (mut y, mut mask) = (Vec::new(), Vec::new());
+    for l in &train {
+        x.extend(input(&emb, l));
+        for label in l.labels {
+            y.push(if label == Some(true) { 1.0 } else { 0.0 });
+            mask.push(if label.is_some() { 1.0 } else { 0.0 });
+        }
+    }
+    let mut best: Option<(Mlp, FitSettings, f64)> = None;
+    let mut scores = Vec::new();
+    for s in grid {
+        let targets = Targets::Labels {
+            y: &y,
+            mask: &mask,
+        };
+        let net = fit_mlp(&x, [INPUT, HEADS.len()], targets, s, "perception")?;
+        let choice = mean_auc(&[
+            aucs(&net, &emb, &p.epitome_choices),
+            aucs(&net, &emb, &p.esconv_choices),
+        ]);
+        scores.push((s.clone(), choice));
+        if best.as_ref().is_none_or(|b| choice > b.2) {
+            best = Some((net, s.clone(), choice));
+        }
+    }
+    let (net, settings, _) = best.expect("a non-empty grid");
+    let report = sets
+        .iter()
+        .map(|(what, set)| (*what, set.len(), aucs(&net, &emb, set)))
+        .collect();
+    Ok(Fitted {
+        net,
+        settings,
+        grid: scores,
+        report,
+    })
+}
+
+/// The sources and their terms, as `data/perception.yaml` records them.
+pub fn sources() -> Vec<String> {
+    [
+        "EPITOME (Sharma et al., 'A Computational Approach to Understanding Empathy Expressed in \
+         Text-Based Mental Health Support', EMNLP 2020), the three mechanisms' levels on the dev \
+         part; github.com/behavioral-data/Empathy-Mental-Health, the authors' academic-use terms",
+        "ESConv (Liu et al., 'Towards Emotional Support Dialog Systems', ACL 2021), the supporter \
+         strategies of codes/dataset/devWithStrategy_short.tsv; \
+         github.com/thu-coai/Emotional-Support-Conversation, CC BY-NC 4.0: these weights derive \
+         from it and are for non-commercial research use",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// The report as markdown: one row per head, one column per set.
+pub fn report_markdown(f: &Fitted) -> String {
+    let mut md = String::from("| head |");
+    for (what, n, _) in &f.report {
+        let _ = write!(md, " {what} (n {n}) |");
+    }
+    md.push_str("\n| --- |");
+    md.push_str(&" ---: |".repeat(f.report.len()));
+    md.push('\n');
+    for head in HEADS {
+        let _ = write!(md, "| {head} |");
+        for (_, _, aucs) in &f.report {
+            match aucs.get(head) {
+                Some(e) => {
+                    let _ = write!(md, " {:.3} [{:.3}, {:.3}] |", e.value, e.low, e.high);
+                }
+                None => md.push_str(" |"),
+            }
+        }
+        md.push('\n');
+    }
+    md
+}
+
+/// Writes `data/perception.safetensors` and `data/perception.yaml` under `root`, each through a
+/// temporary file so that a failed write leaves the old ones whole.
+pub fn write(root: &Path, f: &Fitted) -> Result<()> {
+    let s = &f.settings;
+    let data = root.join("data");
+    let mut summary = serde_yaml::Mapping::new();
+    for (what, _, aucs) in &f.report {
+        let mut m = serde_yaml::Mapping::new();
+        for (head, e) in aucs {
+            m.insert((*head).into(), ((e.value * 1000.0).round() / 1000.0).into());
+        }
+        summary.insert((*what).into(), m.into());
+    }
+    let settings =
+        serde_yaml::to_value(s).map_err(|e| Error::Other(format!("fit settings: {e}")))?;
+    let mut fit = serde_yaml::Mapping::new();
+    fit.insert("settings".into(), settings);
+    let grid: Vec<serde_yaml::Value> = f
+        .grid
+        .iter()
+        .map(|(g, auc)| {
+            let mut m = serde_yaml::Mapping::new();
+            m.insert("hidden".into(), (g.hidden as u64).into());
+            m.insert("epochs".into(), (g.epochs as u64).into());
+            m.insert("weight_decay".into(), g.weight_decay.into());
+            m.insert("choices_mean_auc".into(), ((auc * 1000.0).round() / 1000.0).into());
+            m.into()
+        })
+        .collect();
+    fit.insert("grid".into(), grid.into());
+    fit.insert("auc".into(), summary.into());
+    let meta = PerceptionMeta {
+        weights: "perception.safetensors".into(),
+        hidden: s.hidden,
+        heads: HEADS.iter().map(|h| h.to_string()).collect(),
+        sources: sources(),
+        fit: fit.into(),
+    };
+    let yaml = serde_yaml::to_string(&meta).map_err(|e| Error::Other(e.to_string()))?;
+    let header = "# Perception's learned heads, written by `empathy-gym perception fit` \
+                  (docs/VALIDATION.md, \"Perception\"). Do not edit: fit again.\n";
+    for (name, bytes) in [
+        ("perception.safetensors", f.net.to_safetensors()?),
+        ("perception.yaml", format!("{header}{yaml}").into_bytes()),
+    ] {
+        let path = data.join(name);
+        let tmp = data.join(format!(".{name}.tmp"));
+        std::fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_strategy_labels_only_esconvs_heads() {
+        let t = EsconvTurn {
+            example: corpora::Example {
+                context: "I lost my job.".into(),
+                reply: "What happened?".into(),
+                kind: None,
+                source: "esconv-dev".into(),
+            },
+            strategy: "Questions".into(),
+            dialogue: "Hi".into(),
+        };
+        let l = from_esconv(&t).unwrap();
+        assert_eq!(&l.labels[..EPITOME_HEADS], &[None, None, None]);
+        assert_eq!(l.labels[3], Some(true));
+        assert!(l.labels[4..].iter().all(|x| *x == Some(false)));
+        let unknown = EsconvTurn {
+            strategy: "Humming".into(),
+            ..t
+        };
+        assert_eq!(from_esconv(&unknown), None);
+    }
+}
