@@ -32,7 +32,11 @@ pub struct FitArgs {
     #[arg(long, value_delimiter = ',', default_value = "16,64")]
     pub hidden: Vec<usize>,
     /// AdamW's weight decay: the grid's values.
-    #[arg(long = "weight-decay", value_delimiter = ',', default_value = "0.01,0.1")]
+    #[arg(
+        long = "weight-decay",
+        value_delimiter = ',',
+        default_value = "0.01,0.1"
+    )]
     pub weight_decay: Vec<f64>,
     /// The seed of the weights' start.
     #[arg(long, default_value_t = 0)]

@@ -127,11 +127,7 @@ fn input(emb: &Embedded<'_>, l: &Labelled) -> Vec<f32> {
 }
 
 /// Each head's AUC on a set (heads the set does not label are absent).
-pub fn aucs(
-    net: &Mlp,
-    emb: &Embedded<'_>,
-    set: &[Labelled],
-) -> BTreeMap<&'static str, Estimate> {
+pub fn aucs(net: &Mlp, emb: &Embedded<'_>, set: &[Labelled]) -> BTreeMap<&'static str, Estimate> {
     let probs: Vec<[f64; HEADS.len()]> = set
         .iter()
         .map(|l| perceive::probabilities(net, &input(emb, l)))
@@ -144,7 +140,10 @@ pub fn aucs(
             .filter_map(|(l, p)| l.labels[k].map(|y| (p[k], y)))
             .unzip();
         if positive.iter().any(|&y| y) && positive.iter().any(|&y| !y) {
-            out.insert(*head, auc_ci(&scores, &positive, &BootstrapConfig::default()));
+            out.insert(
+                *head,
+                auc_ci(&scores, &positive, &BootstrapConfig::default()),
+            );
         }
     }
     out
@@ -161,7 +160,10 @@ pub struct Fitted {
 }
 
 fn mean_auc(aucs: &[BTreeMap<&'static str, Estimate>]) -> f64 {
-    let v: Vec<f64> = aucs.iter().flat_map(|m| m.values().map(|e| e.value)).collect();
+    let v: Vec<f64> = aucs
+        .iter()
+        .flat_map(|m| m.values().map(|e| e.value))
+        .collect();
     v.iter().sum::<f64>() / v.len().max(1) as f64
 }
 
@@ -200,10 +202,7 @@ pub fn fit(corpora: &Corpora, embedder: &Embedder, grid: &[FitSettings]) -> Resu
     let mut best: Option<(Mlp, FitSettings, f64)> = None;
     let mut scores = Vec::new();
     for s in grid {
-        let targets = Targets::Labels {
-            y: &y,
-            mask: &mask,
-        };
+        let targets = Targets::Labels { y: &y, mask: &mask };
         let net = fit_mlp(&x, [INPUT, HEADS.len()], targets, s, "perception")?;
         let choice = mean_auc(&[
             aucs(&net, &emb, &p.epitome_choices),
@@ -291,7 +290,10 @@ pub fn write(root: &Path, f: &Fitted) -> Result<()> {
             m.insert("hidden".into(), (g.hidden as u64).into());
             m.insert("epochs".into(), (g.epochs as u64).into());
             m.insert("weight_decay".into(), g.weight_decay.into());
-            m.insert("choices_mean_auc".into(), ((auc * 1000.0).round() / 1000.0).into());
+            m.insert(
+                "choices_mean_auc".into(),
+                ((auc * 1000.0).round() / 1000.0).into(),
+            );
             m.into()
         })
         .collect();

@@ -107,13 +107,15 @@ impl Part {
 }
 
 /// The data files that make up the appraiser and the judge's rules, in the order hashed.
-const DATA_FILES: [&str; 9] = [
+const DATA_FILES: [&str; 11] = [
     "appraiser.yaml",
     "detectors.yaml",
     "difficulty.yaml",
     "judge.yaml",
     "lexicon.yaml",
     "moves.yaml",
+    "perception.yaml",
+    "perception.safetensors",
     "safety.yaml",
     "safety-head.yaml",
     "safety-head.safetensors",

@@ -14,6 +14,7 @@ use super::embed::{cosine, Embedder, Embedding};
 use super::factual::{judge_answer, FactualVerdict};
 use super::lexicon::{Cues, Lexicon};
 use super::moves::Move;
+use super::perceive::{Perception, HEADS};
 use super::text::{looping, sentences, words};
 use super::warmth::warmth;
 use crate::error::Result;
@@ -74,17 +75,20 @@ pub struct Appraiser {
     lexicon: Lexicon,
     embedder: Arc<Embedder>,
     prototypes: BTreeMap<Move, Vec<Arc<Embedding>>>,
+    perception: Option<Perception>,
     /// The FNV-1a 64 of [`RULE_FILES`] as read, in that order.
     data: String,
 }
 
 /// The rule files under `data/` that decide every dialogue, in the order fingerprinted: the
 /// appraiser's, and the speaker's (what the user says is what the next reply is judged against).
-pub const RULE_FILES: [&str; 8] = [
+pub const RULE_FILES: [&str; 10] = [
     "appraiser.yaml",
     "detectors.yaml",
     "lexicon.yaml",
     "moves.yaml",
+    "perception.yaml",
+    "perception.safetensors",
     "safety.yaml",
     "safety-head.yaml",
     "safety-head.safetensors",
@@ -117,7 +121,12 @@ impl Appraiser {
             prototypes.insert(*m, embedder.embed(&refs)?);
         }
         let data = crate::profile::yaml::fingerprint(&root.join("data"), &RULE_FILES)?;
+        let perception = match &cfg.perception {
+            Some(p) => Some(Perception::load(&root.join("data").join(&p.heads))?),
+            None => None,
+        };
         Ok(Appraiser {
+            perception,
             cfg,
             detectors,
             safety,
@@ -358,8 +367,25 @@ impl Appraiser {
                 .feelings
                 .iter()
                 .any(|f| padded.contains(f.as_str()));
+        let heads = self.heads(inp, reply)?;
         let mut moves = BTreeMap::new();
         for m in Move::ALL {
+            if let (Some(p), Some(use_)) = (heads, &self.cfg.perception) {
+                if let Some(names) = use_.moves.get(&m) {
+                    let learned = names
+                        .iter()
+                        .filter_map(|n| HEADS.iter().position(|h| h == n))
+                        .map(|k| p[k])
+                        .fold(0.0, f64::max);
+                    let gated = match m {
+                        Move::Validate if findings.feeling_salad => 0.0,
+                        Move::OpenQuestion if findings.stacked_questions => 0.0,
+                        _ => learned,
+                    };
+                    moves.insert(m, gated);
+                    continue;
+                }
+            }
             let sem = match self.prototypes.get(&m) {
                 Some(p) => self
                     .cfg
@@ -399,6 +425,50 @@ impl Appraiser {
 }
 
 impl Appraiser {
+    /// Perception's heads on a reply in the context of the user's last message (its last
+    /// sentences), when the appraiser reads them.
+    fn heads(&self, inp: &AppraisalInput<'_>, reply: &[f32]) -> Result<Option<[f64; HEADS.len()]>> {
+        let Some(p) = &self.perception else {
+            return Ok(None);
+        };
+        let last = inp.user_messages.last().copied().unwrap_or("");
+        let all = super::detect::safety::sentences(last);
+        let recent = &all[all.len().saturating_sub(4)..];
+        let embs = self.embedder.embed(recent)?;
+        let refs: Vec<&[f32]> = embs.iter().map(|e| &e[..]).collect();
+        let context = super::detect::safety::head::context(&refs);
+        Ok(Some(p.read(reply, &context)))
+    }
+}
+
+/// What the user says of a move that cost points.
+pub fn cost_reason(m: Move) -> &'static str {
+    match m {
+        Move::Advice => "told me what to do",
+        Move::Minimize => "brushed it off",
+        Move::Moralize => "lectured me",
+        Move::ChangeTopic => "changed the subject",
+        Move::SelfFocus => "made it about themselves",
+        Move::Platitude => "an empty cliché",
+        Move::Validate => "named a feeling I don't have",
+        Move::Reflect => "went over what I said",
+        Move::OpenQuestion => "asked me things I didn't want asked",
+        Move::Reassure => "brushed it off with reassurance",
+        Move::SharePerspective => "told me how to see it",
+    }
+}
+
+/// The supportive points of a reply: `gains` summed largest first, the k-th times `decay^k`.
+pub fn stacked(mut gains: Vec<f64>, decay: f64) -> f64 {
+    gains.sort_by(|a, b| b.total_cmp(a));
+    gains
+        .iter()
+        .enumerate()
+        .map(|(k, g)| g * decay.powi(k as i32))
+        .sum()
+}
+
+impl Appraiser {
     #[allow(clippy::too_many_arguments)]
     fn score(
         &self,
@@ -414,7 +484,7 @@ impl Appraiser {
         let (cfg, knobs, scenario) = (&self.cfg, &inp.profile.knobs, &inp.profile.scenario);
         let need = scenario.need;
         let scale = &cfg.character[&inp.profile.persona.character];
-        let mut fit = 0.0;
+        let mut gains = Vec::new();
         let mut misfit = 0.0;
         for (&m, &s) in moves {
             let mut w = cfg.weight(need, m);
@@ -422,11 +492,13 @@ impl Appraiser {
                 w *= cfg.first_turn_acknowledge;
             }
             if w > 0.0 {
-                fit += w * s;
-            } else {
+                gains.push(w * s);
+            } else if w < 0.0 && s >= cfg.cost_floor {
                 misfit += w * s;
+                out.reasons.push(cost_reason(m).into());
             }
         }
+        let mut fit = stacked(gains, cfg.stacking_decay);
         let (help_sim, hurt_sim) = (
             self.max_sim(reply, &scenario.helps)?,
             self.max_sim(reply, &scenario.hurts)?,
@@ -458,9 +530,15 @@ impl Appraiser {
             c.insert("generic", scale.gain * generic);
             out.reasons.push("too generic to land".into());
         }
+        if c.values().sum::<f64>() < cfg.resistance && out.reasons.is_empty() {
+            out.reasons.push("that didn't reach me".into());
+        }
         c.insert("resistance", -cfg.resistance);
         c.insert("misfit", scale.loss * misfit);
         c.insert("hurts", scale.loss * hurts);
+        if hurts < 0.0 {
+            out.reasons.push("that touched a sore spot".into());
+        }
         if need.is_emotional() && inp.emotion < knobs.advice_ready_at && moves[&Move::Advice] >= 0.5
         {
             c.insert("early_advice", -scale.loss * knobs.early_advice_penalty);
@@ -604,16 +682,12 @@ impl Appraiser {
         (self.cfg.length.points_per_excess * excess / 0.5).max(self.cfg.length.max)
     }
 
+    /// The reasons of the moves that landed (the costly ones are named where they are charged).
     fn move_reasons(&self, moves: &BTreeMap<Move, f64>, reasons: &mut Vec<String>) {
         let said = [
             (Move::Validate, "named how I feel"),
             (Move::Reflect, "picked up what I said"),
             (Move::OpenQuestion, "asked me something open"),
-            (Move::Minimize, "brushed it off"),
-            (Move::Moralize, "lectured me"),
-            (Move::ChangeTopic, "changed the subject"),
-            (Move::SelfFocus, "made it about themselves"),
-            (Move::Platitude, "an empty cliché"),
         ];
         for (m, reason) in said {
             if moves[&m] >= 0.5 {

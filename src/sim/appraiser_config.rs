@@ -93,6 +93,17 @@ pub struct Scale {
     pub loss: f64,
 }
 
+/// How supportive moves read perception's learned heads (`sim::perceive`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PerceptionUse {
+    /// The heads' file under `data/`.
+    pub heads: String,
+    /// Per move, the heads whose largest probability is the move's score, in place of the
+    /// phrase lists and prototypes; moves not named keep those.
+    pub moves: BTreeMap<Move, Vec<String>>,
+}
+
 /// All weights of the appraiser.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -112,6 +123,21 @@ pub struct AppraiserConfig {
     pub factual: Factual,
     pub character: BTreeMap<Character, Scale>,
     pub first_turn_acknowledge: f64,
+    /// Learned perception; absent: phrase lists and prototypes alone.
+    #[serde(default)]
+    pub perception: Option<PerceptionUse>,
+    /// The supportive moves' points are summed largest first, the k-th (from 0) times
+    /// `stacking_decay^k`: a reply that stacks one phrase per move does not add them up.
+    #[serde(default = "no_decay")]
+    pub stacking_decay: f64,
+    /// A costly move scoring below this costs nothing (too faint to name); at or above it, it
+    /// costs and the user names it.
+    #[serde(default)]
+    pub cost_floor: f64,
+}
+
+fn no_decay() -> f64 {
+    1.0
 }
 
 impl AppraiserConfig {
@@ -150,6 +176,30 @@ impl AppraiserConfig {
                     "character",
                     format!("missing scale for {c:?}"),
                 ));
+            }
+        }
+        if !(0.0..=1.0).contains(&cfg.stacking_decay) {
+            return Err(Error::input(
+                path,
+                "stacking_decay",
+                "must be in [0, 1] (1: moves add up, 0: only the largest counts)",
+            ));
+        }
+        if let Some(p) = &cfg.perception {
+            for (m, heads) in &p.moves {
+                if let Some(h) = heads
+                    .iter()
+                    .find(|h| !super::perceive::HEADS.contains(&h.as_str()))
+                {
+                    return Err(Error::input(
+                        path,
+                        format!("perception.moves.{}", m.as_str()),
+                        format!(
+                            "no head `{h}`: use one of {}",
+                            super::perceive::HEADS.join(", ")
+                        ),
+                    ));
+                }
             }
         }
         Ok(cfg)

@@ -162,3 +162,78 @@ fn a_bad_grammar_names_the_field() {
         "{err}"
     );
 }
+
+/// Every change is explained: over the references, the adversaries and the search's found
+/// policies, each component that lowers the emotion comes with a reason in the user's words (the
+/// resistance threshold is named when the reply earned less than it and nothing else was said),
+/// and a reply that lowers the emotion is never left without one.
+#[test]
+fn every_cost_carries_a_reason() {
+    use empathy_gym::episode::Turn;
+    use empathy_gym::sim::appraiser::cost_reason;
+    use empathy_gym::sim::Move;
+
+    let mut entries = redteam::load_dir(
+        &root().join("configs/baselines"),
+        Side::Reference,
+        catalog(),
+    )
+    .unwrap();
+    for dir in ["configs/redteam", "results/redteam/search/found"] {
+        entries.extend(redteam::load_dir(&root().join(dir), Side::Adversary, catalog()).unwrap());
+    }
+    let plan = Plan {
+        splits: vec![Split::Test],
+        difficulties: vec![Difficulty::Moderate],
+        repeats: 1,
+        seed: 3,
+        limit: Some(6),
+    };
+    let mut seen = 0;
+    redteam::play(simulator(), catalog(), &mut entries, &plan, |e, recs| {
+        for r in recs {
+            for t in &r.turns {
+                let Turn::User {
+                    appraisal: Some(a), ..
+                } = t
+                else {
+                    continue;
+                };
+                seen += 1;
+                let costs: Vec<&String> = a
+                    .components
+                    .iter()
+                    .filter(|(k, v)| **v < 0.0 && k.as_str() != "resistance")
+                    .map(|(k, _)| k)
+                    .collect();
+                assert!(
+                    costs.is_empty() || !a.reasons.is_empty(),
+                    "{}: {costs:?} without a reason",
+                    e.name
+                );
+                let has = |r: &str| a.reasons.iter().any(|x| x == r);
+                if costs.iter().any(|k| k.as_str() == "misfit") {
+                    assert!(
+                        Move::ALL.iter().any(|m| has(cost_reason(*m))),
+                        "{}: misfit unnamed: {:?}",
+                        e.name,
+                        a.reasons
+                    );
+                }
+                if costs.iter().any(|k| k.as_str() == "hurts") {
+                    assert!(has("that touched a sore spot"), "{}", e.name);
+                }
+                assert!(
+                    a.raw >= 0.0 || !a.reasons.is_empty(),
+                    "{}: a fall of {} without a reason: {:?}",
+                    e.name,
+                    a.raw,
+                    a.components
+                );
+            }
+        }
+        Ok(())
+    })
+    .unwrap();
+    assert!(seen > 100, "{seen} appraisals");
+}
