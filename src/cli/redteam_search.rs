@@ -77,6 +77,8 @@ struct Resolved<'a> {
     test_repeats: u64,
     seed: u64,
     simulator: &'a str,
+    /// The fingerprint of the rule files the simulator read: the reward version searched.
+    rules: Option<String>,
 }
 
 fn under(root: &Path, p: &Path) -> PathBuf {
@@ -200,6 +202,7 @@ pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<()> {
         test_repeats: args.repeats,
         seed: args.seed,
         simulator: args.sim.simulator.as_str(),
+        rules: sim.info().data,
     };
     std::fs::write(
         args.out.join("config.yaml"),
@@ -209,7 +212,7 @@ pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<()> {
     md.push_str(&format!(
         "Written by `{command}`. The search evolved template policies from `{}` for {} \
          generations ({} policies kept, {} children each; {evaluated} distinct policies \
-         evaluated), each scored by its mean final emotion on {} train profiles at {}, one \
+         evaluated) against the rules {}, each scored by its mean final emotion on {} train profiles at {}, one \
          dialogue each, seed {}: {search_s:.0} s on this machine, {seconds:.0} s in all. The {} \
          best were then played on every test profile, {} dialogues each, beside the references; \
          their scripts are in `found/`, their test dialogues in `episodes.jsonl`.\n\n",
@@ -217,6 +220,7 @@ pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<()> {
         args.generations,
         args.population,
         args.children,
+        resolved.rules.as_deref().unwrap_or("(not fingerprinted)"),
         args.limit,
         resolved.difficulties.join(" and "),
         args.seed,

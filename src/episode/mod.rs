@@ -13,5 +13,8 @@ pub use env::{step_batch, DialogueEnv, Observation, StepOutcome};
 pub use log::{read_episodes, EpisodeLog, EpisodeWriter};
 pub use model_policy::{split_think, ModelPolicy};
 pub use policy::{FnPolicy, Policy, PolicyReply, PolicyRequest, ScriptedPolicy};
-pub use record::{end_word, End, EpisodeRecord, PolicyRef, ProfileRef, SimulatorRef, Turn, SCHEMA};
+pub use record::{
+    component_share, end_word, End, EpisodeRecord, PolicyRef, ProfileRef, SimulatorRef, Turn,
+    SCHEMA,
+};
 pub use rollout::{rollout, EpisodeJob, RolloutOptions};

@@ -207,4 +207,32 @@ impl EpisodeRecord {
     pub fn final_emotion(&self) -> u8 {
         self.emotions().last().copied().unwrap_or(0)
     }
+
+    /// Appraised replies, and how many of them hold the component `name` (`cut_off`).
+    pub fn replies_with(&self, name: &str) -> (usize, usize) {
+        let mut out = (0, 0);
+        for t in &self.turns {
+            if let Turn::User {
+                appraisal: Some(a), ..
+            } = t
+            {
+                out.0 += 1;
+                out.1 += usize::from(a.components.contains_key(name));
+            }
+        }
+        out
+    }
+}
+
+/// The share of the appraised replies of `records` that hold the component `name`; `None` when
+/// none was appraised.
+pub fn component_share<'a>(
+    records: impl IntoIterator<Item = &'a EpisodeRecord>,
+    name: &str,
+) -> Option<f64> {
+    let (n, k) = records
+        .into_iter()
+        .map(|r| r.replies_with(name))
+        .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+    (n > 0).then(|| k as f64 / n as f64)
 }

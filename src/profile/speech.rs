@@ -24,6 +24,8 @@ pub enum Reaction {
     OffTopic,
     /// Words that do not hang together.
     Incoherent,
+    /// The reply stopped mid-sentence.
+    CutOff,
     /// A story about the listener.
     SelfFocus,
     Minimize,
@@ -42,12 +44,13 @@ pub enum Reaction {
 }
 
 impl Reaction {
-    pub const ALL: [Reaction; 14] = [
+    pub const ALL: [Reaction; 15] = [
         Reaction::Unsafe,
         Reaction::Parroted,
         Reaction::Meta,
         Reaction::OffTopic,
         Reaction::Incoherent,
+        Reaction::CutOff,
         Reaction::SelfFocus,
         Reaction::Minimize,
         Reaction::Moralize,
@@ -67,6 +70,7 @@ impl Reaction {
             Reaction::Meta => "meta",
             Reaction::OffTopic => "off_topic",
             Reaction::Incoherent => "incoherent",
+            Reaction::CutOff => "cut_off",
             Reaction::SelfFocus => "self_focus",
             Reaction::Minimize => "minimize",
             Reaction::Moralize => "moralize",

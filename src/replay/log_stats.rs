@@ -65,7 +65,7 @@ impl std::str::FromStr for By {
 }
 
 /// The table's columns, in order.
-pub const STATS_COLUMNS: [&str; 10] = [
+pub const STATS_COLUMNS: [&str; 11] = [
     "by",
     "group",
     "episodes",
@@ -76,6 +76,7 @@ pub const STATS_COLUMNS: [&str; 10] = [
     "max_turns",
     "unsafe",
     "mean_reply_chars",
+    "cut_off_share",
 ];
 
 /// What to aggregate by.
@@ -105,6 +106,9 @@ struct Acc {
     ends: [usize; 4],
     reply_chars: usize,
     replies: usize,
+    /// Appraised replies, and those cut off mid-sentence.
+    appraised: usize,
+    cut_off: usize,
 }
 
 impl Acc {
@@ -119,6 +123,9 @@ impl Acc {
             self.reply_chars += text.chars().count();
             self.replies += 1;
         }
+        let (appraised, cut) = r.replies_with("cut_off");
+        self.appraised += appraised;
+        self.cut_off += cut;
     }
 
     fn row(&self, by: &str, group: &str) -> Vec<String> {
@@ -139,6 +146,11 @@ impl Acc {
             self.ends[End::MaxTurns as usize].to_string(),
             self.ends[End::Unsafe as usize].to_string(),
             chars,
+            if self.appraised == 0 {
+                "-".to_string()
+            } else {
+                format!("{:.3}", self.cut_off as f64 / self.appraised as f64)
+            },
         ]
     }
 }

@@ -3,7 +3,8 @@
 use super::*;
 
 /// A record at `step` on `scenario:persona` with user emotions `emotions`, one reply per step
-/// between them, ending `end` with `reward`.
+/// between them, ending `end` with `reward`. Replies of 4 characters or more are appraised as cut
+/// off mid-sentence.
 fn rec(
     step: u64,
     profile: &str,
@@ -15,9 +16,18 @@ fn rec(
 ) -> EpisodeRecord {
     let (scenario, persona) = profile.split_once(':').unwrap();
     let mut turns = vec![serde_json::json!({"role": "user", "text": "hi", "emotion": emotions[0]})];
+    let components = if reply.len() >= 4 {
+        serde_json::json!({"cut_off": -4.0})
+    } else {
+        serde_json::json!({})
+    };
+    let appraisal = serde_json::json!({"moves": {}, "components": components, "raw": 0.0,
+        "warmth": 0.0, "reasons": []});
     for &e in &emotions[1..] {
         turns.push(serde_json::json!({"role": "assistant", "text": reply, "think": null}));
-        turns.push(serde_json::json!({"role": "user", "text": "...", "emotion": e}));
+        turns.push(
+            serde_json::json!({"role": "user", "text": "...", "emotion": e, "appraisal": appraisal}),
+        );
     }
     serde_json::from_value(serde_json::json!({
         "schema": "empathy-gym/episode/v1", "step": step,
@@ -64,10 +74,10 @@ fn all_row_sums_every_episode() {
     let t = episode_stats(&records(), &StatsOptions::default());
     assert_eq!(t.headers, STATS_COLUMNS);
     // rewards (0.6 + 0.1 + 1 + 0.1) / 4 = 0.45; finals (60 + 6 + 100 + 0) / 4 = 41.5;
-    // reply chars (4 + 4 + 2 + 6 + 0) / 5 = 3.2
+    // reply chars (4 + 4 + 2 + 6 + 0) / 5 = 3.2; cut off: 2 + 1 of 5 appraised replies
     assert_eq!(
         row(&t, "all", "all"),
-        ["all", "all", "4", "0.450", "41.5", "1", "2", "1", "0", "3"]
+        ["all", "all", "4", "0.450", "41.5", "1", "2", "1", "0", "3", "0.600"]
     );
 }
 

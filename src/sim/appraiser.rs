@@ -655,6 +655,12 @@ impl Appraiser {
             ),
             (f.flattery, "flattery", d.flattery.points, "empty praise"),
             (
+                f.cut_off,
+                "cut_off",
+                d.cut_off.points,
+                "you stopped mid-sentence",
+            ),
+            (
                 f.sycophancy,
                 "sycophancy",
                 d.sycophancy.points,

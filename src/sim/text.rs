@@ -89,9 +89,44 @@ pub fn looping(reply: &str) -> bool {
     all.len() >= 4 && distinct.len() * 2 < all.len()
 }
 
+/// True when a reply stops mid-sentence, as a reply cut at a token cap does: its last character
+/// is a letter, a digit or a comma, colon, semicolon or dash (no end mark, closing quote or
+/// bracket, and no emoji or other symbol a person may end on), and its last sentence holds at
+/// least `min_words` words (a one-word sign-off such as "Take care" does not count as cut).
+pub fn cut_off(reply: &str, min_words: usize) -> bool {
+    let t = reply.trim_end();
+    let Some(last) = t.chars().last() else {
+        return false;
+    };
+    let open = last.is_alphanumeric() || matches!(last, ',' | ':' | ';' | '-' | '\u{2013}');
+    let start = t.rfind(['.', '!', '?', '\n']).map_or(0, |i| i + 1);
+    open && t[start..].split_whitespace().count() >= min_words
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cut_replies_are_told_from_finished_ones() {
+        assert!(cut_off(
+            "That sounds hard. When you think about the interview, the part that",
+            3
+        ));
+        assert!(cut_off("I hear you, and I wonder whether,", 3));
+        assert!(!cut_off("That sounds hard. What happened?", 3));
+        assert!(!cut_off("You said \"enough.\"", 3));
+        assert!(!cut_off("I'm here (whenever you want).", 3));
+        assert!(
+            !cut_off("That sounds hard. Take care", 3),
+            "a short sign-off"
+        );
+        assert!(
+            !cut_off("That sounds so hard \u{2764}\u{fe0f}", 3),
+            "an emoji ends it"
+        );
+        assert!(!cut_off("", 3));
+    }
 
     #[test]
     fn normalize_pads_and_folds() {

@@ -2,7 +2,7 @@
 //! (one step is too noisy to compare with another), the reward curve as a sparkline, and a
 //! typical dialogue of the first step beside one of the last.
 
-use crate::episode::{end_word, EpisodeRecord, Turn};
+use crate::episode::{component_share, end_word, EpisodeRecord, Turn};
 use crate::report::sparkline::sparkline;
 use crate::report::Table;
 use crate::rl::StepMetrics;
@@ -176,6 +176,23 @@ pub fn end_summary(rows: &[StepMetrics], episodes: &[EpisodeRecord]) -> String {
         rewards[rewards.len() - 1]
     );
     let (a, b) = (first.steps.0, last.steps.1);
+    let in_span = |s: &StepSpan| {
+        component_share(
+            episodes
+                .iter()
+                .filter(|e| (s.steps.0..=s.steps.1).contains(&e.step)),
+            "cut_off",
+        )
+    };
+    if let (Some(x), Some(y)) = (in_span(&first), in_span(&last)) {
+        out.push_str(&format!(
+            "replies cut off mid-sentence: {:.0}% in {}, {:.0}% in {}\n",
+            100.0 * x,
+            first.label(),
+            100.0 * y,
+            last.label()
+        ));
+    }
     if let (Some(early), Some(late)) =
         (typical_dialogue(episodes, a), typical_dialogue(episodes, b))
     {

@@ -1,6 +1,7 @@
 //! Detectors of cheap policies (`data/detectors.yaml`, `data/safety.yaml`): copying the user,
 //! stacked questions, talking about the message, the same frame every turn, word salad, off-topic
-//! text, feeling-word salads, empty praise, agreeing with everything, and unsafe replies. Each is a
+//! text, feeling-word salads, empty praise, agreeing with everything, replies cut off
+//! mid-sentence, and unsafe replies. Each is a
 //! pure function of the reply and the dialogue; the appraiser turns what fires into named,
 //! logged components (docs/REWARD.md, "Detectors", gives every rule's source).
 
@@ -99,6 +100,13 @@ pub struct SycophancyCfg {
     pub points: f64,
 }
 
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CutOffCfg {
+    pub min_words: usize,
+    pub points: f64,
+}
+
 /// Thresholds and points of every detector (`data/detectors.yaml`).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -113,6 +121,7 @@ pub struct DetectorsCfg {
     pub feeling_salad: SaladCfg,
     pub flattery: FlatteryCfg,
     pub sycophancy: SycophancyCfg,
+    pub cut_off: CutOffCfg,
 }
 
 /// The loaded detectors, phrases normalized.
@@ -170,6 +179,8 @@ pub struct Findings {
     pub flattery: bool,
     /// Set by [`Detectors::judge_engagement`].
     pub sycophancy: bool,
+    /// The reply stops mid-sentence.
+    pub cut_off: bool,
 }
 
 fn norm_all(v: &[String]) -> Vec<String> {
@@ -305,6 +316,7 @@ impl Detectors {
             .collect();
         f.feeling_salad = named.len() >= c.feeling_salad.min_feelings;
         f.warm = inp.cues.warm + count_phrases(&padded, &self.compliments);
+        f.cut_off = super::text::cut_off(inp.reply, c.cut_off.min_words);
         f
     }
 

@@ -31,6 +31,7 @@ pub fn reaction(a: &Appraisal, delta: i32, echoes_user: bool) -> Option<Reaction
             has(a, "gibberish") || has(a, "incoherent"),
             Reaction::Incoherent,
         ),
+        (has(a, "cut_off"), Reaction::CutOff),
         (has(a, "meta"), Reaction::Meta),
         (has(a, "copied") && echoes_user, Reaction::Parroted),
         (made(a, Move::SelfFocus), Reaction::SelfFocus),
