@@ -89,18 +89,26 @@ pub fn looping(reply: &str) -> bool {
     all.len() >= 4 && distinct.len() * 2 < all.len()
 }
 
-/// True when a reply stops mid-sentence, as a reply cut at a token cap does: its last character
-/// is a letter, a digit or a comma, colon, semicolon or dash (no end mark, closing quote or
-/// bracket, and no emoji or other symbol a person may end on), and its last sentence holds at
-/// least `min_words` words (a one-word sign-off such as "Take care" does not count as cut).
-pub fn cut_off(reply: &str, min_words: usize) -> bool {
+/// True when a reply stops mid-sentence, as a reply cut at a token cap does: it ends on a comma,
+/// colon, semicolon or dash right after a letter, or its last fragment (after the last end mark)
+/// holds at least `min_words` words and ends on one of `dangling`, words a finished sentence does
+/// not end on ("the", "and", "to", "my"). People often leave off the final period, so a missing
+/// end mark alone is not enough.
+pub fn cut_off(
+    reply: &str,
+    min_words: usize,
+    dangling: &std::collections::BTreeSet<String>,
+) -> bool {
     let t = reply.trim_end();
-    let Some(last) = t.chars().last() else {
-        return false;
-    };
-    let open = last.is_alphanumeric() || matches!(last, ',' | ':' | ';' | '-' | '\u{2013}');
+    let mut tail = t.chars().rev();
+    match (tail.next(), tail.next()) {
+        (Some(',' | ':' | ';' | '-' | '\u{2013}'), Some(before)) => return before.is_alphabetic(),
+        (Some(last), _) if last.is_alphanumeric() => {}
+        _ => return false,
+    }
     let start = t.rfind(['.', '!', '?', '\n']).map_or(0, |i| i + 1);
-    open && t[start..].split_whitespace().count() >= min_words
+    let fragment = words(&t[start..]);
+    fragment.len() >= min_words && fragment.last().is_some_and(|w| dangling.contains(w))
 }
 
 #[cfg(test)]
@@ -109,23 +117,31 @@ mod tests {
 
     #[test]
     fn cut_replies_are_told_from_finished_ones() {
-        assert!(cut_off(
-            "That sounds hard. When you think about the interview, the part that",
-            3
+        let dangling: std::collections::BTreeSet<String> =
+            ["the", "and", "of", "i"].map(String::from).into();
+        let cut = |t: &str| cut_off(t, 3, &dangling);
+        assert!(cut(
+            "That sounds hard. When you think about the interview, the part of"
         ));
-        assert!(cut_off("I hear you, and I wonder whether,", 3));
-        assert!(!cut_off("That sounds hard. What happened?", 3));
-        assert!(!cut_off("You said \"enough.\"", 3));
-        assert!(!cut_off("I'm here (whenever you want).", 3));
+        assert!(cut("Everyone has their own story to tell, and I"));
+        assert!(cut("I hear you, and I wonder whether,"));
+        assert!(!cut("That sounds hard. What happened?"));
+        assert!(!cut("You said \"enough.\""));
+        assert!(!cut("I'm here (whenever you want)."));
         assert!(
-            !cut_off("That sounds hard. Take care", 3),
-            "a short sign-off"
+            !cut("hang in there, you've got this"),
+            "no period, but finished"
+        );
+        assert!(!cut("Its not silly, its cruel ;-;"), "an emoticon ends it");
+        assert!(
+            !cut("That sounds hard. Take the"),
+            "too short a fragment to judge"
         );
         assert!(
-            !cut_off("That sounds so hard \u{2764}\u{fe0f}", 3),
+            !cut("That sounds so hard \u{2764}\u{fe0f}"),
             "an emoji ends it"
         );
-        assert!(!cut_off("", 3));
+        assert!(!cut(""));
     }
 
     #[test]

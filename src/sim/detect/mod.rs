@@ -105,6 +105,8 @@ pub struct SycophancyCfg {
 pub struct CutOffCfg {
     pub min_words: usize,
     pub points: f64,
+    /// Words a finished sentence does not end on.
+    pub dangling: Vec<String>,
 }
 
 /// Thresholds and points of every detector (`data/detectors.yaml`).
@@ -132,6 +134,7 @@ pub struct Detectors {
     meta_hints: Vec<String>,
     function_words: BTreeSet<String>,
     compliments: Vec<String>,
+    dangling: BTreeSet<String>,
 }
 
 /// What a detector needs to know about one reply in its dialogue.
@@ -237,6 +240,12 @@ impl Detectors {
                 .map(|w| w.to_lowercase())
                 .collect(),
             compliments: norm_all(&cfg.flattery.compliments),
+            dangling: cfg
+                .cut_off
+                .dangling
+                .iter()
+                .map(|w| w.to_lowercase())
+                .collect(),
             cfg,
         })
     }
@@ -316,7 +325,7 @@ impl Detectors {
             .collect();
         f.feeling_salad = named.len() >= c.feeling_salad.min_feelings;
         f.warm = inp.cues.warm + count_phrases(&padded, &self.compliments);
-        f.cut_off = super::text::cut_off(inp.reply, c.cut_off.min_words);
+        f.cut_off = super::text::cut_off(inp.reply, c.cut_off.min_words, &self.dangling);
         f
     }
 
