@@ -184,6 +184,15 @@ impl FromStr for Named {
     }
 }
 
+/// `p` under `root` unless it is absolute.
+pub fn under(root: &std::path::Path, p: &std::path::Path) -> std::path::PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        root.join(p)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

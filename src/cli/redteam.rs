@@ -13,7 +13,7 @@ use empathy_gym::redteam::{self, tables, Plan, Side};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
-use super::common::{load_chosen_simulator, SimulatorArgs};
+use super::common::{load_chosen_simulator, under, SimulatorArgs};
 use super::loading::prepare_simulator;
 
 /// `redteam search`: the adaptive attacker.
@@ -78,14 +78,6 @@ struct Resolved<'a> {
     seed: u64,
     limit: Option<usize>,
     simulator: &'a str,
-}
-
-fn under(root: &Path, p: &Path) -> PathBuf {
-    if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        root.join(p)
-    }
 }
 
 pub fn run(catalog_root: &Path, args: RedteamArgs) -> anyhow::Result<()> {

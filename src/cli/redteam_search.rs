@@ -17,7 +17,7 @@ use empathy_gym::report::Table;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
-use super::common::{load_chosen_simulator, SimulatorArgs};
+use super::common::{load_chosen_simulator, under, SimulatorArgs};
 use super::loading::prepare_simulator;
 
 #[derive(Debug, Args)]
@@ -79,14 +79,6 @@ struct Resolved<'a> {
     simulator: &'a str,
     /// The fingerprint of the rule files the simulator read: the reward version searched.
     rules: Option<String>,
-}
-
-fn under(root: &Path, p: &Path) -> PathBuf {
-    if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        root.join(p)
-    }
 }
 
 pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<()> {

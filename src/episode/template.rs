@@ -123,16 +123,24 @@ pub fn render(text: &str, ctx: &Context<'_>) -> String {
     out
 }
 
-/// The `i`-th longest word (0: the longest; ties in order of appearance), lowercased; empty when
-/// the message has fewer words.
-pub fn nth_longest(text: &str, i: usize) -> String {
+/// The words of a text with their positions, longest first (ties in order of appearance).
+fn by_length(text: &str) -> Vec<(usize, &str)> {
     let mut ws: Vec<(usize, &str)> = text
         .split(|c: char| !c.is_alphanumeric() && c != '\'')
         .filter(|w| !w.is_empty())
         .enumerate()
         .collect();
     ws.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
-    ws.get(i).map(|w| w.1.to_lowercase()).unwrap_or_default()
+    ws
+}
+
+/// The `i`-th longest word (0: the longest; ties in order of appearance), lowercased; empty when
+/// the message has fewer words.
+pub fn nth_longest(text: &str, i: usize) -> String {
+    by_length(text)
+        .get(i)
+        .map(|w| w.1.to_lowercase())
+        .unwrap_or_default()
 }
 
 /// The first of `feelings` found as whole words in the last message, else in an earlier one, else
@@ -196,12 +204,7 @@ pub fn last_sentence(text: &str) -> &str {
 
 /// The `n` longest words (ties in order of appearance), joined as a list: "a, b and c".
 pub fn longest_words(text: &str, n: usize) -> String {
-    let mut ws: Vec<(usize, &str)> = text
-        .split(|c: char| !c.is_alphanumeric() && c != '\'')
-        .filter(|w| !w.is_empty())
-        .enumerate()
-        .collect();
-    ws.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
+    let mut ws = by_length(text);
     ws.truncate(n);
     ws.sort_by_key(|w| w.0);
     let words: Vec<String> = ws.iter().map(|w| w.1.to_lowercase()).collect();

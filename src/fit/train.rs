@@ -149,24 +149,14 @@ mod tests {
             weight_decay: 0.0,
             seed: 1,
         };
-        let net = fit_mlp(
-            &x,
-            [2, 2],
-            Targets::Labels { y: &y, mask: &mask },
-            &s,
-            "test",
-        )
-        .unwrap();
+        let fit = || {
+            let targets = Targets::Labels { y: &y, mask: &mask };
+            fit_mlp(&x, [2, 2], targets, &s, "test").unwrap()
+        };
+        let net = fit();
         let p = |row: &[f32]| sigmoid(net.logits(row)[0]);
         assert!(p(&[1.5, 0.0]) > 0.9 && p(&[-1.5, 0.0]) < 0.1);
-        let again = fit_mlp(
-            &x,
-            [2, 2],
-            Targets::Labels { y: &y, mask: &mask },
-            &s,
-            "test",
-        )
-        .unwrap();
+        let again = fit();
         assert_eq!(net, again, "seeded: the same weights twice");
     }
 }
