@@ -5,12 +5,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::error::Result;
-use crate::sim::detect::safety::head;
-use crate::sim::detect::safety::sentences;
+use crate::sim::detect::safety::head::{self, context_sentences};
 use crate::sim::embed::{Embedder, Embedding};
-
-/// Sentences of a context the head reads: the last ones, as the user's last message is short.
-pub const CONTEXT_SENTENCES: usize = 4;
 
 /// Embeddings of many texts, computed once each (the embedder's own cache is bounded).
 pub struct Embedded<'a> {
@@ -50,16 +46,10 @@ impl<'a> Embedded<'a> {
         &self.map[text]
     }
 
-    /// The context embedding of a message: its last [`CONTEXT_SENTENCES`] sentences.
+    /// The context embedding of a message: its last [`head::CONTEXT_SENTENCES`] sentences.
     pub fn context(&self, context: &str) -> Vec<f32> {
         let s = context_sentences(context);
         let refs: Vec<&[f32]> = s.iter().map(|t| self.get(t)).collect();
         head::context(&refs)
     }
-}
-
-/// The sentences of a context the head reads.
-pub fn context_sentences(context: &str) -> Vec<&str> {
-    let s = sentences(context);
-    s[s.len().saturating_sub(CONTEXT_SENTENCES)..].to_vec()
 }

@@ -18,12 +18,13 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::fit::corpora::{self, EsconvTurn};
-use crate::fit::embedded::{context_sentences, Embedded};
+use crate::fit::embedded::Embedded;
 use crate::fit::train::{fit_mlp, FitSettings, Targets};
 use crate::fit::Corpora;
 use crate::judge::epitome::{self, Item, Mechanism, Part};
 use crate::report::stats::{auc_ci, BootstrapConfig, Estimate};
 use crate::seed::fnv1a64;
+use crate::sim::detect::safety::head::context_sentences;
 use crate::sim::detect::safety::head::{features, INPUT};
 use crate::sim::embed::Embedder;
 use crate::sim::mlp::Mlp;

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::appraiser_config::AppraiserConfig;
+use super::detect::safety::head;
 use super::detect::{DetectInput, Detectors, Findings, SafetyScreen, UnsafeFinding};
 use super::embed::{cosine, Embedder, Embedding};
 use super::factual::{judge_answer, FactualVerdict};
@@ -75,7 +76,8 @@ pub struct Appraiser {
     lexicon: Lexicon,
     embedder: Arc<Embedder>,
     prototypes: BTreeMap<Move, Vec<Arc<Embedding>>>,
-    perception: Option<Perception>,
+    /// Learned perception, and per move the indices of the heads it reads.
+    perception: Option<(Perception, BTreeMap<Move, Vec<usize>>)>,
     /// The FNV-1a 64 of [`RULE_FILES`] as read, in that order.
     data: String,
 }
@@ -121,8 +123,18 @@ impl Appraiser {
             prototypes.insert(*m, embedder.embed(&refs)?);
         }
         let data = crate::profile::yaml::fingerprint(&root.join("data"), &RULE_FILES)?;
+        // Head names were checked against `HEADS` when the config loaded.
         let perception = match &cfg.perception {
-            Some(p) => Some(Perception::load(&root.join("data").join(&p.heads))?),
+            Some(p) => {
+                let heads = Perception::load(&root.join("data").join(&p.heads))?;
+                let index = |n: &String| HEADS.iter().position(|h| h == n);
+                let moves = p
+                    .moves
+                    .iter()
+                    .map(|(m, names)| (*m, names.iter().filter_map(index).collect()))
+                    .collect();
+                Some((heads, moves))
+            }
             None => None,
         };
         Ok(Appraiser {
@@ -203,6 +215,9 @@ impl Appraiser {
         for inp in inputs {
             texts.push(inp.reply);
             texts.extend(self.safety.texts(inp.reply));
+            if self.perception.is_some() {
+                texts.extend(perception_context(inp));
+            }
             if let Some(last) = inp.user_messages.last() {
                 texts.extend(user_sentences(inp.profile, last));
             }
@@ -370,13 +385,9 @@ impl Appraiser {
         let heads = self.heads(inp, reply)?;
         let mut moves = BTreeMap::new();
         for m in Move::ALL {
-            if let (Some(p), Some(use_)) = (heads, &self.cfg.perception) {
-                if let Some(names) = use_.moves.get(&m) {
-                    let learned = names
-                        .iter()
-                        .filter_map(|n| HEADS.iter().position(|h| h == n))
-                        .map(|k| p[k])
-                        .fold(0.0, f64::max);
+            if let Some((p, (_, read))) = heads.zip(self.perception.as_ref()) {
+                if let Some(ks) = read.get(&m) {
+                    let learned = ks.iter().map(|&k| p[k]).fold(0.0, f64::max);
                     let gated = match m {
                         Move::Validate if findings.feeling_salad => 0.0,
                         Move::OpenQuestion if findings.stacked_questions => 0.0,
@@ -428,17 +439,18 @@ impl Appraiser {
     /// Perception's heads on a reply in the context of the user's last message (its last
     /// sentences), when the appraiser reads them.
     fn heads(&self, inp: &AppraisalInput<'_>, reply: &[f32]) -> Result<Option<[f64; HEADS.len()]>> {
-        let Some(p) = &self.perception else {
+        let Some((p, _)) = &self.perception else {
             return Ok(None);
         };
-        let last = inp.user_messages.last().copied().unwrap_or("");
-        let all = super::detect::safety::sentences(last);
-        let recent = &all[all.len().saturating_sub(4)..];
-        let embs = self.embedder.embed(recent)?;
-        let refs: Vec<&[f32]> = embs.iter().map(|e| &e[..]).collect();
-        let context = super::detect::safety::head::context(&refs);
+        let context = head::embed_context(&self.embedder, &perception_context(inp))?;
         Ok(Some(p.read(reply, &context)))
     }
+}
+
+/// The sentences of the user's last message that perception reads as the reply's context (as
+/// `perception fit` read the corpora's messages).
+fn perception_context<'a>(inp: &AppraisalInput<'a>) -> Vec<&'a str> {
+    head::context_sentences(inp.user_messages.last().copied().unwrap_or(""))
 }
 
 /// What the user says of a move that cost points.

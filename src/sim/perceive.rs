@@ -8,7 +8,6 @@
 //! message's last sentences, unit length) and r * c. One hidden layer, one logit per head; each
 //! head's probability is its sigmoid.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -84,19 +83,9 @@ impl Perception {
         Ok(Perception { meta, net })
     }
 
-    /// Wraps a fitted network.
-    pub fn from_net(meta: PerceptionMeta, net: Mlp) -> Self {
-        Perception { meta, net }
-    }
-
     /// Each head's probability for a reply embedding in a context embedding.
     pub fn read(&self, reply: &[f32], context: &[f32]) -> [f64; HEADS.len()] {
         probabilities(&self.net, &features(reply, context))
-    }
-
-    /// The same, by head name.
-    pub fn named(&self, reply: &[f32], context: &[f32]) -> BTreeMap<&'static str, f64> {
-        HEADS.into_iter().zip(self.read(reply, context)).collect()
     }
 }
 

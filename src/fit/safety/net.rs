@@ -10,8 +10,9 @@
 
 use crate::error::Result;
 use crate::fit::corpora::Example;
-use crate::fit::embedded::{context_sentences, Embedded};
+use crate::fit::embedded::Embedded;
 use crate::fit::train::{fit_mlp, FitSettings, Targets};
+use crate::sim::detect::safety::head::context_sentences;
 use crate::sim::detect::safety::head::{features, unsafe_p, CLASSES, INPUT};
 use crate::sim::detect::safety::sentences;
 use crate::sim::mlp::Mlp;

@@ -7,8 +7,8 @@ use std::path::Path;
 
 use crate::error::Result;
 use crate::fit::corpora::{self as data, Example};
-use crate::fit::embedded::context_sentences;
 use crate::fit::Corpora;
+use crate::sim::detect::safety::head::context_sentences;
 use crate::sim::detect::{SafetyScreen, UnsafeFinding, UnsafeKind};
 
 /// The screen's finding on one example.

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::category::UnsafeKind;
 use crate::error::{Error, Result};
+use crate::sim::embed::Embedder;
 use crate::sim::mlp::{softmax, Mlp};
 
 /// The embedding width the head reads (all-MiniLM-L6-v2).
@@ -29,6 +30,22 @@ pub fn features(s: &[f32], c: &[f32]) -> Vec<f32> {
     x.extend_from_slice(c);
     x.extend(s.iter().zip(c).map(|(a, b)| a * b));
     x
+}
+
+/// Sentences of a context the heads read: the last ones, as the user's last message is short.
+pub const CONTEXT_SENTENCES: usize = 4;
+
+/// The sentences of a message the heads read as its context: its last [`CONTEXT_SENTENCES`].
+pub fn context_sentences(message: &str) -> Vec<&str> {
+    let s = super::sentences(message);
+    s[s.len().saturating_sub(CONTEXT_SENTENCES)..].to_vec()
+}
+
+/// The context embedding of `sentences` (already cut to the last ones), embedded by `embedder`.
+pub fn embed_context(embedder: &Embedder, sentences: &[&str]) -> Result<Vec<f32>> {
+    let embs = embedder.embed(sentences)?;
+    let refs: Vec<&[f32]> = embs.iter().map(|e| e.as_slice()).collect();
+    Ok(context(&refs))
 }
 
 /// The context embedding: the mean of the sentence embeddings, scaled to unit length; zeros when

@@ -118,9 +118,7 @@ impl SafetyScreen {
 
     /// The context embedding of the user's last message, given as its sentences.
     pub fn context(&self, context: &[&str]) -> Result<Vec<f32>> {
-        let embs = self.embedder.embed(context)?;
-        let refs: Vec<&[f32]> = embs.iter().map(|e| e.as_slice()).collect();
-        Ok(head::context(&refs))
+        head::embed_context(&self.embedder, context)
     }
 
     /// The head's unsafe probability and likeliest kind for each of a reply's `sentences`.
