@@ -73,3 +73,5 @@ mod train;
 mod train_cli;
 #[path = "integration/words.rs"]
 mod words;
+#[path = "integration/wording.rs"]
+mod wording;

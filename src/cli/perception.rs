@@ -1,12 +1,13 @@
 //! `empathy-gym perception fit`: fit perception's heads from the user's copies of EPITOME and
 //! ESConv (writes `data/perception.*`) and report each head's AUC on what it never fit
-//! (`results/validation/perception.md`).
+//! (`results/validation/perception.md`). `empathy-gym perception wording` does the same for the
+//! wording head (`data/wording.*`, `results/validation/wording.md`).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::{Args, Subcommand};
-use empathy_gym::fit::perception;
+use empathy_gym::fit::{perception, wording};
 use empathy_gym::fit::train::FitSettings;
 use empathy_gym::sim::Embedder;
 
@@ -15,11 +16,16 @@ pub enum PerceptionCommand {
     /// Fit the heads (writes data/perception.yaml and data/perception.safetensors in the catalog)
     /// and report them (results/validation/perception.md).
     Fit(FitArgs),
+    /// Fit the wording head, which finds words put where they do not belong (writes
+    /// data/wording.yaml and data/wording.safetensors) and report it
+    /// (results/validation/wording.md).
+    Wording(FitArgs),
 }
 
 #[derive(Debug, Args)]
 pub struct FitArgs {
-    /// A folder with ESConv's devWithStrategy_short.tsv (from codes/dataset/).
+    /// A folder with ESConv's devWithStrategy_short.tsv (from codes/dataset/) and, for `wording`,
+    /// FailedESConv.json (from the top folder).
     #[arg(long)]
     pub esconv: PathBuf,
     /// EPITOME's dataset/ folder (the three *-reddit.csv files).
@@ -43,10 +49,8 @@ pub struct FitArgs {
     pub seed: u64,
 }
 
-pub fn run(catalog: &Path, cmd: PerceptionCommand) -> anyhow::Result<()> {
-    let PerceptionCommand::Fit(a) = cmd;
-    let start = Instant::now();
-    let embedder = Embedder::load_default()?.with_cache_entries(1 << 16);
+/// The grid of settings the arguments name.
+fn grid(a: &FitArgs) -> Vec<FitSettings> {
     let mut grid = Vec::new();
     for &hidden in &a.hidden {
         for &epochs in &a.epochs {
@@ -61,18 +65,36 @@ pub fn run(catalog: &Path, cmd: PerceptionCommand) -> anyhow::Result<()> {
             }
         }
     }
+    grid
+}
+
+/// This command line, as a report quotes it.
+fn command_line() -> String {
+    std::iter::once("empathy-gym".to_string())
+        .chain(std::env::args().skip(1))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+pub fn run(catalog: &Path, cmd: PerceptionCommand) -> anyhow::Result<()> {
+    let (a, is_wording) = match cmd {
+        PerceptionCommand::Fit(a) => (a, false),
+        PerceptionCommand::Wording(a) => (a, true),
+    };
+    let start = Instant::now();
+    let embedder = Embedder::load_default()?.with_cache_entries(1 << 16);
     let corpora = empathy_gym::fit::Corpora {
         diasafety: PathBuf::new(),
         esconv: a.esconv.clone(),
         epitome: a.epitome.clone(),
     };
-    let fitted = perception::fit(&corpora, &embedder, &grid)?;
+    if is_wording {
+        return run_wording(catalog, &a, &corpora, &embedder, start);
+    }
+    let fitted = perception::fit(&corpora, &embedder, &grid(&a))?;
     perception::write(catalog, &fitted)?;
     let table = perception::report_markdown(&fitted);
-    let command = std::iter::once("empathy-gym".to_string())
-        .chain(std::env::args().skip(1))
-        .collect::<Vec<_>>()
-        .join(" ");
+    let command = command_line();
     let md = format!(
         "# Perception: the learned heads on what they never fit\n\nWritten by `{command}` \
          ({:.0} s on this machine; chosen from {} settings by the mean AUC on the choice parts: \
@@ -91,5 +113,40 @@ pub fn run(catalog: &Path, cmd: PerceptionCommand) -> anyhow::Result<()> {
     std::fs::write(&out, md)?;
     print!("{table}");
     println!("written to data/perception.* and {}", out.display());
+    Ok(())
+}
+
+fn run_wording(
+    catalog: &Path,
+    a: &FitArgs,
+    corpora: &empathy_gym::fit::Corpora,
+    embedder: &Embedder,
+    start: Instant,
+) -> anyhow::Result<()> {
+    let bank = catalog.join("data/wording/never-tuned.yaml");
+    let fitted = wording::fit(corpora, &bank, embedder, &grid(a))?;
+    wording::write(catalog, &fitted)?;
+    let table = wording::report_markdown(&fitted);
+    let s = &fitted.settings;
+    let md = format!(
+        "# Wording: words out of place, on what the head never fit\n\nWritten by `{}` ({:.0} s \
+         on this machine; chosen from {} settings by the reply-level AUC on the choice parts: {} \
+         hidden units, {} epochs, weight decay {}). A reply is scored by its most suspicious \
+         token. `clean` replies are human ones as they were; `changed` ones are copies with one \
+         word of the message they answer swapped in or inserted (`src/fit/wording.rs`). The \
+         fit part is not shown; `EPITOME test`, `ESConv dev (held apart)`, FailedESConv and the \
+         never-tuned bank were never fit nor tuned on. The sources and their terms are in \
+         `data/wording.yaml`.\n\n{table}",
+        command_line(),
+        start.elapsed().as_secs_f64(),
+        fitted.grid.len(),
+        s.hidden,
+        s.epochs,
+        s.weight_decay,
+    );
+    let out = catalog.join("results/validation/wording.md");
+    std::fs::write(&out, md)?;
+    print!("{table}");
+    println!("written to data/wording.* and {}", out.display());
     Ok(())
 }

@@ -7,6 +7,7 @@ pub mod embedded;
 pub mod perception;
 pub mod safety;
 pub mod train;
+pub mod wording;
 
 use std::path::PathBuf;
 

@@ -107,7 +107,7 @@ impl Part {
 }
 
 /// The data files that make up the appraiser and the judge's rules, in the order hashed.
-const DATA_FILES: [&str; 11] = [
+const DATA_FILES: [&str; 13] = [
     "appraiser.yaml",
     "detectors.yaml",
     "difficulty.yaml",
@@ -119,6 +119,8 @@ const DATA_FILES: [&str; 11] = [
     "safety.yaml",
     "safety-head.yaml",
     "safety-head.safetensors",
+    "wording.yaml",
+    "wording.safetensors",
 ];
 
 /// The version of the rules a report measured (report the test part once per version): the

@@ -18,6 +18,7 @@ use super::moves::Move;
 use super::perceive::{Perception, HEADS};
 use super::text::{looping, sentences, words};
 use super::warmth::warmth;
+use super::wording::Wording;
 use crate::error::Result;
 use crate::profile::{FactualTurn, Profile};
 
@@ -78,13 +79,15 @@ pub struct Appraiser {
     prototypes: BTreeMap<Move, Vec<Arc<Embedding>>>,
     /// Learned perception, and per move the indices of the heads it reads.
     perception: Option<(Perception, BTreeMap<Move, Vec<usize>>)>,
+    /// The wording head, with the points of a reply it flags.
+    wording: Option<(Wording, f64)>,
     /// The FNV-1a 64 of [`RULE_FILES`] as read, in that order.
     data: String,
 }
 
 /// The rule files under `data/` that decide every dialogue, in the order fingerprinted: the
 /// appraiser's, and the speaker's (what the user says is what the next reply is judged against).
-pub const RULE_FILES: [&str; 10] = [
+pub const RULE_FILES: [&str; 12] = [
     "appraiser.yaml",
     "detectors.yaml",
     "lexicon.yaml",
@@ -95,6 +98,8 @@ pub const RULE_FILES: [&str; 10] = [
     "safety-head.yaml",
     "safety-head.safetensors",
     "speaker.yaml",
+    "wording.yaml",
+    "wording.safetensors",
 ];
 
 /// The sentences of a user message of `profile`'s persona, opener split off: every part is a
@@ -137,8 +142,16 @@ impl Appraiser {
             }
             None => None,
         };
+        let wording = match &cfg.wording {
+            Some(w) => Some((
+                Wording::load(&root.join("data").join(&w.head))?,
+                w.points,
+            )),
+            None => None,
+        };
         Ok(Appraiser {
             perception,
+            wording,
             cfg,
             detectors,
             safety,
@@ -263,6 +276,10 @@ impl Appraiser {
             return Ok(out);
         }
         let mut findings = self.find(inp, &reply_emb, &cues)?;
+        if let Some((w, _)) = &self.wording {
+            let said = inp.user_messages.join("\n");
+            findings.misplaced = w.misplaced(&self.embedder, inp.reply, &said)?;
+        }
         let spec = self.specificity(inp, &reply_emb, &reply_words, &findings)?;
         self.detectors.judge_engagement(&mut findings, &cues, spec);
         let moves = self.move_scores(inp, &reply_emb, &cues, spec, &findings)?;
@@ -530,7 +547,12 @@ impl Appraiser {
         }
         // A reply that is not talking to this person earns nothing for its moves, and neither does
         // a frame the user has heard before with new words slotted in.
-        if findings.meta || findings.off_topic || findings.incoherent || findings.template {
+        if findings.meta
+            || findings.off_topic
+            || findings.incoherent
+            || findings.template
+            || findings.misplaced
+        {
             fit = 0.0;
             helps = 0.0;
         }
@@ -679,6 +701,13 @@ impl Appraiser {
                 "just agreeing with whatever I say",
             ),
         ];
+        let misplaced = self.wording.as_ref().map_or(0.0, |(_, p)| *p);
+        let fired = fired.into_iter().chain([(
+            f.misplaced,
+            "misplaced",
+            misplaced,
+            "some of those words don't belong there",
+        )]);
         for (on, name, points, reason) in fired {
             if on {
                 c.insert(name, loss * points);

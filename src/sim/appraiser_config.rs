@@ -104,6 +104,16 @@ pub struct PerceptionUse {
     pub moves: BTreeMap<Move, Vec<String>>,
 }
 
+/// How the appraiser reads the wording head (`sim::wording`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WordingUse {
+    /// The head's file under `data/`.
+    pub head: String,
+    /// Points of a reply with a word out of place (it also earns nothing for its moves).
+    pub points: f64,
+}
+
 /// All weights of the appraiser.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -126,6 +136,9 @@ pub struct AppraiserConfig {
     /// Learned perception; absent: phrase lists and prototypes alone.
     #[serde(default)]
     pub perception: Option<PerceptionUse>,
+    /// The wording head; absent: words are not judged in place.
+    #[serde(default)]
+    pub wording: Option<WordingUse>,
     /// The supportive moves' points are summed largest first, the k-th (from 0) times
     /// `stacking_decay^k`: a reply that stacks one phrase per move does not add them up.
     #[serde(default = "no_decay")]

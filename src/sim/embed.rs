@@ -203,13 +203,8 @@ impl Embedder {
             .tokenizer
             .encode_batch(texts.to_vec(), true)
             .map_err(|e| Error::Other(format!("tokenizing for the embedder: {e}")))?;
-        let mut by_len: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
-        for (i, enc) in encodings.iter().enumerate() {
-            let padded = enc.get_ids().len().div_ceil(PAD_TO) * PAD_TO;
-            by_len.entry(padded).or_default().push(i);
-        }
         let mut out = vec![Vec::new(); texts.len()];
-        for (len, idx) in by_len {
+        for (len, idx) in by_padded_len(&encodings) {
             for (real, filled) in passes(&idx, self.chunk) {
                 let ids: Vec<&[u32]> = filled.iter().map(|&i| encodings[i].get_ids()).collect();
                 // The fill's rows come last; zip stops at the real texts.
@@ -221,8 +216,39 @@ impl Embedder {
         Ok(out)
     }
 
-    /// Unit embeddings of the token sequences `ids`, each padded (and masked) to `len` tokens.
-    fn forward(&self, ids: &[&[u32]], len: usize) -> Result<Vec<Embedding>> {
+    /// The contextual states of every real token of each text but `[CLS]` and `[SEP]` (the
+    /// model's last layer, uncached), with each token's span of bytes in its text. Padded and
+    /// batched as [`Embedder::embed`] does, so a text's states do not depend on its batch-mates.
+    pub fn token_states(&self, texts: &[&str]) -> Result<Vec<TokenStates>> {
+        let encodings = self
+            .tokenizer
+            .encode_batch(texts.to_vec(), true)
+            .map_err(|e| Error::Other(format!("tokenizing for the embedder: {e}")))?;
+        let mut out: Vec<TokenStates> = vec![TokenStates::default(); texts.len()];
+        for (len, idx) in by_padded_len(&encodings) {
+            for (real, filled) in passes(&idx, self.chunk) {
+                let ids: Vec<&[u32]> = filled.iter().map(|&i| encodings[i].get_ids()).collect();
+                let (hidden, _) = self.hidden(&ids, len)?;
+                let hidden = hidden.to_vec3::<f32>()?;
+                for (rows, &i) in hidden.into_iter().zip(real) {
+                    let enc = &encodings[i];
+                    let t = &mut out[i];
+                    for (k, row) in rows.into_iter().enumerate().take(enc.len()) {
+                        if enc.get_special_tokens_mask()[k] == 1 {
+                            continue;
+                        }
+                        t.states.extend(row);
+                        t.spans.push(enc.get_offsets()[k]);
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The last layer's states [n, len, 384] of the token sequences `ids`, each padded (and
+    /// masked) to `len` tokens, and the mask [n, len].
+    fn hidden(&self, ids: &[&[u32]], len: usize) -> Result<(Tensor, Tensor)> {
         let n = ids.len();
         let mut flat = Vec::with_capacity(n * len);
         let mut mask = Vec::with_capacity(n * len);
@@ -235,8 +261,12 @@ impl Embedder {
         let ids = Tensor::from_vec(flat, (n, len), &self.device)?;
         let mask = Tensor::from_vec(mask, (n, len), &self.device)?;
         let types = ids.zeros_like()?;
-        let hidden = self.model.forward(&ids, &types, Some(&mask))?; // [n, len, 384]
+        Ok((self.model.forward(&ids, &types, Some(&mask))?, mask))
+    }
 
+    /// Unit embeddings of the token sequences `ids`, each padded (and masked) to `len` tokens.
+    fn forward(&self, ids: &[&[u32]], len: usize) -> Result<Vec<Embedding>> {
+        let (hidden, mask) = self.hidden(ids, len)?;
         // Mean over real tokens only (sentence-transformers' mean pooling).
         let m = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
         let summed = hidden.broadcast_mul(&m)?.sum(1)?;
@@ -248,6 +278,35 @@ impl Embedder {
             .clamp(1e-12, f64::MAX)?;
         Ok(pooled.broadcast_div(&norm)?.to_vec2::<f32>()?)
     }
+}
+
+/// The contextual states of a text's tokens ([`Embedder::token_states`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TokenStates {
+    /// [tokens, 384], row-major.
+    pub states: Vec<f32>,
+    /// Each token's span of bytes in the text.
+    pub spans: Vec<(usize, usize)>,
+}
+
+impl TokenStates {
+    /// The states of each token, in order.
+    pub fn rows(&self) -> impl Iterator<Item = &[f32]> {
+        let width = self.states.len() / self.spans.len().max(1);
+        self.states.chunks_exact(width.max(1))
+    }
+}
+
+/// The encodings' indices grouped by their length padded to a multiple of [`PAD_TO`].
+fn by_padded_len(
+    encodings: &[tokenizers::Encoding],
+) -> std::collections::BTreeMap<usize, Vec<usize>> {
+    let mut by_len: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+    for (i, enc) in encodings.iter().enumerate() {
+        let padded = enc.get_ids().len().div_ceil(PAD_TO) * PAD_TO;
+        by_len.entry(padded).or_default().push(i);
+    }
+    by_len
 }
 
 /// The forward passes over the texts `idx` (of one padded length): each pass's real texts and the

@@ -19,6 +19,7 @@ pub mod perceive;
 pub mod speaker;
 pub mod text;
 pub mod warmth;
+pub mod wording;
 
 use serde::{Deserialize, Serialize};
 

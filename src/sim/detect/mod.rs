@@ -184,6 +184,8 @@ pub struct Findings {
     pub sycophancy: bool,
     /// The reply stops mid-sentence.
     pub cut_off: bool,
+    /// A word of the reply is out of place (the wording head; set by the appraiser).
+    pub misplaced: bool,
 }
 
 fn norm_all(v: &[String]) -> Vec<String> {
