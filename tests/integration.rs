@@ -23,6 +23,8 @@ mod factual;
 mod fuzz_smoke;
 #[path = "integration/grpo.rs"]
 mod grpo;
+#[path = "integration/honest.rs"]
+mod honest;
 #[path = "integration/judge.rs"]
 mod judge;
 #[path = "integration/layers.rs"]
@@ -71,7 +73,7 @@ mod sweep;
 mod train;
 #[path = "integration/train_cli.rs"]
 mod train_cli;
-#[path = "integration/words.rs"]
-mod words;
 #[path = "integration/wording.rs"]
 mod wording;
+#[path = "integration/words.rs"]
+mod words;

@@ -7,6 +7,11 @@ from its output files (standard library only).
     rank_checks.py catalog LOG_DIR JUDGED.jsonl       # `judge score` of logs against the logs
     rank_checks.py survey JUDGED.jsonl                # ESConv-shaped dialogues against the
                                                       #   seekers' survey scores
+    rank_checks.py rates JUDGED.jsonl [MIN_LEVELS]    # how often each detector, each costly
+                                                      #   move's charge and "too generic" fire on
+                                                      #   judged (honest) replies; with MIN_LEVELS,
+                                                      #   only conversations whose level sum
+                                                      #   reaches it (EPITOME: 1)
 
 Spearman's rho uses average ranks for ties, as src/report/stats.rs does; intervals are 95%
 percentile bootstraps over items (2,000 resamples, Python's random seeded with 0).
@@ -119,8 +124,25 @@ def survey(judged):
     print(f"final emotion ~ intensity drop: rho {spearman([r['trajectory'][-1] for r in both], drop):.3f} over {len(both)}")
 
 
+def rates(judged, min_levels=None):
+    rows = read_jsonl(judged)
+    if min_levels is not None:
+        rows = [r for r in rows if sum(r["labels"].values()) >= float(min_levels)]
+    replies = [x for r in rows for x in r["replies"]]
+    n = len(replies)
+    # What every reply earns or pays whatever it says is not a finding.
+    names = sorted({k for x in replies for k in x["components"]} - {"fit", "generic", "resistance"})
+    print(f"{n} replies of {len(rows)} conversations\n")
+    print("| component | replies | share |\n| --- | ---: | ---: |")
+    for k in names:
+        c = sum(1 for x in replies if x["components"].get(k, 0.0) != 0.0)
+        print(f"| {k} | {c} | {100 * c / n:.1f}% |")
+    c = sum(1 for x in replies if "too generic to land" in x["reasons"])
+    print(f"| too generic to land (reason) | {c} | {100 * c / n:.1f}% |")
+
+
 if __name__ == "__main__":
-    commands = {"components": components, "catalog": catalog, "survey": survey}
+    commands = {"components": components, "catalog": catalog, "survey": survey, "rates": rates}
     if len(sys.argv) < 3 or sys.argv[1] not in commands:
         sys.exit(__doc__)
     commands[sys.argv[1]](*sys.argv[2:])

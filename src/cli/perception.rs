@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::{Args, Subcommand};
-use empathy_gym::fit::{perception, wording};
 use empathy_gym::fit::train::FitSettings;
+use empathy_gym::fit::{perception, wording};
 use empathy_gym::sim::Embedder;
 
 #[derive(Debug, Subcommand)]

@@ -2,8 +2,8 @@
 //!
 //! The replies are human ones: EPITOME's responses and ESConv's supporter turns
 //! (`devWithStrategy_short.tsv`). Each is kept as it was (clean) and copied with one word of the
-//! message it answers put where it does not belong ([`corrupt`]): swapped for one of the reply's
-//! words, or inserted before one. The corruption is generic (any position, any of the message's
+//! message it answers put where it may not belong ([`corrupt`]): swapped for one of the reply's
+//! words, inserted before one, or put after a determiner. The corruption is generic (any position, any of the message's
 //! words) and is not the red team's grammar, so what the head learns is how people place words,
 //! not the frames of one attacker. Every token of a copy that the change touched is labelled out of
 //! place; every other token is in place.
@@ -22,7 +22,6 @@
 //! token) on the choice parts; the threshold is the chosen network's score that at most
 //! [`CLEAN_FIRE_RATE`] of the clean choice replies reach.
 
-use std::collections::BTreeSet;
 use std::fmt::Write;
 use std::path::Path;
 
@@ -38,7 +37,7 @@ use crate::report::stats::{auc_ci, BootstrapConfig, Estimate};
 use crate::seed::fnv1a64;
 use crate::sim::embed::{Embedder, TokenStates};
 use crate::sim::mlp::Mlp;
-use crate::sim::wording::{features, judged, message_words, score, word_spans};
+use crate::sim::wording::{features, judged, score, word_spans, Said};
 use crate::sim::wording::{Wording, WordingMeta, INPUT};
 
 /// The share of clean human replies (choice parts) allowed to reach the threshold.
@@ -49,7 +48,7 @@ pub const CLEAN_FIRE_RATE: f64 = 0.015;
 const KEPT_OTHERS: usize = 3;
 
 /// Changed copies per fit reply (each reported reply has one).
-const FIT_COPIES: u64 = 2;
+const FIT_COPIES: u64 = 3;
 
 /// A reply and the message it answers.
 #[derive(Clone, Debug, PartialEq)]
@@ -65,18 +64,51 @@ pub struct Corrupted {
     pub span: (usize, usize),
 }
 
-/// `reply` with one word of `context` (three letters or more) put where it does not belong,
-/// chosen by `seed`: swapped for a word of the reply other than its first, or inserted before
-/// one. The new word takes the case of the sentence start it replaces. `None` when the reply has
-/// fewer than four words or the context no word to give.
+/// Words after which English puts a noun phrase: a word of the user's slotted after one of these
+/// is how a template fills its frame ("the {word}").
+const DETERMINERS: [&str; 12] = [
+    "the", "a", "an", "my", "your", "his", "her", "their", "our", "this", "that", "these",
+];
+
+/// How a copy is changed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Change {
+    /// A word of the reply (not its first) swapped for the user's.
+    Swap,
+    /// The user's word inserted before a word of the reply (not its first).
+    Insert,
+    /// The word after a determiner swapped for the user's (a noun phrase's slot).
+    Slot,
+}
+
+/// `reply` with one word of `context` (one the head judges) put where it may not belong, chosen
+/// by `seed`: a [`Change`] drawn with equal chances (a slot falls back to a swap when the reply
+/// has no determiner). The new word takes the case of the sentence start it replaces. `None`
+/// when the reply has fewer than four words or the context no word to give.
 pub fn corrupt(reply: &str, context: &str, seed: u64) -> Option<Corrupted> {
     let words = word_spans(reply);
-    let donors: Vec<String> = message_words(context).into_iter().collect();
+    let donors: Vec<String> = Said::new(context).words.into_iter().collect();
     if words.len() < 4 || donors.is_empty() {
         return None;
     }
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ fnv1a64(reply.as_bytes()));
-    let (a, b) = words[rng.random_range(1..words.len())];
+    let slots: Vec<usize> = (1..words.len())
+        .filter(|&i| {
+            let (a, b) = words[i - 1];
+            DETERMINERS.contains(&reply[a..b].to_lowercase().as_str())
+        })
+        .collect();
+    let change = match rng.random_range(0..3) {
+        0 => Change::Swap,
+        1 => Change::Insert,
+        _ if slots.is_empty() => Change::Swap,
+        _ => Change::Slot,
+    };
+    let at = match change {
+        Change::Slot => slots[rng.random_range(0..slots.len())],
+        _ => rng.random_range(1..words.len()),
+    };
+    let (a, b) = words[at];
     let old = &reply[a..b];
     let candidates: Vec<&String> = donors
         .iter()
@@ -86,7 +118,7 @@ pub fn corrupt(reply: &str, context: &str, seed: u64) -> Option<Corrupted> {
         return None;
     }
     let donor = candidates[rng.random_range(0..candidates.len())];
-    let insert = rng.random_bool(0.4);
+    let insert = change == Change::Insert;
     let cased = if old.starts_with(|c: char| c.is_ascii_uppercase()) && !insert {
         let mut c = donor.chars();
         c.next()
@@ -95,14 +127,15 @@ pub fn corrupt(reply: &str, context: &str, seed: u64) -> Option<Corrupted> {
     } else {
         donor.clone()
     };
-    let (text, span) = if insert {
-        let text = format!("{}{cased} {}", &reply[..a], &reply[a..]);
-        (text, (a, a + cased.len()))
+    let text = if insert {
+        format!("{}{cased} {}", &reply[..a], &reply[a..])
     } else {
-        let text = format!("{}{cased}{}", &reply[..a], &reply[b..]);
-        (text, (a, a + cased.len()))
+        format!("{}{cased}{}", &reply[..a], &reply[b..])
     };
-    Some(Corrupted { text, span })
+    Some(Corrupted {
+        text,
+        span: (a, a + cased.len()),
+    })
 }
 
 /// The hand-written bank (`data/wording/never-tuned.yaml`).
@@ -135,7 +168,10 @@ pub fn parts(corpora: &Corpora) -> Result<Parts> {
     let mut p = Parts {
         fit: Vec::new(),
         choices: Vec::new(),
-        reported: vec![("EPITOME test", Vec::new()), ("ESConv dev (held apart)", Vec::new())],
+        reported: vec![
+            ("EPITOME test", Vec::new()),
+            ("ESConv dev (held apart)", Vec::new()),
+        ],
         failed: Vec::new(),
     };
     for item in epitome::load(&corpora.epitome)? {
@@ -173,11 +209,11 @@ pub fn parts(corpora: &Corpora) -> Result<Parts> {
     Ok(p)
 }
 
-/// A text to read, the words of the message it answers, and the span of its word out of place
+/// A text to read, what the message it answers said, and the span of its word out of place
 /// (`None`: a clean reply).
 struct Text {
     text: String,
-    words: BTreeSet<String>,
+    said: Said,
     span: Option<(usize, usize)>,
 }
 
@@ -185,17 +221,17 @@ struct Text {
 fn texts(set: &[Pair], copies: u64) -> Vec<Text> {
     let mut out = Vec::new();
     for p in set {
-        let words = message_words(&p.context);
+        let said = Said::new(&p.context);
         out.push(Text {
             text: p.reply.clone(),
-            words: words.clone(),
+            said: said.clone(),
             span: None,
         });
         for seed in 1..=copies {
             if let Some(c) = corrupt(&p.reply, &p.context, seed) {
                 out.push(Text {
                     text: c.text,
-                    words: words.clone(),
+                    said: said.clone(),
                     span: Some(c.span),
                 });
             }
@@ -221,14 +257,14 @@ fn touches(token: (usize, usize), span: Option<(usize, usize)>) -> bool {
     span.is_some_and(|(a, b)| token.0 < b && a < token.1)
 }
 
-/// The fit's rows: every token the head judges (those of the message's words, the changed one
-/// among them), and up to [`KEPT_OTHERS`] other tokens of each text chosen by a seeded draw.
+/// The fit's rows: every token the head judges (those of the message's words out of the places
+/// the user gave them, the changed one among them), and up to [`KEPT_OTHERS`] other tokens of each text chosen by a seeded draw.
 /// Returns the rows ([rows, INPUT]) and their labels (1: out of place).
 fn rows(texts: &[Text], states: &[TokenStates], seed: u64) -> (Vec<f32>, Vec<f32>) {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let (mut x, mut y) = (Vec::new(), Vec::new());
     for (t, s) in texts.iter().zip(states) {
-        let judged = judged(&t.text, s, &t.words);
+        let judged = judged(&t.text, s, &t.said);
         let mut others = Vec::new();
         for k in 0..s.spans.len() {
             let out = touches(s.spans[k], t.span);
@@ -253,7 +289,7 @@ fn scored(net: &Mlp, texts: &[Text], states: &[TokenStates]) -> (Vec<f64>, Vec<b
     texts
         .iter()
         .zip(states)
-        .map(|(t, s)| (score(net, &t.text, s, &t.words), t.span.is_some()))
+        .map(|(t, s)| (score(net, &t.text, s, &t.said), t.span.is_some()))
         .unzip()
 }
 
@@ -278,7 +314,8 @@ fn report(what: &str, scores: &[f64], changed: &[bool], threshold: f64) -> SetRe
             .filter(|(_, c)| **c == want)
             .map(|(s, _)| s)
             .collect();
-        (!v.is_empty()).then(|| v.iter().filter(|&&&s| s >= threshold).count() as f64 / v.len() as f64)
+        (!v.is_empty())
+            .then(|| v.iter().filter(|&&&s| s >= threshold).count() as f64 / v.len() as f64)
     };
     let n_changed = changed.iter().filter(|&&c| c).count();
     SetReport {
@@ -358,7 +395,12 @@ pub fn fit(
         .map(|(s, _)| *s)
         .collect();
     let t = threshold(&clean, CLEAN_FIRE_RATE);
-    let mut reports = vec![report("choices (EPITOME dev, ESConv dev)", &scores, &changed, t)];
+    let mut reports = vec![report(
+        "choices (EPITOME dev, ESConv dev)",
+        &scores,
+        &changed,
+        t,
+    )];
     drop(choice_states);
     for (what, set) in &p.reported {
         let set_texts = texts(set, 1);
@@ -398,7 +440,7 @@ fn bank_report(net: &Mlp, path: &Path, embedder: &Embedder, t: f64) -> Result<Se
     let (scores, changed): (Vec<f64>, Vec<bool>) = items
         .iter()
         .zip(&st)
-        .map(|((b, m), s)| (score(net, &b.reply, s, &message_words(&b.user)), *m))
+        .map(|((b, m), s)| (score(net, &b.reply, s, &Said::new(&b.user)), *m))
         .unzip();
     Ok(report(
         "never-tuned bank (data/wording/never-tuned.yaml)",
@@ -456,8 +498,8 @@ pub fn report_markdown(f: &Fitted) -> String {
 pub fn write(root: &Path, f: &Fitted) -> Result<()> {
     let data = root.join("data");
     let r3 = |v: f64| (v * 1000.0).round() / 1000.0;
-    let settings =
-        serde_yaml::to_value(&f.settings).map_err(|e| Error::Other(format!("fit settings: {e}")))?;
+    let settings = serde_yaml::to_value(&f.settings)
+        .map_err(|e| Error::Other(format!("fit settings: {e}")))?;
     let mut fit = serde_yaml::Mapping::new();
     fit.insert("settings".into(), settings);
     let grid: Vec<serde_yaml::Value> = f
@@ -494,7 +536,8 @@ pub fn write(root: &Path, f: &Fitted) -> Result<()> {
         fit: fit.into(),
     };
     let yaml = serde_yaml::to_string(&meta).map_err(|e| Error::Other(e.to_string()))?;
-    let header = "# The wording head (src/sim/wording.rs), written by `empathy-gym perception wording` \
+    let header =
+        "# The wording head (src/sim/wording.rs), written by `empathy-gym perception wording` \
                   (docs/VALIDATION.md, \"Wording\"). Do not edit: fit again.\n";
     for (name, bytes) in [
         ("wording.safetensors", f.net.to_safetensors()?),
@@ -521,15 +564,30 @@ mod tests {
             let c = corrupt(reply, context, seed).expect("a corruption");
             let put = &c.text[c.span.0..c.span.1];
             assert!(
-                ["landlord", "raised", "the", "rent", "again"].contains(&put.to_lowercase().as_str()),
+                ["landlord", "raised", "the", "rent", "again"]
+                    .contains(&put.to_lowercase().as_str()),
                 "{put:?} comes from the context"
             );
             assert_ne!(c.text, reply);
-            assert!(c.text.starts_with("That "), "the first word stays: {}", c.text);
+            assert!(
+                c.text.starts_with("That "),
+                "the first word stays: {}",
+                c.text
+            );
             kinds.insert(c.text.split_whitespace().count() - reply.split_whitespace().count());
             assert_eq!(corrupt(reply, context, seed), Some(c), "seeded");
         }
         assert_eq!(kinds.len(), 2, "both swaps and insertions: {kinds:?}");
+        // A determiner's noun is a slot: some copy puts the user's word right after "the".
+        let reply = "That sounds hard, and the waiting makes it worse.";
+        let slotted = (0..60)
+            .filter_map(|seed| corrupt(reply, context, seed))
+            .any(|c| {
+                c.text.starts_with("That sounds hard, and the ")
+                    && c.text.ends_with(" makes it worse.")
+                    && c.span.0 == "That sounds hard, and the ".len()
+            });
+        assert!(slotted);
         assert_eq!(corrupt("Oh no.", context, 0), None, "too short");
         assert_eq!(corrupt(reply, "ok", 0), None, "nothing to give");
     }

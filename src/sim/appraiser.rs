@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::appraiser_config::AppraiserConfig;
 use super::detect::safety::head;
 use super::detect::{DetectInput, Detectors, Findings, SafetyScreen, UnsafeFinding};
+use super::embed::TokenStates;
 use super::embed::{cosine, Embedder, Embedding};
 use super::factual::{judge_answer, FactualVerdict};
 use super::lexicon::{Cues, Lexicon};
@@ -18,7 +19,7 @@ use super::moves::Move;
 use super::perceive::{Perception, HEADS};
 use super::text::{looping, sentences, words};
 use super::warmth::warmth;
-use super::wording::Wording;
+use super::wording::{Said, Wording};
 use crate::error::Result;
 use crate::profile::{FactualTurn, Profile};
 
@@ -79,8 +80,8 @@ pub struct Appraiser {
     prototypes: BTreeMap<Move, Vec<Arc<Embedding>>>,
     /// Learned perception, and per move the indices of the heads it reads.
     perception: Option<(Perception, BTreeMap<Move, Vec<usize>>)>,
-    /// The wording head, with the points of a reply it flags.
-    wording: Option<(Wording, f64)>,
+    /// The wording head.
+    wording: Option<Wording>,
     /// The FNV-1a 64 of [`RULE_FILES`] as read, in that order.
     data: String,
 }
@@ -143,10 +144,7 @@ impl Appraiser {
             None => None,
         };
         let wording = match &cfg.wording {
-            Some(w) => Some((
-                Wording::load(&root.join("data").join(&w.head))?,
-                w.points,
-            )),
+            Some(w) => Some(Wording::load(&root.join("data").join(&w.head))?),
             None => None,
         };
         Ok(Appraiser {
@@ -224,6 +222,14 @@ impl Appraiser {
 
     /// Appraises the replies of several dialogues at once; all new texts are embedded in one batch.
     pub fn appraise(&self, inputs: &[AppraisalInput<'_>]) -> Result<Vec<Appraisal>> {
+        // The wording head reads the replies' token states; the same pass embeds them.
+        let states = match &self.wording {
+            Some(_) => {
+                let replies: Vec<&str> = inputs.iter().map(|i| i.reply).collect();
+                self.embedder.token_states(&replies)?
+            }
+            None => Vec::new(),
+        };
         let mut texts: Vec<&str> = Vec::new();
         for inp in inputs {
             texts.push(inp.reply);
@@ -239,7 +245,11 @@ impl Appraiser {
             texts.extend(inp.profile.scenario.hurts.iter().map(String::as_str));
         }
         self.embedder.embed(&texts)?; // one batch; below every lookup hits the cache
-        inputs.iter().map(|inp| self.appraise_one(inp)).collect()
+        inputs
+            .iter()
+            .enumerate()
+            .map(|(k, inp)| self.appraise_one(inp, states.get(k)))
+            .collect()
     }
 
     fn max_sim(&self, reply: &[f32], texts: &[String]) -> Result<f32> {
@@ -248,7 +258,12 @@ impl Appraiser {
         Ok(embs.iter().map(|e| cosine(reply, e)).fold(-1.0, f32::max))
     }
 
-    fn appraise_one(&self, inp: &AppraisalInput<'_>) -> Result<Appraisal> {
+    /// Appraises one reply; `states` are its token states when the wording head reads them.
+    fn appraise_one(
+        &self,
+        inp: &AppraisalInput<'_>,
+        states: Option<&TokenStates>,
+    ) -> Result<Appraisal> {
         let reply_emb = self.embedder.embed(&[inp.reply])?.remove(0);
         let cues = self.lexicon.cues(inp.reply);
         let mut out = Appraisal::default();
@@ -276,11 +291,19 @@ impl Appraiser {
             return Ok(out);
         }
         let mut findings = self.find(inp, &reply_emb, &cues)?;
-        if let Some((w, _)) = &self.wording {
-            let said = inp.user_messages.join("\n");
-            findings.misplaced = w.misplaced(&self.embedder, inp.reply, &said)?;
+        if let (Some(w), Some(states)) = (&self.wording, states) {
+            let said = Said::new(&inp.user_messages.join("\n"));
+            findings.misplaced = w.misplaced_words(inp.reply, states, &said);
         }
         let spec = self.specificity(inp, &reply_emb, &reply_words, &findings)?;
+        if !findings.misplaced.is_empty() && spec < inp.profile.knobs.acceptance {
+            let all = Findings {
+                misplaced: Default::default(),
+                ..findings.clone()
+            };
+            findings.misplaced_cost = self.specificity(inp, &reply_emb, &reply_words, &all)?
+                >= inp.profile.knobs.acceptance;
+        }
         self.detectors.judge_engagement(&mut findings, &cues, spec);
         let moves = self.move_scores(inp, &reply_emb, &cues, spec, &findings)?;
         out.warmth = r3(warmth(&cues, &moves));
@@ -363,7 +386,7 @@ impl Appraiser {
         let shared: std::collections::BTreeSet<&String> = reply_words
             .iter()
             .zip(&findings.borrowed)
-            .filter(|(w, c)| !**c && user_words.contains(*w))
+            .filter(|(w, c)| !**c && user_words.contains(*w) && !findings.misplaced.contains(*w))
             .map(|(w, _)| w)
             .collect();
         let overlap = (shared.len() as f64 / self.cfg.specificity.overlap_words).min(1.0);
@@ -535,9 +558,10 @@ impl Appraiser {
         let mut helps = cfg.helps * cfg.semantic.score(help_sim);
         // Sentence embeddings place a reply near the topic of every prototype, hurtful or not: a
         // reply hurts only when it reads more like a `hurts` example than like any `helps` one
-        // (nearest-prototype classification).
-        let hurts = if hurt_sim > help_sim {
-            cfg.hurts * cfg.semantic.score(hurt_sim)
+        // (nearest-prototype classification), and reads like it as closely as a paraphrase does
+        // (the semantic ceiling): sharing the topic is not reading like it.
+        let hurts = if hurt_sim > help_sim && f64::from(hurt_sim) >= cfg.semantic.ceiling {
+            cfg.hurts
         } else {
             0.0
         };
@@ -548,10 +572,10 @@ impl Appraiser {
         // A reply that is not talking to this person earns nothing for its moves, and neither does
         // a frame the user has heard before with new words slotted in.
         if findings.meta
+            || findings.narration
             || findings.off_topic
             || findings.incoherent
             || findings.template
-            || findings.misplaced
         {
             fit = 0.0;
             helps = 0.0;
@@ -563,6 +587,10 @@ impl Appraiser {
             let generic = knobs.generic_credit * (fit + helps).min(cfg.generic_points);
             c.insert("generic", scale.gain * generic);
             out.reasons.push("too generic to land".into());
+            if findings.misplaced_cost {
+                out.reasons
+                    .push("my words dropped where they don't belong".into());
+            }
         }
         if c.values().sum::<f64>() < cfg.resistance && out.reasons.is_empty() {
             out.reasons.push("that didn't reach me".into());
@@ -658,6 +686,12 @@ impl Appraiser {
                 "talked about my message, not to me",
             ),
             (
+                f.narration,
+                "narration",
+                d.narration.points,
+                "talked about me, not to me",
+            ),
+            (
                 f.template,
                 "template",
                 d.template.points,
@@ -701,13 +735,6 @@ impl Appraiser {
                 "just agreeing with whatever I say",
             ),
         ];
-        let misplaced = self.wording.as_ref().map_or(0.0, |(_, p)| *p);
-        let fired = fired.into_iter().chain([(
-            f.misplaced,
-            "misplaced",
-            misplaced,
-            "some of those words don't belong there",
-        )]);
         for (on, name, points, reason) in fired {
             if on {
                 c.insert(name, loss * points);

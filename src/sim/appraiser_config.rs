@@ -110,8 +110,6 @@ pub struct PerceptionUse {
 pub struct WordingUse {
     /// The head's file under `data/`.
     pub head: String,
-    /// Points of a reply with a word out of place (it also earns nothing for its moves).
-    pub points: f64,
 }
 
 /// All weights of the appraiser.

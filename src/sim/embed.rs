@@ -219,6 +219,8 @@ impl Embedder {
     /// The contextual states of every real token of each text but `[CLS]` and `[SEP]` (the
     /// model's last layer, uncached), with each token's span of bytes in its text. Padded and
     /// batched as [`Embedder::embed`] does, so a text's states do not depend on its batch-mates.
+    /// Each text's sentence embedding, pooled from the same pass, goes into the cache: embedding
+    /// it next costs no second pass.
     pub fn token_states(&self, texts: &[&str]) -> Result<Vec<TokenStates>> {
         let encodings = self
             .tokenizer
@@ -228,7 +230,17 @@ impl Embedder {
         for (len, idx) in by_padded_len(&encodings) {
             for (real, filled) in passes(&idx, self.chunk) {
                 let ids: Vec<&[u32]> = filled.iter().map(|&i| encodings[i].get_ids()).collect();
-                let (hidden, _) = self.hidden(&ids, len)?;
+                let (hidden, mask) = self.hidden(&ids, len)?;
+                let pooled = pool(&hidden, &mask)?;
+                {
+                    let mut cache = self
+                        .cache
+                        .lock()
+                        .map_err(|_| Error::Other("embedder cache poisoned".into()))?;
+                    for (e, &i) in pooled.into_iter().zip(real) {
+                        cache.insert(texts[i].to_string(), Arc::new(e));
+                    }
+                }
                 let hidden = hidden.to_vec3::<f32>()?;
                 for (rows, &i) in hidden.into_iter().zip(real) {
                     let enc = &encodings[i];
@@ -267,17 +279,22 @@ impl Embedder {
     /// Unit embeddings of the token sequences `ids`, each padded (and masked) to `len` tokens.
     fn forward(&self, ids: &[&[u32]], len: usize) -> Result<Vec<Embedding>> {
         let (hidden, mask) = self.hidden(ids, len)?;
-        // Mean over real tokens only (sentence-transformers' mean pooling).
-        let m = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
-        let summed = hidden.broadcast_mul(&m)?.sum(1)?;
-        let pooled = summed.broadcast_div(&m.sum(1)?)?;
-        let norm = pooled
-            .sqr()?
-            .sum_keepdim(1)?
-            .sqrt()?
-            .clamp(1e-12, f64::MAX)?;
-        Ok(pooled.broadcast_div(&norm)?.to_vec2::<f32>()?)
+        pool(&hidden, &mask)
     }
+}
+
+/// Unit sentence embeddings from the last layer's states [n, len, 384]: the mean over real tokens
+/// only (sentence-transformers' mean pooling), L2 normalized.
+fn pool(hidden: &Tensor, mask: &Tensor) -> Result<Vec<Embedding>> {
+    let m = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
+    let summed = hidden.broadcast_mul(&m)?.sum(1)?;
+    let pooled = summed.broadcast_div(&m.sum(1)?)?;
+    let norm = pooled
+        .sqr()?
+        .sum_keepdim(1)?
+        .sqrt()?
+        .clamp(1e-12, f64::MAX)?;
+    Ok(pooled.broadcast_div(&norm)?.to_vec2::<f32>()?)
 }
 
 /// The contextual states of a text's tokens ([`Embedder::token_states`]).

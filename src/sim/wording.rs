@@ -6,11 +6,16 @@
 //! everyone been like for you?"). The weights, the threshold and their sources are in
 //! `data/wording.yaml`.
 //!
-//! The head judges the tokens of the reply's words that the user's message also holds: those are
-//! what a template slots in, and judging only them keeps a long honest reply from being flagged by
-//! chance somewhere in its other words. A token is read with its neighbours' states. A reply is
-//! `misplaced` when its most suspicious judged token's probability reaches the threshold, which
-//! the fit sets so that few honest human replies reach it.
+//! The head judges the tokens of the reply's words that the user also said, in a place the user
+//! did not put them: a word with the same neighbour on either side as where the user said it
+//! stands as a person stood it. Those are what a template slots in, and judging only them keeps
+//! a long honest reply, which reflects the user's own phrases, from being flagged by chance. A
+//! token is read with its neighbours' states. A word is misplaced when its most suspicious
+//! token's probability reaches the threshold, which the fit sets so that few honest human replies
+//! reach it.
+//!
+//! The appraiser does not count a misplaced word as one the reply shares with the user: a slot
+//! fill shows no listening, so the reply is as specific as its other words make it.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -80,9 +85,9 @@ impl Wording {
     }
 
     /// The probability of the most suspicious token of `text` (with its `states`) among those
-    /// of the `words` of the user's message.
-    pub fn score(&self, text: &str, states: &TokenStates, words: &BTreeSet<String>) -> f64 {
-        score(&self.net, text, states, words)
+    /// the head judges against what the user said.
+    pub fn score(&self, text: &str, states: &TokenStates, said: &Said) -> f64 {
+        score(&self.net, text, states, said)
     }
 
     /// Token `k`'s probability of being out of place.
@@ -92,14 +97,33 @@ impl Wording {
 
     /// Whether `reply` has a word of what the user said (`message`) out of place.
     pub fn misplaced(&self, embedder: &Embedder, reply: &str, message: &str) -> Result<bool> {
-        let words = message_words(message);
-        if !shares(reply, &words) {
+        let said = Said::new(message);
+        if judged_words(reply, &said).is_empty() {
             return Ok(false);
         }
         let states = embedder.token_states(&[reply])?;
-        Ok(states
-            .first()
-            .is_some_and(|s| self.score(reply, s, &words) >= self.meta.threshold))
+        Ok(states.first().is_some_and(|s| self.flags(reply, s, &said)))
+    }
+
+    /// Whether `text` (with its `states`) has a word of what the user said out of place: its
+    /// score reaches the threshold.
+    pub fn flags(&self, text: &str, states: &TokenStates, said: &Said) -> bool {
+        self.score(text, states, said) >= self.meta.threshold
+    }
+
+    /// The words of what the user said that `text` (with its `states`) puts out of place, as the
+    /// head compares them (lowercase).
+    pub fn misplaced_words(
+        &self,
+        text: &str,
+        states: &TokenStates,
+        said: &Said,
+    ) -> BTreeSet<String> {
+        word_scores(&self.net, text, states, said)
+            .into_iter()
+            .filter(|(_, p)| *p >= self.meta.threshold)
+            .map(|((a, b), _)| key(&text[a..b]))
+            .collect()
     }
 }
 
@@ -108,7 +132,10 @@ pub fn word_spans(text: &str) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let mut start = None;
     let is_word = |c: char| c.is_ascii_alphabetic() || c == '\'';
-    for (i, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
+    for (i, c) in text
+        .char_indices()
+        .chain(std::iter::once((text.len(), ' ')))
+    {
         match (start, is_word(c)) {
             (None, true) => start = Some(i),
             (Some(s), false) => {
@@ -128,33 +155,72 @@ fn key(word: &str) -> String {
     word.trim_matches('\'').to_lowercase()
 }
 
-/// The words of a user's message the head judges in a reply: three letters or more.
-pub fn message_words(message: &str) -> BTreeSet<String> {
-    word_spans(message)
+/// The words of `text` as the head compares them, in order.
+fn keys(text: &str) -> Vec<String> {
+    word_spans(text)
         .into_iter()
-        .map(|(a, b)| key(&message[a..b]))
-        .filter(|w| w.chars().filter(char::is_ascii_alphabetic).count() >= 3)
+        .map(|(a, b)| key(&text[a..b]))
         .collect()
 }
 
-/// Whether `text` holds any of `words`.
-fn shares(text: &str, words: &BTreeSet<String>) -> bool {
-    word_spans(text)
-        .into_iter()
-        .any(|(a, b)| words.contains(&key(&text[a..b])))
+/// Letters a word of the user's needs to be judged: shorter ones are mostly function words, which
+/// go anywhere.
+pub const MIN_LETTERS: usize = 4;
+
+/// What the user said, as the head reads a reply against it: the words it judges
+/// ([`MIN_LETTERS`] or more) and every pair of words the user said side by side.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Said {
+    pub words: BTreeSet<String>,
+    pairs: BTreeSet<(String, String)>,
 }
 
-/// The tokens of `states` that lie in a word of `text` that is one of `words`.
-pub fn judged(text: &str, states: &TokenStates, words: &BTreeSet<String>) -> Vec<usize> {
-    let spans: Vec<(usize, usize)> = word_spans(text)
+impl Said {
+    pub fn new(message: &str) -> Self {
+        let all = keys(message);
+        Said {
+            words: all
+                .iter()
+                .filter(|w| w.chars().filter(char::is_ascii_alphabetic).count() >= MIN_LETTERS)
+                .cloned()
+                .collect(),
+            pairs: all
+                .windows(2)
+                .map(|p| (p[0].clone(), p[1].clone()))
+                .collect(),
+        }
+    }
+}
+
+/// The byte spans of the words of `text` that the head judges: the user's words with neither
+/// neighbour the one the user gave them.
+fn judged_words(text: &str, said: &Said) -> Vec<(usize, usize)> {
+    let spans = word_spans(text);
+    let k: Vec<String> = spans.iter().map(|&(a, b)| key(&text[a..b])).collect();
+    let placed = |i: usize| {
+        (i > 0 && said.pairs.contains(&(k[i - 1].clone(), k[i].clone())))
+            || (i + 1 < k.len() && said.pairs.contains(&(k[i].clone(), k[i + 1].clone())))
+    };
+    spans
         .into_iter()
-        .filter(|&(a, b)| words.contains(&key(&text[a..b])))
-        .collect();
+        .enumerate()
+        .filter(|&(i, _)| said.words.contains(&k[i]) && !placed(i))
+        .map(|(_, s)| s)
+        .collect()
+}
+
+/// The tokens of `states` that lie in a word of `text` the head judges against `said`.
+pub fn judged(text: &str, states: &TokenStates, said: &Said) -> Vec<usize> {
+    let spans = judged_words(text, said);
     states
         .spans
         .iter()
         .enumerate()
-        .filter(|(_, t)| spans.iter().any(|&(a, b)| t.0 >= a && t.1 <= b && t.0 < t.1))
+        .filter(|(_, t)| {
+            spans
+                .iter()
+                .any(|&(a, b)| t.0 >= a && t.1 <= b && t.0 < t.1)
+        })
         .map(|(k, _)| k)
         .collect()
 }
@@ -162,20 +228,43 @@ pub fn judged(text: &str, states: &TokenStates, words: &BTreeSet<String>) -> Vec
 /// Token `k`'s input: its state, the state before and the state after (zeros past the ends).
 pub fn features(states: &TokenStates, k: usize) -> Vec<f32> {
     let rows: Vec<&[f32]> = states.rows().collect();
-    let zeros = [0.0f32; WIDTH];
-    let mut x = Vec::with_capacity(INPUT);
+    let zeros = vec![0.0f32; rows[k].len()];
+    let mut x = Vec::with_capacity(3 * rows[k].len());
     x.extend_from_slice(rows[k]);
     x.extend_from_slice(if k > 0 { rows[k - 1] } else { &zeros });
     x.extend_from_slice(rows.get(k + 1).copied().unwrap_or(&zeros));
     x
 }
 
-/// The largest probability of being out of place among the tokens of `text` in `words`; 0 when
-/// there are none.
-pub fn score(net: &Mlp, text: &str, states: &TokenStates, words: &BTreeSet<String>) -> f64 {
-    judged(text, states, words)
+/// Each word of `text` the head judges against `said` (its span) and the largest probability of
+/// being out of place among its tokens.
+pub fn word_scores(
+    net: &Mlp,
+    text: &str,
+    states: &TokenStates,
+    said: &Said,
+) -> Vec<((usize, usize), f64)> {
+    judged_words(text, said)
         .into_iter()
-        .map(|k| sigmoid(net.logits(&features(states, k))[0]))
+        .map(|(a, b)| {
+            let p = (0..states.spans.len())
+                .filter(|&k| {
+                    let t = states.spans[k];
+                    t.0 >= a && t.1 <= b && t.0 < t.1
+                })
+                .map(|k| sigmoid(net.logits(&features(states, k))[0]))
+                .fold(0.0, f64::max);
+            ((a, b), p)
+        })
+        .collect()
+}
+
+/// The largest probability of being out of place among the tokens of `text` the head judges
+/// against `said`; 0 when there are none.
+pub fn score(net: &Mlp, text: &str, states: &TokenStates, said: &Said) -> f64 {
+    word_scores(net, text, states, said)
+        .into_iter()
+        .map(|(_, p)| p)
         .fold(0.0, f64::max)
 }
 
@@ -201,27 +290,41 @@ mod tests {
     fn words_are_runs_of_letters_and_apostrophes() {
         let t = "It's 3am -- I can't sleep.";
         let w: Vec<&str> = word_spans(t).into_iter().map(|(a, b)| &t[a..b]).collect();
-        assert_eq!(w, ["It's", "I", "can't", "sleep"]);
-        let m = message_words("My DOG's bed, it's empty");
-        assert_eq!(m.into_iter().collect::<Vec<_>>(), ["bed", "dog's", "empty", "it's"]);
+        assert_eq!(w, ["It's", "am", "I", "can't", "sleep"]);
+        let m = Said::new("My DOG's bed, it's empty");
+        assert_eq!(
+            m.words.into_iter().collect::<Vec<_>>(),
+            ["dog's", "empty"],
+            "it's is short"
+        );
     }
 
     #[test]
     fn only_the_users_words_are_judged_and_the_worst_decides() {
-        // "the dog ran": tokens the(0..3) dog(4..7) ran(8..11); the user said "dog" and "ran".
-        let text = "the dog ran";
+        // "the puppy fled": tokens the(0..3) puppy(4..9) fled(10..14); the user said "puppy" and
+        // "fled", but never side by side.
+        let text = "the puppy fled";
         let states = TokenStates {
             states: vec![9.0, 0.0, 1.0, 0.0, 0.25, 0.0],
-            spans: vec![(0, 3), (4, 7), (8, 11)],
+            spans: vec![(0, 3), (4, 9), (10, 14)],
         };
-        let words = message_words("My dog ran off");
+        let words = Said::new("My puppy, as always, fled the room");
         assert_eq!(judged(text, &states, &words), [1, 2]);
         assert_eq!(features(&states, 0), [9.0, 0.0, 0.0, 0.0, 1.0, 0.0]);
         assert_eq!(features(&states, 2), [0.25, 0.0, 1.0, 0.0, 0.0, 0.0]);
-        // logits: dog 4 * 1 - 2 = 2, ran 4 * 0.25 - 2 = -1; "the" (logit 34) is not judged.
+        // logits: puppy 4 * 1 - 2 = 2, fled 4 * 0.25 - 2 = -1; "the" (logit 34) is not judged.
         let s = score(&net(), text, &states, &words);
         assert!((s - sigmoid(2.0)).abs() < 1e-9, "{s}");
         assert!((s - 0.880_797).abs() < 1e-6);
-        assert_eq!(score(&net(), text, &states, &message_words("nothing")), 0.0);
+        assert_eq!(score(&net(), text, &states, &Said::new("nothing")), 0.0);
+        // Where the user put "puppy" after "the", it stands as they stood it.
+        let placed = Said::new("the puppy fled");
+        assert!(judged(text, &states, &placed).is_empty());
+        let half = Said::new("I saw the puppy. Later it fled");
+        assert_eq!(
+            judged(text, &states, &half),
+            [2],
+            "only fled is new after puppy"
+        );
     }
 }

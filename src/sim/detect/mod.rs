@@ -102,6 +102,18 @@ pub struct SycophancyCfg {
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+pub struct NarrationCfg {
+    /// Shorter replies are not judged.
+    pub min_words: usize,
+    /// Words that address the person or speak as the listener; a reply with any is not narration.
+    pub address: Vec<String>,
+    /// Phrases that tell a story or read a text about someone.
+    pub frames: Vec<String>,
+    pub points: f64,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CutOffCfg {
     pub min_words: usize,
     pub points: f64,
@@ -124,6 +136,7 @@ pub struct DetectorsCfg {
     pub flattery: FlatteryCfg,
     pub sycophancy: SycophancyCfg,
     pub cut_off: CutOffCfg,
+    pub narration: NarrationCfg,
 }
 
 /// The loaded detectors, phrases normalized.
@@ -135,6 +148,8 @@ pub struct Detectors {
     function_words: BTreeSet<String>,
     compliments: Vec<String>,
     dangling: BTreeSet<String>,
+    address: BTreeSet<String>,
+    frames: Vec<String>,
 }
 
 /// What a detector needs to know about one reply in its dialogue.
@@ -184,8 +199,14 @@ pub struct Findings {
     pub sycophancy: bool,
     /// The reply stops mid-sentence.
     pub cut_off: bool,
-    /// A word of the reply is out of place (the wording head; set by the appraiser).
-    pub misplaced: bool,
+    /// The reply tells the user's story about them, or reads it as a text, without a word to them.
+    pub narration: bool,
+    /// The user's words the reply puts out of place (the wording head, lowercase; set by the
+    /// appraiser): they earn no specificity.
+    pub misplaced: BTreeSet<String>,
+    /// Without its misplaced words discounted the reply would have landed as specific (set by
+    /// the appraiser): the user says why it did not.
+    pub misplaced_cost: bool,
 }
 
 fn norm_all(v: &[String]) -> Vec<String> {
@@ -248,6 +269,13 @@ impl Detectors {
                 .iter()
                 .map(|w| w.to_lowercase())
                 .collect(),
+            address: cfg
+                .narration
+                .address
+                .iter()
+                .map(|w| w.to_lowercase())
+                .collect(),
+            frames: norm_all(&cfg.narration.frames),
             cfg,
         })
     }
@@ -292,6 +320,9 @@ impl Detectors {
         f.stacked_questions = questions >= c.stacked_questions.min_questions;
         f.meta = count_phrases(&padded, &self.meta_phrases) >= 1
             || count_phrases(&padded, &self.meta_hints) >= 2;
+        f.narration = reply_words.len() >= c.narration.min_words
+            && !reply_words.iter().any(|w| self.address.contains(w))
+            && count_phrases(&padded, &self.frames) >= 1;
         f.template = f.slotted || self.same_frame(inp);
         let content: Vec<&String> = reply_words
             .iter()

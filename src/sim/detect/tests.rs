@@ -248,3 +248,28 @@ fn bad_thresholds_name_the_file_and_field() {
         "{err}"
     );
 }
+
+#[test]
+fn narration_about_the_user_is_flagged_talking_to_them_is_not() {
+    let told = [
+        "It seems like the joke was revealed in a group chat that had nothing to do with the \
+         friendship.",
+        "The passage indicates that the secret was shared with a wider group than intended.",
+        "This story touches on trust between friends and how quickly a private matter spreads.",
+    ];
+    for reply in told {
+        assert!(find(reply, &[]).narration, "{reply}");
+    }
+    let spoken = [
+        HONEST,
+        "It seems like you trusted the wrong person with something private.",
+        "I can hear how much the joke in the group chat hurt.",
+        // Impersonal, but no story told about anyone.
+        "Anyone would feel betrayed when something private becomes a joke.",
+        // Too short to judge.
+        "It seems so unfair.",
+    ];
+    for reply in spoken {
+        assert!(!find(reply, &[]).narration, "{reply}");
+    }
+}

@@ -28,11 +28,11 @@ pub fn reaction(a: &Appraisal, delta: i32, echoes_user: bool) -> Option<Reaction
     }
     let ordered = [
         (
-            has(a, "gibberish") || has(a, "incoherent") || has(a, "misplaced"),
+            has(a, "gibberish") || has(a, "incoherent"),
             Reaction::Incoherent,
         ),
         (has(a, "cut_off"), Reaction::CutOff),
-        (has(a, "meta"), Reaction::Meta),
+        (has(a, "meta") || has(a, "narration"), Reaction::Meta),
         (has(a, "copied") && echoes_user, Reaction::Parroted),
         (made(a, Move::SelfFocus), Reaction::SelfFocus),
         (made(a, Move::Minimize), Reaction::Minimize),
