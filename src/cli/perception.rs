@@ -132,8 +132,9 @@ fn run_wording(
         "# Wording: words out of place, on what the head never fit\n\nWritten by `{}` ({:.0} s \
          on this machine; chosen from {} settings by the reply-level AUC on the choice parts: {} \
          hidden units, {} epochs, weight decay {}). A reply is scored by its most suspicious \
-         token. `clean` replies are human ones as they were; `changed` ones are copies with one \
-         word of the message they answer swapped in or inserted (`src/fit/wording.rs`). The \
+         token among the words the head judges (the user's, away from the neighbours the user \
+         gave them). `clean` replies are human ones as they were; `changed` ones are copies with one \
+         word of the message they answer swapped in, inserted or put after a determiner (`src/fit/wording.rs`). The \
          fit part is not shown; `EPITOME test`, `ESConv dev (held apart)`, FailedESConv and the \
          never-tuned bank were never fit nor tuned on. The sources and their terms are in \
          `data/wording.yaml`.\n\n{table}",

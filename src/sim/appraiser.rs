@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::appraiser_config::AppraiserConfig;
+use super::appraiser_config::{AppraiserConfig, WordingUse};
 use super::detect::safety::head;
 use super::detect::{DetectInput, Detectors, Findings, SafetyScreen, UnsafeFinding};
 use super::embed::TokenStates;
@@ -19,7 +19,7 @@ use super::moves::Move;
 use super::perceive::{Perception, HEADS};
 use super::text::{looping, sentences, words};
 use super::warmth::warmth;
-use super::wording::{Said, Wording};
+use super::wording::{used_words, Said, Wording};
 use crate::error::Result;
 use crate::profile::{FactualTurn, Profile};
 
@@ -80,8 +80,8 @@ pub struct Appraiser {
     prototypes: BTreeMap<Move, Vec<Arc<Embedding>>>,
     /// Learned perception, and per move the indices of the heads it reads.
     perception: Option<(Perception, BTreeMap<Move, Vec<usize>>)>,
-    /// The wording head.
-    wording: Option<Wording>,
+    /// The wording head, and how the appraiser uses it.
+    wording: Option<(Wording, WordingUse)>,
     /// The FNV-1a 64 of [`RULE_FILES`] as read, in that order.
     data: String,
 }
@@ -144,7 +144,7 @@ impl Appraiser {
             None => None,
         };
         let wording = match &cfg.wording {
-            Some(w) => Some(Wording::load(&root.join("data").join(&w.head))?),
+            Some(w) => Some((Wording::load(&root.join("data").join(&w.head))?, w.clone())),
             None => None,
         };
         Ok(Appraiser {
@@ -291,9 +291,12 @@ impl Appraiser {
             return Ok(out);
         }
         let mut findings = self.find(inp, &reply_emb, &cues)?;
-        if let (Some(w), Some(states)) = (&self.wording, states) {
+        if let (Some((w, u)), Some(states)) = (&self.wording, states) {
             let said = Said::new(&inp.user_messages.join("\n"));
             findings.misplaced = w.misplaced_words(inp.reply, states, &said);
+            let used = used_words(inp.reply, &said).len();
+            findings.slot_filled = !findings.misplaced.is_empty()
+                && findings.misplaced.len() as f64 >= u.slotted_share * used as f64;
         }
         let spec = self.specificity(inp, &reply_emb, &reply_words, &findings)?;
         if !findings.misplaced.is_empty() && spec < inp.profile.knobs.acceptance {
@@ -576,6 +579,7 @@ impl Appraiser {
             || findings.off_topic
             || findings.incoherent
             || findings.template
+            || findings.slot_filled
         {
             fit = 0.0;
             helps = 0.0;
@@ -735,6 +739,13 @@ impl Appraiser {
                 "just agreeing with whatever I say",
             ),
         ];
+        let slotted = self.wording.as_ref().map_or(0.0, |(_, u)| u.points);
+        let fired = fired.into_iter().chain([(
+            f.slot_filled,
+            "slot_filled",
+            slotted,
+            "my words dropped into a line where they don't belong",
+        )]);
         for (on, name, points, reason) in fired {
             if on {
                 c.insert(name, loss * points);

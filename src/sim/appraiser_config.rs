@@ -110,6 +110,10 @@ pub struct PerceptionUse {
 pub struct WordingUse {
     /// The head's file under `data/`.
     pub head: String,
+    /// The share of the user's words in a reply that are misplaced from which the reply is a
+    /// slotted frame: its moves earn nothing and it costs `points`.
+    pub slotted_share: f64,
+    pub points: f64,
 }
 
 /// All weights of the appraiser.

@@ -15,7 +15,9 @@
 //! reach it.
 //!
 //! The appraiser does not count a misplaced word as one the reply shares with the user: a slot
-//! fill shows no listening, so the reply is as specific as its other words make it.
+//! fill shows no listening, so the reply is as specific as its other words make it. A reply most
+//! of whose words of the user's are misplaced is a frame with the user's words slotted in, and
+//! earns nothing for its moves.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -90,11 +92,6 @@ impl Wording {
         score(&self.net, text, states, said)
     }
 
-    /// Token `k`'s probability of being out of place.
-    pub fn token_probability(&self, states: &TokenStates, k: usize) -> f64 {
-        sigmoid(self.net.logits(&features(states, k))[0])
-    }
-
     /// Whether `reply` has a word of what the user said (`message`) out of place.
     pub fn misplaced(&self, embedder: &Embedder, reply: &str, message: &str) -> Result<bool> {
         let said = Said::new(message);
@@ -125,6 +122,15 @@ impl Wording {
             .map(|((a, b), _)| key(&text[a..b]))
             .collect()
     }
+}
+
+/// The words of `text` that the user said (those the head could judge, placed as the user placed
+/// them or not), as the head compares them.
+pub fn used_words(text: &str, said: &Said) -> BTreeSet<String> {
+    keys(text)
+        .into_iter()
+        .filter(|w| said.words.contains(w))
+        .collect()
 }
 
 /// The byte spans of the words of `text`: runs of ASCII letters and apostrophes holding a letter.

@@ -45,7 +45,21 @@ fn honest_replies_are_not_templates_and_beat_the_static_listener() {
         .flat_map(|r| &r.turns)
         .filter(|t| matches!(t, Turn::User { appraisal: Some(a), .. } if a.reasons.iter().any(|r| r == dropped)))
         .count();
-    eprintln!("{cost} of {replies} honest replies lost their landing to misplaced words");
+    let slotted: usize = again
+        .iter()
+        .flat_map(|r| &r.turns)
+        .filter(|t| matches!(t, Turn::User { appraisal: Some(a), .. } if a.components.contains_key("slot_filled")))
+        .count();
+    // The bound every detector is held to on honest replies (docs/REWARD.md).
+    for (what, n) in [
+        ("lost their landing to misplaced words", cost),
+        ("read as slot-filled frames", slotted),
+    ] {
+        assert!(
+            n as f64 <= 0.02 * replies as f64,
+            "{n} of {replies} honest replies {what}"
+        );
+    }
     for r in &again {
         for t in &r.turns {
             if let Turn::User {

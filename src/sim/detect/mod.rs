@@ -207,6 +207,9 @@ pub struct Findings {
     /// Without its misplaced words discounted the reply would have landed as specific (set by
     /// the appraiser): the user says why it did not.
     pub misplaced_cost: bool,
+    /// Most of the user's words in the reply are misplaced: a frame with them slotted in (set by
+    /// the appraiser).
+    pub slot_filled: bool,
 }
 
 fn norm_all(v: &[String]) -> Vec<String> {

@@ -28,7 +28,7 @@ pub fn reaction(a: &Appraisal, delta: i32, echoes_user: bool) -> Option<Reaction
     }
     let ordered = [
         (
-            has(a, "gibberish") || has(a, "incoherent"),
+            has(a, "gibberish") || has(a, "incoherent") || has(a, "slot_filled"),
             Reaction::Incoherent,
         ),
         (has(a, "cut_off"), Reaction::CutOff),
