@@ -137,8 +137,9 @@ def rates(judged, min_levels=None):
     for k in names:
         c = sum(1 for x in replies if x["components"].get(k, 0.0) != 0.0)
         print(f"| {k} | {c} | {100 * c / n:.1f}% |")
-    c = sum(1 for x in replies if "too generic to land" in x["reasons"])
-    print(f"| too generic to land (reason) | {c} | {100 * c / n:.1f}% |")
+    for reason in ["too generic to land", "my words dropped where they don't belong"]:
+        c = sum(1 for x in replies if reason in x["reasons"])
+        print(f"| {reason} (reason) | {c} | {100 * c / n:.1f}% |")
 
 
 if __name__ == "__main__":

@@ -275,11 +275,12 @@ fn rows(texts: &[Text], states: &[TokenStates], seed: u64) -> (Vec<f32>, Vec<f32
                 others.push(k);
             }
         }
-        for _ in 0..KEPT_OTHERS.min(others.len()) {
+        let kept = KEPT_OTHERS.min(others.len());
+        for _ in 0..kept {
             let k = others.swap_remove(rng.random_range(0..others.len()));
             x.extend(features(s, k));
-            y.push(0.0);
         }
+        y.extend(std::iter::repeat_n(0.0, kept));
     }
     (x, y)
 }
