@@ -19,7 +19,7 @@ use super::moves::Move;
 use super::perceive::{Perception, HEADS};
 use super::text::{looping, sentences, words};
 use super::warmth::warmth;
-use super::wording::{used_words, Said, Wording};
+use super::wording::{has_judged_words, used_words, Said, Wording};
 use crate::error::Result;
 use crate::profile::{FactualTurn, Profile};
 
@@ -222,14 +222,23 @@ impl Appraiser {
 
     /// Appraises the replies of several dialogues at once; all new texts are embedded in one batch.
     pub fn appraise(&self, inputs: &[AppraisalInput<'_>]) -> Result<Vec<Appraisal>> {
-        // The wording head reads the replies' token states; the same pass embeds them.
-        let states = match &self.wording {
-            Some(_) => {
-                let replies: Vec<&str> = inputs.iter().map(|i| i.reply).collect();
-                self.embedder.token_states(&replies)?
-            }
+        // The wording head reads the token states of the replies that hold words it judges (the
+        // same pass embeds them); the others are embedded, or found in the cache, below.
+        let said: Vec<Said> = inputs
+            .iter()
+            .map(|i| Said::new(&i.user_messages.join("\n")))
+            .collect();
+        let judged: Vec<usize> = match &self.wording {
+            Some(_) => (0..inputs.len())
+                .filter(|&k| has_judged_words(inputs[k].reply, &said[k]))
+                .collect(),
             None => Vec::new(),
         };
+        let texts_of: Vec<&str> = judged.iter().map(|&k| inputs[k].reply).collect();
+        let mut states: Vec<Option<TokenStates>> = vec![None; inputs.len()];
+        for (k, st) in judged.iter().zip(self.embedder.token_states(&texts_of)?) {
+            states[*k] = Some(st);
+        }
         let mut texts: Vec<&str> = Vec::new();
         for inp in inputs {
             texts.push(inp.reply);
@@ -248,7 +257,7 @@ impl Appraiser {
         inputs
             .iter()
             .enumerate()
-            .map(|(k, inp)| self.appraise_one(inp, states.get(k)))
+            .map(|(k, inp)| self.appraise_one(inp, &said[k], states[k].as_ref()))
             .collect()
     }
 
@@ -258,10 +267,12 @@ impl Appraiser {
         Ok(embs.iter().map(|e| cosine(reply, e)).fold(-1.0, f32::max))
     }
 
-    /// Appraises one reply; `states` are its token states when the wording head reads them.
+    /// Appraises one reply; `said` is what the user said as the wording head reads it, `states`
+    /// the reply's token states when the head has words of it to judge.
     fn appraise_one(
         &self,
         inp: &AppraisalInput<'_>,
+        said: &Said,
         states: Option<&TokenStates>,
     ) -> Result<Appraisal> {
         let reply_emb = self.embedder.embed(&[inp.reply])?.remove(0);
@@ -292,9 +303,8 @@ impl Appraiser {
         }
         let mut findings = self.find(inp, &reply_emb, &cues)?;
         if let (Some((w, u)), Some(states)) = (&self.wording, states) {
-            let said = Said::new(&inp.user_messages.join("\n"));
-            findings.misplaced = w.misplaced_words(inp.reply, states, &said);
-            let used = used_words(inp.reply, &said).len();
+            findings.misplaced = w.misplaced_words(inp.reply, states, said);
+            let used = used_words(inp.reply, said).len();
             findings.slot_filled = !findings.misplaced.is_empty()
                 && findings.misplaced.len() as f64 >= u.slotted_share * used as f64;
         }

@@ -41,7 +41,7 @@ pub struct WordingMeta {
     /// The weights file, next to this one.
     pub weights: String,
     pub hidden: usize,
-    /// The probability of the reply's most suspicious token from which it is misplaced.
+    /// The probability (of a word's most suspicious token) from which a word is misplaced.
     pub threshold: f64,
     /// What the weights were fit on, with each source's terms.
     pub sources: Vec<String>,
@@ -95,7 +95,7 @@ impl Wording {
     /// Whether `reply` has a word of what the user said (`message`) out of place.
     pub fn misplaced(&self, embedder: &Embedder, reply: &str, message: &str) -> Result<bool> {
         let said = Said::new(message);
-        if judged_words(reply, &said).is_empty() {
+        if !has_judged_words(reply, &said) {
             return Ok(false);
         }
         let states = embedder.token_states(&[reply])?;
@@ -122,6 +122,12 @@ impl Wording {
             .map(|((a, b), _)| key(&text[a..b]))
             .collect()
     }
+}
+
+/// Whether `text` has a word the head judges against `said`: without one there is nothing to
+/// read, and no encoder pass is needed.
+pub fn has_judged_words(text: &str, said: &Said) -> bool {
+    !judged_words(text, said).is_empty()
 }
 
 /// The words of `text` that the user said (those the head could judge, placed as the user placed
