@@ -275,30 +275,11 @@ pub fn write(root: &Path, f: &Fitted) -> Result<()> {
     for (what, _, aucs) in &f.report {
         let mut m = serde_yaml::Mapping::new();
         for (head, e) in aucs {
-            m.insert((*head).into(), ((e.value * 1000.0).round() / 1000.0).into());
+            m.insert((*head).into(), super::r3(e.value).into());
         }
         summary.insert((*what).into(), m.into());
     }
-    let settings =
-        serde_yaml::to_value(s).map_err(|e| Error::Other(format!("fit settings: {e}")))?;
-    let mut fit = serde_yaml::Mapping::new();
-    fit.insert("settings".into(), settings);
-    let grid: Vec<serde_yaml::Value> = f
-        .grid
-        .iter()
-        .map(|(g, auc)| {
-            let mut m = serde_yaml::Mapping::new();
-            m.insert("hidden".into(), (g.hidden as u64).into());
-            m.insert("epochs".into(), (g.epochs as u64).into());
-            m.insert("weight_decay".into(), g.weight_decay.into());
-            m.insert(
-                "choices_mean_auc".into(),
-                ((auc * 1000.0).round() / 1000.0).into(),
-            );
-            m.into()
-        })
-        .collect();
-    fit.insert("grid".into(), grid.into());
+    let mut fit = super::fit_record(s, &f.grid, "choices_mean_auc")?;
     fit.insert("auc".into(), summary.into());
     let meta = PerceptionMeta {
         weights: "perception.safetensors".into(),
@@ -310,16 +291,13 @@ pub fn write(root: &Path, f: &Fitted) -> Result<()> {
     let yaml = serde_yaml::to_string(&meta).map_err(|e| Error::Other(e.to_string()))?;
     let header = "# Perception's learned heads, written by `empathy-gym perception fit` \
                   (docs/VALIDATION.md, \"Perception\"). Do not edit: fit again.\n";
-    for (name, bytes) in [
-        ("perception.safetensors", f.net.to_safetensors()?),
-        ("perception.yaml", format!("{header}{yaml}").into_bytes()),
-    ] {
-        let path = data.join(name);
-        let tmp = data.join(format!(".{name}.tmp"));
-        std::fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, e))?;
-        std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
-    }
-    Ok(())
+    super::write_files(
+        &data,
+        [
+            ("perception.safetensors", f.net.to_safetensors()?),
+            ("perception.yaml", format!("{header}{yaml}").into_bytes()),
+        ],
+    )
 }
 
 #[cfg(test)]

@@ -38,7 +38,7 @@ use crate::seed::fnv1a64;
 use crate::sim::embed::{Embedder, TokenStates};
 use crate::sim::mlp::Mlp;
 use crate::sim::wording::{features, judged, score, word_spans, Said};
-use crate::sim::wording::{Wording, WordingMeta, INPUT};
+use crate::sim::wording::{WordingMeta, INPUT};
 
 /// The share of clean human replies (choice parts) allowed to reach the threshold.
 pub const CLEAN_FIRE_RATE: f64 = 0.015;
@@ -344,7 +344,8 @@ pub fn threshold(clean: &[f64], rate: f64) -> f64 {
 
 /// What the fit gives.
 pub struct Fitted {
-    pub head: Wording,
+    /// The chosen network's threshold (see the module's header).
+    pub threshold: f64,
     pub net: Mlp,
     pub settings: FitSettings,
     /// Each setting of the grid and its reply-level AUC on the choice parts.
@@ -422,7 +423,7 @@ pub fn fit(
     ));
     reports.push(bank_report(&net, bank, embedder, t)?);
     Ok(Fitted {
-        head: Wording::new(net.clone(), t),
+        threshold: t,
         net,
         settings,
         grid: grid_scores,
@@ -472,7 +473,7 @@ pub fn report_markdown(f: &Fitted) -> String {
         "Threshold {:.4} (the chosen network's score that at most {:.1}% of the clean choice \
          replies reach).\n\n| set | clean | changed | AUC (95% CI) | clean replies flagged | \
          changed replies flagged |\n| --- | ---: | ---: | ---: | ---: | ---: |\n",
-        f.head.meta.threshold,
+        f.threshold,
         CLEAN_FIRE_RATE * 100.0
     );
     for r in &f.reports {
@@ -498,24 +499,8 @@ pub fn report_markdown(f: &Fitted) -> String {
 /// temporary file so that a failed write leaves the old ones whole.
 pub fn write(root: &Path, f: &Fitted) -> Result<()> {
     let data = root.join("data");
-    let r3 = |v: f64| (v * 1000.0).round() / 1000.0;
-    let settings = serde_yaml::to_value(&f.settings)
-        .map_err(|e| Error::Other(format!("fit settings: {e}")))?;
-    let mut fit = serde_yaml::Mapping::new();
-    fit.insert("settings".into(), settings);
-    let grid: Vec<serde_yaml::Value> = f
-        .grid
-        .iter()
-        .map(|(g, auc)| {
-            let mut m = serde_yaml::Mapping::new();
-            m.insert("hidden".into(), (g.hidden as u64).into());
-            m.insert("epochs".into(), (g.epochs as u64).into());
-            m.insert("weight_decay".into(), g.weight_decay.into());
-            m.insert("choices_auc".into(), r3(*auc).into());
-            m.into()
-        })
-        .collect();
-    fit.insert("grid".into(), grid.into());
+    let r3 = super::r3;
+    let mut fit = super::fit_record(&f.settings, &f.grid, "choices_auc")?;
     let mut sets = serde_yaml::Mapping::new();
     for r in &f.reports {
         let mut m = serde_yaml::Mapping::new();
@@ -532,7 +517,7 @@ pub fn write(root: &Path, f: &Fitted) -> Result<()> {
     let meta = WordingMeta {
         weights: "wording.safetensors".into(),
         hidden: f.settings.hidden,
-        threshold: f.head.meta.threshold,
+        threshold: f.threshold,
         sources: sources(),
         fit: fit.into(),
     };
@@ -540,16 +525,13 @@ pub fn write(root: &Path, f: &Fitted) -> Result<()> {
     let header =
         "# The wording head (src/sim/wording.rs), written by `empathy-gym perception wording` \
                   (docs/VALIDATION.md, \"Wording\"). Do not edit: fit again.\n";
-    for (name, bytes) in [
-        ("wording.safetensors", f.net.to_safetensors()?),
-        ("wording.yaml", format!("{header}{yaml}").into_bytes()),
-    ] {
-        let path = data.join(name);
-        let tmp = data.join(format!(".{name}.tmp"));
-        std::fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, e))?;
-        std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
-    }
-    Ok(())
+    super::write_files(
+        &data,
+        [
+            ("wording.safetensors", f.net.to_safetensors()?),
+            ("wording.yaml", format!("{header}{yaml}").into_bytes()),
+        ],
+    )
 }
 
 #[cfg(test)]

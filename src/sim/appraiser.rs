@@ -224,16 +224,16 @@ impl Appraiser {
     pub fn appraise(&self, inputs: &[AppraisalInput<'_>]) -> Result<Vec<Appraisal>> {
         // The wording head reads the token states of the replies that hold words it judges (the
         // same pass embeds them); the others are embedded, or found in the cache, below.
-        let said: Vec<Said> = inputs
-            .iter()
-            .map(|i| Said::new(&i.user_messages.join("\n")))
-            .collect();
-        let judged: Vec<usize> = match &self.wording {
-            Some(_) => (0..inputs.len())
-                .filter(|&k| has_judged_words(inputs[k].reply, &said[k]))
+        let said: Vec<Said> = match &self.wording {
+            Some(_) => inputs
+                .iter()
+                .map(|i| Said::new(&i.user_messages.join("\n")))
                 .collect(),
             None => Vec::new(),
         };
+        let judged: Vec<usize> = (0..said.len())
+            .filter(|&k| has_judged_words(inputs[k].reply, &said[k]))
+            .collect();
         let texts_of: Vec<&str> = judged.iter().map(|&k| inputs[k].reply).collect();
         let mut states: Vec<Option<TokenStates>> = vec![None; inputs.len()];
         for (k, st) in judged.iter().zip(self.embedder.token_states(&texts_of)?) {
@@ -257,7 +257,7 @@ impl Appraiser {
         inputs
             .iter()
             .enumerate()
-            .map(|(k, inp)| self.appraise_one(inp, &said[k], states[k].as_ref()))
+            .map(|(k, inp)| self.appraise_one(inp, said.get(k).zip(states[k].as_ref())))
             .collect()
     }
 
@@ -267,13 +267,12 @@ impl Appraiser {
         Ok(embs.iter().map(|e| cosine(reply, e)).fold(-1.0, f32::max))
     }
 
-    /// Appraises one reply; `said` is what the user said as the wording head reads it, `states`
-    /// the reply's token states when the head has words of it to judge.
+    /// Appraises one reply; `wording` is what the user said as the wording head reads it and the
+    /// reply's token states, when the head has words of it to judge.
     fn appraise_one(
         &self,
         inp: &AppraisalInput<'_>,
-        said: &Said,
-        states: Option<&TokenStates>,
+        wording: Option<(&Said, &TokenStates)>,
     ) -> Result<Appraisal> {
         let reply_emb = self.embedder.embed(&[inp.reply])?.remove(0);
         let cues = self.lexicon.cues(inp.reply);
@@ -302,7 +301,7 @@ impl Appraiser {
             return Ok(out);
         }
         let mut findings = self.find(inp, &reply_emb, &cues)?;
-        if let (Some((w, u)), Some(states)) = (&self.wording, states) {
+        if let (Some((w, u)), Some((said, states))) = (&self.wording, wording) {
             findings.misplaced = w.misplaced_words(inp.reply, states, said);
             let used = used_words(inp.reply, said).len();
             findings.slot_filled = !findings.misplaced.is_empty()

@@ -74,18 +74,6 @@ impl Wording {
         Ok(Wording { meta, net })
     }
 
-    /// The head around a network and its threshold (for tests and the fit's reports).
-    pub fn new(net: Mlp, threshold: f64) -> Self {
-        let meta = WordingMeta {
-            weights: String::new(),
-            hidden: net.hidden,
-            threshold,
-            sources: Vec::new(),
-            fit: serde_yaml::Value::Null,
-        };
-        Wording { meta, net }
-    }
-
     /// The probability of the most suspicious token of `text` (with its `states`) among those
     /// the head judges against what the user said.
     pub fn score(&self, text: &str, states: &TokenStates, said: &Said) -> f64 {
@@ -223,18 +211,18 @@ fn judged_words(text: &str, said: &Said) -> Vec<(usize, usize)> {
 
 /// The tokens of `states` that lie in a word of `text` the head judges against `said`.
 pub fn judged(text: &str, states: &TokenStates, said: &Said) -> Vec<usize> {
-    let spans = judged_words(text, said);
-    states
-        .spans
-        .iter()
-        .enumerate()
-        .filter(|(_, t)| {
-            spans
-                .iter()
-                .any(|&(a, b)| t.0 >= a && t.1 <= b && t.0 < t.1)
-        })
-        .map(|(k, _)| k)
+    judged_words(text, said)
+        .into_iter()
+        .flat_map(|w| tokens_in(states, w))
         .collect()
+}
+
+/// The tokens of `states` inside the word at bytes `a..b` (empty tokens left out).
+fn tokens_in(states: &TokenStates, (a, b): (usize, usize)) -> impl Iterator<Item = usize> + '_ {
+    (0..states.spans.len()).filter(move |&k| {
+        let t = states.spans[k];
+        t.0 >= a && t.1 <= b && t.0 < t.1
+    })
 }
 
 /// Token `k`'s input: its state, the state before and the state after (zeros past the ends).
@@ -259,11 +247,7 @@ pub fn word_scores(
     judged_words(text, said)
         .into_iter()
         .map(|(a, b)| {
-            let p = (0..states.spans.len())
-                .filter(|&k| {
-                    let t = states.spans[k];
-                    t.0 >= a && t.1 <= b && t.0 < t.1
-                })
+            let p = tokens_in(states, (a, b))
                 .map(|k| sigmoid(net.logits(&features(states, k))[0]))
                 .fold(0.0, f64::max);
             ((a, b), p)

@@ -45,14 +45,29 @@ pub fn play(
     seed: u64,
     policy: &mut dyn empathy_gym::episode::Policy,
 ) -> Vec<EpisodeRecord> {
-    let jobs: Vec<EpisodeJob> = ids
+    let cases: Vec<(ProfileId, u64)> = ids
         .iter()
         .enumerate()
-        .map(|(i, id)| EpisodeJob {
+        .map(|(i, id)| (id.clone(), empathy_gym::seed::derive(seed, i as u64)))
+        .collect();
+    play_seeded(&cases, difficulty, mode, policy)
+}
+
+/// Plays `policy` on each (profile, episode seed) of `cases` at `difficulty`.
+pub fn play_seeded(
+    cases: &[(ProfileId, u64)],
+    difficulty: Difficulty,
+    mode: RewardMode,
+    policy: &mut dyn empathy_gym::episode::Policy,
+) -> Vec<EpisodeRecord> {
+    let jobs: Vec<EpisodeJob> = cases
+        .iter()
+        .enumerate()
+        .map(|(i, (id, seed))| EpisodeJob {
             profile: catalog()
                 .profile(id, difficulty, &KnobOverrides::default())
                 .unwrap(),
-            seed: empathy_gym::seed::derive(seed, i as u64),
+            seed: *seed,
             step: 0,
             group: i as u64,
             sample: 0,

@@ -1,12 +1,11 @@
-//! The frozen honest dialogues (tests/data/honest-listener/) under today's rules: the learned
-//! detectors of templates never fire on a skilled listener's own replies, and honest listening
-//! ends above the static listener script on the same users.
+//! The frozen honest dialogues (tests/data/honest-listener/) under today's rules: the template and
+//! narration detectors never fire on a skilled listener's own replies, the wording head costs at
+//! most 2% of them, and honest listening ends above the static listener script on the same users.
 
-use empathy_gym::episode::{
-    rollout, EpisodeJob, EpisodeRecord, RolloutOptions, ScriptedPolicy, Turn,
-};
-use empathy_gym::profile::{KnobOverrides, ProfileId};
+use empathy_gym::episode::{EpisodeRecord, ScriptedPolicy, Turn};
+use empathy_gym::profile::ProfileId;
 use empathy_gym::replay::{rerun, RerunSettings};
+use empathy_gym::reward::RewardMode;
 
 use super::common::*;
 
@@ -17,14 +16,6 @@ fn frozen() -> Vec<EpisodeRecord> {
         .lines()
         .map(|l| serde_json::from_str(l).expect("an episode record"))
         .collect()
-}
-
-fn mean_final_of(records: &[EpisodeRecord]) -> f64 {
-    records
-        .iter()
-        .map(|r| f64::from(r.final_emotion()))
-        .sum::<f64>()
-        / records.len() as f64
 }
 
 #[test]
@@ -82,32 +73,20 @@ fn honest_replies_are_not_templates_and_beat_the_static_listener() {
     let mut listener = ScriptedPolicy::load(&script)
         .unwrap()
         .with_scenarios(catalog().scenarios.clone());
-    let jobs: Vec<EpisodeJob> = logged
+    let difficulty = logged[0].profile.difficulty;
+    assert!(logged.iter().all(|r| r.profile.difficulty == difficulty));
+    let cases: Vec<(ProfileId, u64)> = logged
         .iter()
-        .enumerate()
-        .map(|(i, r)| EpisodeJob {
-            profile: catalog()
-                .profile(
-                    &ProfileId {
-                        scenario: r.profile.scenario.clone(),
-                        persona: r.profile.persona.clone(),
-                    },
-                    r.profile.difficulty,
-                    &KnobOverrides::default(),
-                )
-                .unwrap(),
-            seed: r.simulator.seed,
-            step: 0,
-            group: i as u64,
-            sample: 0,
+        .map(|r| {
+            let id = ProfileId {
+                scenario: r.profile.scenario.clone(),
+                persona: r.profile.persona.clone(),
+            };
+            (id, r.simulator.seed)
         })
         .collect();
-    let opts = RolloutOptions {
-        run: "test".into(),
-        ..Default::default()
-    };
-    let scripted = rollout(simulator(), &mut listener, &jobs, &opts, |_| Ok(())).unwrap();
-    let (honest, stat) = (mean_final_of(&again), mean_final_of(&scripted));
+    let scripted = play_seeded(&cases, difficulty, RewardMode::Behavior, &mut listener);
+    let (honest, stat) = (mean_final(&again), mean_final(&scripted));
     assert!(
         honest > stat,
         "honest listening {honest:.1} against the static listener {stat:.1}"

@@ -201,14 +201,11 @@ pub fn write_head(root: &Path, fitted: &Fitted, s: &FitSettings) -> Result<()> {
          # `empathy-gym safety fit`: run it again on the same corpora to get the same weights.\n{}",
         serde_yaml::to_string(&meta).map_err(|e| Error::Other(e.to_string()))?
     );
-    for (name, bytes) in [
-        (weights, fitted.net.to_safetensors()?),
-        ("safety-head.yaml", yaml.into_bytes()),
-    ] {
-        let path = dir.join(name);
-        let tmp = dir.join(format!("{name}.partial"));
-        std::fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, e))?;
-        std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
-    }
-    Ok(())
+    crate::fit::write_files(
+        &dir,
+        [
+            (weights, fitted.net.to_safetensors()?),
+            ("safety-head.yaml", yaml.into_bytes()),
+        ],
+    )
 }
