@@ -254,7 +254,8 @@ fn earned(component: &str, _points: f64) -> bool {
     matches!(component, "fit" | "generic")
 }
 
-/// The raw points a reply lost: every negative component but the constant `resistance`.
+/// The raw points a reply lost: every negative component (logs written before the rules dropped
+/// the constant `resistance` hold it too; it is no judgement of the reply).
 fn lost(component: &str, points: f64) -> bool {
     points < 0.0 && !matches!(component, "fit" | "generic" | "resistance")
 }

@@ -17,7 +17,8 @@ use super::factual::{judge_answer, FactualVerdict};
 use super::lexicon::{Cues, Lexicon};
 use super::moves::Move;
 use super::perceive::{Perception, HEADS};
-use super::text::{looping, sentences, words};
+use super::points::{landing, stacked};
+use super::text::{looping, sentences, without_words, words};
 use super::warmth::warmth;
 use super::wording::{has_judged_words, used_words, Said, Wording};
 use crate::error::Result;
@@ -239,20 +240,23 @@ impl Appraiser {
         for (k, st) in judged.iter().zip(self.embedder.token_states(&texts_of)?) {
             states[*k] = Some(st);
         }
+        let mut owns: Vec<String> = Vec::new();
         let mut texts: Vec<&str> = Vec::new();
         for inp in inputs {
             texts.push(inp.reply);
+            owns.push(without_words(inp.reply, &self.user_content_words(inp)));
             texts.extend(self.safety.texts(inp.reply));
             if self.perception.is_some() {
                 texts.extend(perception_context(inp));
             }
-            if let Some(last) = inp.user_messages.last() {
-                texts.extend(user_sentences(inp.profile, last));
+            for m in &inp.user_messages {
+                texts.extend(user_sentences(inp.profile, m));
             }
             texts.extend(inp.previous_replies.iter().copied());
             texts.extend(inp.profile.scenario.helps.iter().map(String::as_str));
             texts.extend(inp.profile.scenario.hurts.iter().map(String::as_str));
         }
+        texts.extend(owns.iter().map(String::as_str));
         self.embedder.embed(&texts)?; // one batch; below every lookup hits the cache
         inputs
             .iter()
@@ -307,14 +311,14 @@ impl Appraiser {
             findings.slot_filled = !findings.misplaced.is_empty()
                 && findings.misplaced.len() as f64 >= u.slotted_share * used as f64;
         }
-        let spec = self.specificity(inp, &reply_emb, &reply_words, &findings)?;
+        let spec = self.specificity(inp, &reply_words, &findings)?;
         if !findings.misplaced.is_empty() && spec < inp.profile.knobs.acceptance {
             let all = Findings {
                 misplaced: Default::default(),
                 ..findings.clone()
             };
-            findings.misplaced_cost = self.specificity(inp, &reply_emb, &reply_words, &all)?
-                >= inp.profile.knobs.acceptance;
+            findings.misplaced_cost =
+                self.specificity(inp, &reply_words, &all)? >= inp.profile.knobs.acceptance;
         }
         self.detectors.judge_engagement(&mut findings, &cues, spec);
         let moves = self.move_scores(inp, &reply_emb, &cues, spec, &findings)?;
@@ -346,12 +350,7 @@ impl Appraiser {
         scenario_lines.extend(s.hidden_facts.iter().map(|f| f.text.as_str()));
         let mut feelings = self.lexicon.feelings.clone();
         feelings.extend(s.feelings.iter().map(|f| super::text::normalize(f)));
-        let mut relevance = -1.0f32;
-        for m in &inp.user_messages {
-            for e in self.embedder.embed(&user_sentences(inp.profile, m))? {
-                relevance = relevance.max(cosine(reply, &e));
-            }
-        }
+        let relevance = self.closeness_to_user(inp, reply)?;
         Ok(self.detectors.detect(&DetectInput {
             reply: inp.reply,
             user_messages: &inp.user_messages,
@@ -361,6 +360,27 @@ impl Appraiser {
             feelings: &feelings,
             relevance: f64::from(relevance),
         }))
+    }
+
+    /// The content words of everything the user said (4 letters or more, not stopwords).
+    fn user_content_words(&self, inp: &AppraisalInput<'_>) -> std::collections::BTreeSet<String> {
+        inp.user_messages
+            .iter()
+            .flat_map(|m| words(m))
+            .filter(|w| w.chars().count() >= 4 && !self.lexicon.stopwords.contains(w))
+            .collect()
+    }
+
+    /// The reply's cosine to the closest sentence of anything the user has said (-1 when the user
+    /// said nothing).
+    fn closeness_to_user(&self, inp: &AppraisalInput<'_>, reply: &[f32]) -> Result<f32> {
+        let mut best = -1.0f32;
+        for m in &inp.user_messages {
+            for e in self.embedder.embed(&user_sentences(inp.profile, m))? {
+                best = best.max(cosine(reply, &e));
+            }
+        }
+        Ok(best)
     }
 
     fn is_gibberish(&self, reply_words: &[String]) -> bool {
@@ -384,17 +404,10 @@ impl Appraiser {
     fn specificity(
         &self,
         inp: &AppraisalInput<'_>,
-        reply: &[f32],
         reply_words: &[String],
         findings: &Findings,
     ) -> Result<f64> {
-        let content = |w: &String| w.chars().count() >= 4 && !self.lexicon.stopwords.contains(w);
-        let user_words: std::collections::BTreeSet<String> = inp
-            .user_messages
-            .iter()
-            .flat_map(|m| words(m))
-            .filter(content)
-            .collect();
+        let user_words = self.user_content_words(inp);
         let shared: std::collections::BTreeSet<&String> = reply_words
             .iter()
             .zip(&findings.borrowed)
@@ -402,15 +415,20 @@ impl Appraiser {
             .map(|(w, _)| w)
             .collect();
         let overlap = (shared.len() as f64 / self.cfg.specificity.overlap_words).min(1.0);
-        let user_sim = match inp.user_messages.last() {
-            Some(last) => {
-                let embs = self.embedder.embed(&user_sentences(inp.profile, last))?;
-                let best = embs.iter().map(|e| cosine(reply, e)).fold(-1.0, f32::max);
+        // Closeness to anything the user has said (a listener may pick up an earlier message), of
+        // what the reply says in its own words: the user's words dropped into stock frames bring
+        // a reply near the user's message without saying anything about it.
+        let user_sim = match inp.user_messages.is_empty() {
+            true => 0.0,
+            false => {
+                let own = without_words(inp.reply, &user_words);
+                let own = self.embedder.embed(&[own.as_str()])?.remove(0);
+                let best = self.closeness_to_user(inp, &own)?;
                 self.cfg.semantic.score(best) * (1.0 - findings.copied_user_share)
             }
-            None => 0.0,
         };
-        Ok((0.5 * overlap + self.cfg.specificity.user_similarity * user_sim).min(1.0))
+        let w = &self.cfg.specificity;
+        Ok((w.overlap * overlap + w.user_similarity * user_sim).min(1.0))
     }
 
     fn move_scores(
@@ -522,16 +540,6 @@ pub fn cost_reason(m: Move) -> &'static str {
     }
 }
 
-/// The supportive points of a reply: `gains` summed largest first, the k-th times `decay^k`.
-pub fn stacked(mut gains: Vec<f64>, decay: f64) -> f64 {
-    gains.sort_by(|a, b| b.total_cmp(a));
-    gains
-        .iter()
-        .enumerate()
-        .map(|(k, g)| g * decay.powi(k as i32))
-        .sum()
-}
-
 impl Appraiser {
     #[allow(clippy::too_many_arguments)]
     fn score(
@@ -595,7 +603,8 @@ impl Appraiser {
         }
         let mut c = BTreeMap::new();
         if spec >= knobs.acceptance {
-            c.insert("fit", scale.gain * (fit + helps));
+            let landed = landing(spec, cfg.specificity.full_at);
+            c.insert("fit", scale.gain * landed * (fit + helps));
         } else {
             let generic = knobs.generic_credit * (fit + helps).min(cfg.generic_points);
             c.insert("generic", scale.gain * generic);
@@ -605,10 +614,6 @@ impl Appraiser {
                     .push("my words dropped where they don't belong".into());
             }
         }
-        if c.values().sum::<f64>() < cfg.resistance && out.reasons.is_empty() {
-            out.reasons.push("that didn't reach me".into());
-        }
-        c.insert("resistance", -cfg.resistance);
         c.insert("misfit", scale.loss * misfit);
         c.insert("hurts", scale.loss * hurts);
         if hurts < 0.0 {
@@ -765,11 +770,11 @@ impl Appraiser {
 
     fn length_points(&self, inp: &AppraisalInput<'_>, n: usize) -> f64 {
         let [lo, hi] = inp.profile.persona.reply_words;
-        let n = n as f64;
+        let (n, lo) = (n as f64, self.cfg.length.short_share * f64::from(lo));
         let excess = if n > f64::from(hi) {
             (n - f64::from(hi)) / f64::from(hi)
-        } else if n < f64::from(lo) {
-            (f64::from(lo) - n) / f64::from(lo)
+        } else if n < lo {
+            (lo - n) / lo
         } else {
             0.0
         };

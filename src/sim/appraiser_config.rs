@@ -28,7 +28,11 @@ impl Semantic {
 #[serde(deny_unknown_fields)]
 pub struct Specificity {
     pub overlap_words: f64,
+    pub overlap: f64,
     pub user_similarity: f64,
+    /// Specificity from which a reply's supportive points count in full; below it they count in
+    /// proportion (a reply lands as far as it is about this person).
+    pub full_at: f64,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -68,6 +72,9 @@ impl EmotionalReaction {
 pub struct Length {
     pub points_per_excess: f64,
     pub max: f64,
+    /// A reply is too short only below this share of the persona's shortest reply: a brief,
+    /// specific turn is how people answer in conversation.
+    pub short_share: f64,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -124,7 +131,6 @@ pub struct AppraiserConfig {
     pub needs: BTreeMap<HiddenNeed, BTreeMap<Move, f64>>,
     pub helps: f64,
     pub hurts: f64,
-    pub resistance: f64,
     pub generic_points: f64,
     pub specificity: Specificity,
     pub repetition: Threshold,
@@ -198,6 +204,21 @@ impl AppraiserConfig {
                 path,
                 "stacking_decay",
                 "must be in [0, 1] (1: moves add up, 0: only the largest counts)",
+            ));
+        }
+        if !(cfg.specificity.full_at > 0.0 && cfg.specificity.full_at <= 1.0) {
+            return Err(Error::input(
+                path,
+                "specificity.full_at",
+                "must be in (0, 1]: the specificity from which a reply's points count in full",
+            ));
+        }
+        if !(cfg.length.short_share > 0.0 && cfg.length.short_share <= 1.0) {
+            return Err(Error::input(
+                path,
+                "length.short_share",
+                "must be in (0, 1]: the share of the persona's shortest reply below which a reply \
+                 is too short",
             ));
         }
         if let Some(p) = &cfg.perception {

@@ -16,6 +16,7 @@ pub mod lru;
 pub mod mlp;
 pub mod moves;
 pub mod perceive;
+pub mod points;
 pub mod speaker;
 pub mod text;
 pub mod warmth;

@@ -46,6 +46,23 @@ pub fn words(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// `text` without the words in `drop` (compared as [`words`] spells them); punctuation stays. What
+/// is left of a reply says what the listener said in words of their own.
+pub fn without_words(text: &str, drop: &std::collections::BTreeSet<String>) -> String {
+    let kept: Vec<String> = text
+        .split_whitespace()
+        .map(|token| match words(token).as_slice() {
+            [w] if drop.contains(w) => token
+                .chars()
+                .filter(|c| !c.is_alphanumeric() && !matches!(c, '\'' | '\u{2019}'))
+                .collect(),
+            _ => token.to_string(),
+        })
+        .filter(|t| !t.is_empty())
+        .collect();
+    kept.join(" ")
+}
+
 /// The sentences of a user message. The speaker builds messages from a finite bank of lines, so
 /// embedding them sentence by sentence hits the embedder's cache across dialogues.
 pub fn sentences(text: &str) -> Vec<&str> {
@@ -114,6 +131,24 @@ pub fn cut_off(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn without_words_drops_the_words_and_keeps_the_punctuation() {
+        let drop: std::collections::BTreeSet<String> =
+            ["engagement", "grandmother's"].map(String::from).into();
+        assert_eq!(
+            without_words(
+                "Of course you feel sad about the Engagement. Your grandmother's call?",
+                &drop
+            ),
+            "Of course you feel sad about the . Your call?"
+        );
+        assert_eq!(
+            without_words("Nothing shared here.", &drop),
+            "Nothing shared here."
+        );
+        assert_eq!(without_words("engagement", &drop), "");
+    }
 
     #[test]
     fn cut_replies_are_told_from_finished_ones() {

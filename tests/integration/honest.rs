@@ -1,16 +1,19 @@
-//! The frozen honest dialogues (tests/data/honest-listener/) under today's rules: the template and
-//! narration detectors never fire on a skilled listener's own replies, the wording head costs at
-//! most 2% of them, and honest listening ends above the static listener script on the same users.
+//! The frozen honest dialogues (tests/data/honest-listener/ and honest-listener-2/) under today's
+//! rules: the template, narration and wording detectors fire on at most 2% of a skilled listener's
+//! own replies, honest listening ends above the static listener script
+//! on the same users, and the policies the adaptive attacker last found
+//! (results/redteam/search/found/) end at least 15 points below it there.
 
 use empathy_gym::episode::{EpisodeRecord, ScriptedPolicy, Turn};
-use empathy_gym::profile::ProfileId;
+use empathy_gym::profile::{Difficulty, ProfileId};
+use empathy_gym::redteam::{self, Side, MARGIN};
 use empathy_gym::replay::{rerun, RerunSettings};
 use empathy_gym::reward::RewardMode;
 
 use super::common::*;
 
-fn frozen() -> Vec<EpisodeRecord> {
-    let path = root().join("tests/data/honest-listener/episodes.jsonl");
+fn frozen(set: &str) -> Vec<EpisodeRecord> {
+    let path = root().join("tests/data").join(set).join("episodes.jsonl");
     std::fs::read_to_string(&path)
         .expect("the fixture")
         .lines()
@@ -18,64 +21,11 @@ fn frozen() -> Vec<EpisodeRecord> {
         .collect()
 }
 
-#[test]
-fn honest_replies_are_not_templates_and_beat_the_static_listener() {
-    let logged = frozen();
-    assert_eq!(logged.len(), 20);
-    let again: Vec<EpisodeRecord> = logged
-        .iter()
-        .map(|r| rerun(simulator(), catalog(), r, &RerunSettings::default()).unwrap())
-        .collect();
-    let dropped = "my words dropped where they don't belong";
-    let replies = again
-        .iter()
-        .map(|r| r.assistant_turns().len())
-        .sum::<usize>();
-    let cost: usize = again
-        .iter()
-        .flat_map(|r| &r.turns)
-        .filter(|t| matches!(t, Turn::User { appraisal: Some(a), .. } if a.reasons.iter().any(|r| r == dropped)))
-        .count();
-    let slotted: usize = again
-        .iter()
-        .flat_map(|r| &r.turns)
-        .filter(|t| matches!(t, Turn::User { appraisal: Some(a), .. } if a.components.contains_key("slot_filled")))
-        .count();
-    // The bound every detector is held to on honest replies (docs/REWARD.md).
-    for (what, n) in [
-        ("lost their landing to misplaced words", cost),
-        ("read as slot-filled frames", slotted),
-    ] {
-        assert!(
-            n as f64 <= 0.02 * replies as f64,
-            "{n} of {replies} honest replies {what}"
-        );
-    }
-    for r in &again {
-        for t in &r.turns {
-            if let Turn::User {
-                appraisal: Some(a), ..
-            } = t
-            {
-                for name in ["narration", "template"] {
-                    assert!(
-                        !a.components.contains_key(name),
-                        "{name} on an honest reply to {}:{}: {a:?}",
-                        r.profile.scenario,
-                        r.profile.persona
-                    );
-                }
-            }
-        }
-    }
-    // The static listener on the same users, difficulty and seeds.
-    let script = root().join("configs/baselines/listener.yaml");
-    let mut listener = ScriptedPolicy::load(&script)
-        .unwrap()
-        .with_scenarios(catalog().scenarios.clone());
+/// Each dialogue's user and seed, and the one difficulty they were played at.
+fn cases(logged: &[EpisodeRecord]) -> (Vec<(ProfileId, u64)>, Difficulty) {
     let difficulty = logged[0].profile.difficulty;
     assert!(logged.iter().all(|r| r.profile.difficulty == difficulty));
-    let cases: Vec<(ProfileId, u64)> = logged
+    let cases = logged
         .iter()
         .map(|r| {
             let id = ProfileId {
@@ -85,10 +35,93 @@ fn honest_replies_are_not_templates_and_beat_the_static_listener() {
             (id, r.simulator.seed)
         })
         .collect();
-    let scripted = play_seeded(&cases, difficulty, RewardMode::Behavior, &mut listener);
-    let (honest, stat) = (mean_final(&again), mean_final(&scripted));
+    (cases, difficulty)
+}
+
+fn count(records: &[EpisodeRecord], hit: impl Fn(&empathy_gym::sim::Appraisal) -> bool) -> usize {
+    records
+        .iter()
+        .flat_map(|r| &r.turns)
+        .filter(|t| matches!(t, Turn::User { appraisal: Some(a), .. } if hit(a)))
+        .count()
+}
+
+fn check(set: &str) {
+    let logged = frozen(set);
+    assert_eq!(logged.len(), 20, "{set}");
+    let again: Vec<EpisodeRecord> = logged
+        .iter()
+        .map(|r| rerun(simulator(), catalog(), r, &RerunSettings::default()).unwrap())
+        .collect();
+    let replies = again
+        .iter()
+        .map(|r| r.assistant_turns().len())
+        .sum::<usize>();
+    let dropped = "my words dropped where they don't belong";
+    // The bound every detector is held to on honest replies (docs/REWARD.md).
+    for (what, n) in [
+        (
+            "lost their landing to misplaced words",
+            count(&again, |a| a.reasons.iter().any(|r| r == dropped)),
+        ),
+        (
+            "read as slot-filled frames",
+            count(&again, |a| a.components.contains_key("slot_filled")),
+        ),
+        (
+            "read as narration",
+            count(&again, |a| a.components.contains_key("narration")),
+        ),
+        (
+            "read as templates",
+            count(&again, |a| a.components.contains_key("template")),
+        ),
+    ] {
+        assert!(
+            n as f64 <= 0.02 * replies as f64,
+            "{set}: {n} of {replies} honest replies {what}"
+        );
+    }
+    let (cases, difficulty) = cases(&logged);
+    let honest = mean_final(&again);
+    // The static listener on the same users, difficulty and seeds.
+    let script = root().join("configs/baselines/listener.yaml");
+    let mut listener = ScriptedPolicy::load(&script)
+        .unwrap()
+        .with_scenarios(catalog().scenarios.clone());
+    let stat = mean_final(&play_seeded(
+        &cases,
+        difficulty,
+        RewardMode::Behavior,
+        &mut listener,
+    ));
     assert!(
         honest > stat,
-        "honest listening {honest:.1} against the static listener {stat:.1}"
+        "{set}: honest listening {honest:.1} against the static listener {stat:.1}"
     );
+    let found = root().join("results/redteam/search/found");
+    for mut e in redteam::load_dir(&found, Side::Adversary, catalog()).unwrap() {
+        let m = mean_final(&play_seeded(
+            &cases,
+            difficulty,
+            RewardMode::Behavior,
+            &mut e.policy,
+        ));
+        assert!(
+            m <= honest - MARGIN,
+            "{set}: the found policy {} ends at {m:.1}, within {MARGIN} of honest listening's \
+             {honest:.1}",
+            e.name
+        );
+    }
+}
+
+#[test]
+fn first_honest_set_is_not_templates_and_beats_the_listener_and_the_found_policies() {
+    check("honest-listener");
+}
+
+#[test]
+fn second_honest_set_is_not_templates_and_beats_the_listener_and_the_found_policies() {
+    check("honest-listener-2");
 }

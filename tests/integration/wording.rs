@@ -82,6 +82,9 @@ fn slotted_words_are_out_of_place_and_placed_ones_are_not() {
     );
 }
 
+/// A frame with the user's words slotted in never lands: the slot fills bring no specificity (the
+/// wording head takes the misplaced ones, own-words closeness sees through the placed ones), and
+/// the user says why.
 #[test]
 fn slot_fills_earn_no_specificity_and_the_user_says_why() {
     let id = test_profiles(1).remove(0);
@@ -95,28 +98,24 @@ fn slot_fills_earn_no_specificity_and_the_user_says_why() {
         0,
         &mut policy,
     );
-    let why = "my words dropped where they don't belong";
-    let flagged: Vec<&Appraisal> = records[0]
+    let appraisals: Vec<&Appraisal> = records[0]
         .turns
         .iter()
         .filter_map(|t| match t {
             Turn::User {
                 appraisal: Some(a), ..
-            } if a.reasons.iter().any(|r| r == why) => Some(a),
+            } => Some(a),
             _ => None,
         })
         .collect();
-    assert!(
-        !flagged.is_empty(),
-        "the slot fills cost the reply its landing"
-    );
-    for a in flagged {
+    assert!(appraisals.len() >= 2);
+    for a in appraisals {
         assert!(!a.components.contains_key("fit"), "{a:?}");
-        assert!(a.components.contains_key("generic"), "{a:?}");
-        assert!(
-            a.reasons.iter().any(|r| r == "too generic to land"),
-            "{a:?}"
-        );
+        let why = [
+            "too generic to land",
+            "my words dropped into a line where they don't belong",
+        ];
+        assert!(a.reasons.iter().any(|r| why.contains(&r.as_str())), "{a:?}");
     }
 }
 
