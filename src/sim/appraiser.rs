@@ -418,14 +418,13 @@ impl Appraiser {
         // Closeness to anything the user has said (a listener may pick up an earlier message), of
         // what the reply says in its own words: the user's words dropped into stock frames bring
         // a reply near the user's message without saying anything about it.
-        let user_sim = match inp.user_messages.is_empty() {
-            true => 0.0,
-            false => {
-                let own = without_words(inp.reply, &user_words);
-                let own = self.embedder.embed(&[own.as_str()])?.remove(0);
-                let best = self.closeness_to_user(inp, &own)?;
-                self.cfg.semantic.score(best) * (1.0 - findings.copied_user_share)
-            }
+        let user_sim = if inp.user_messages.is_empty() {
+            0.0
+        } else {
+            let own = without_words(inp.reply, &user_words);
+            let own = self.embedder.embed(&[own.as_str()])?.remove(0);
+            let best = self.closeness_to_user(inp, &own)?;
+            self.cfg.semantic.score(best) * (1.0 - findings.copied_user_share)
         };
         let w = &self.cfg.specificity;
         Ok((w.overlap * overlap + w.user_similarity * user_sim).min(1.0))
