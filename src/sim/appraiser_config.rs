@@ -246,3 +246,42 @@ impl AppraiserConfig {
         self.needs[&need][&m]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shipped `data/appraiser.yaml` with one line replaced, loaded from a temporary file.
+    fn load_with(from: &str, to: &str) -> Result<AppraiserConfig> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(root.join("data/appraiser.yaml")).unwrap();
+        assert!(text.contains(from), "{from}");
+        let dir = std::env::temp_dir().join(format!("eg-appraiser-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("{}.yaml", from.trim().replace([':', ' '], "-")));
+        std::fs::write(&path, text.replace(from, to)).unwrap();
+        AppraiserConfig::load(&path)
+    }
+
+    #[test]
+    fn the_shipped_weights_load() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let cfg = AppraiserConfig::load(&root.join("data/appraiser.yaml")).unwrap();
+        assert!(cfg.specificity.full_at > 0.0);
+    }
+
+    #[test]
+    fn landing_and_shortness_out_of_range_name_their_field() {
+        for (from, to, field) in [
+            ("  full_at: 0.5", "  full_at: 0", "specificity.full_at"),
+            (
+                "  short_share: 0.5",
+                "  short_share: 1.5",
+                "length.short_share",
+            ),
+        ] {
+            let err = load_with(from, to).unwrap_err().to_string();
+            assert!(err.contains(field), "{err}");
+        }
+    }
+}
