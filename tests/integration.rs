@@ -49,6 +49,8 @@ mod redteam;
 mod replay_html;
 #[path = "integration/replay_stats.rs"]
 mod replay_stats;
+#[path = "integration/restated.rs"]
+mod restated;
 #[path = "integration/safety.rs"]
 mod safety;
 #[path = "integration/sanity.rs"]

@@ -244,6 +244,7 @@ impl Appraiser {
         let mut texts: Vec<&str> = Vec::new();
         for inp in inputs {
             texts.push(inp.reply);
+            texts.extend(sentences(inp.reply));
             owns.push(without_words(inp.reply, &self.user_content_words(inp)));
             texts.extend(self.safety.texts(inp.reply));
             if self.perception.is_some() {
@@ -351,6 +352,7 @@ impl Appraiser {
         let mut feelings = self.lexicon.feelings.clone();
         feelings.extend(s.feelings.iter().map(|f| super::text::normalize(f)));
         let relevance = self.closeness_to_user(inp, reply)?;
+        let restated = self.restated(inp)?;
         Ok(self.detectors.detect(&DetectInput {
             reply: inp.reply,
             user_messages: &inp.user_messages,
@@ -359,7 +361,27 @@ impl Appraiser {
             cues,
             feelings: &feelings,
             relevance: f64::from(relevance),
+            restated: &restated,
         }))
+    }
+
+    /// Per reply word: whether it stands in a sentence that restates one of the user's sentences
+    /// (cosine at or above `copied.restated_cosine`, sentences of `copied.restated_min_words` words
+    /// or more). Swapping the user's words for synonyms and breaking the runs with fillers keeps a
+    /// sentence's meaning, and so its closeness, while no run of words matches.
+    fn restated(&self, inp: &AppraisalInput<'_>) -> Result<Vec<bool>> {
+        let c = &self.detectors.cfg.copied;
+        let mut mask = Vec::new();
+        for s in sentences(inp.reply) {
+            let n = words(s).len();
+            let hit = n >= c.restated_min_words && {
+                let e = self.embedder.embed(&[s])?.remove(0);
+                f64::from(self.closeness_to_user(inp, &e)?) >= c.restated_cosine
+            };
+            mask.extend(std::iter::repeat_n(hit, n));
+        }
+        mask.resize(words(inp.reply).len(), false);
+        Ok(mask)
     }
 
     /// The content words of everything the user said (4 letters or more, not stopwords).

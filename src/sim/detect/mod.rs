@@ -23,6 +23,10 @@ pub use safety::{FoundBy, SafetyScreen, UnsafeFinding, UnsafeKind};
 pub struct CopiedCfg {
     pub min_run: usize,
     pub min_sentence: usize,
+    /// A reply sentence of at least `restated_min_words` words this close (cosine) to one of the
+    /// user's sentences restates it: its words count as copied.
+    pub restated_cosine: f64,
+    pub restated_min_words: usize,
     pub min_share: f64,
     pub min_words: usize,
     pub points: f64,
@@ -166,6 +170,9 @@ pub struct DetectInput<'a> {
     pub feelings: &'a [String],
     /// Cosine of the reply to the closest sentence the user said.
     pub relevance: f64,
+    /// Per reply word (as `text::words` splits it): in a sentence that restates one of the user's
+    /// sentences in other words (`copied.restated_cosine`); empty when not judged.
+    pub restated: &'a [bool],
 }
 
 /// Which detectors fired on a reply, with the measures behind them.
@@ -293,7 +300,10 @@ impl Detectors {
         let questions = inp.cues.open_questions + inp.cues.closed_questions;
         // One mask per source kind: what the user said, and the scenario's own lines.
         let (run, sentence) = (c.copied.min_run, c.copied.min_sentence);
-        let from_user = copying::copied_mask(inp.reply, inp.user_messages, run, sentence);
+        let mut from_user = copying::copied_mask(inp.reply, inp.user_messages, run, sentence);
+        for (w, r) in from_user.iter_mut().zip(inp.restated) {
+            *w |= *r;
+        }
         let from_scenario = copying::copied_mask(inp.reply, inp.scenario_lines, run, sentence);
         let from_either: Vec<bool> = from_user
             .iter()

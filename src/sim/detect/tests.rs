@@ -39,6 +39,7 @@ fn find_at(reply: &str, previous: &[&str], relevance: f64) -> Findings {
         cues: &cues,
         feelings: &feelings,
         relevance,
+        restated: &[],
     });
     // No reflection: engagement then rests on an open question.
     d.judge_engagement(&mut f, &cues, 0.0);

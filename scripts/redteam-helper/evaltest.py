@@ -1,0 +1,7 @@
+import sys, statistics, importlib, os
+from env import run
+mod=importlib.import_module(sys.argv[1])
+res=[]
+for s in range(501,521):
+    e,log=run(mod.pol, split="test", seed=s, turns=8); res.append(e)
+print(sys.argv[1], os.environ.get("CFG",""), "TEST mean", statistics.mean(res), res, flush=True)

@@ -1,0 +1,62 @@
+//! A sentence that restates one of the user's sentences with the words swapped for synonyms and
+//! the runs broken by fillers is copying by meaning: it counts as copied, and the user says so. A
+//! reflection in the listener's own words is not.
+
+use empathy_gym::profile::{Difficulty, KnobOverrides, ProfileId};
+use empathy_gym::sim::{Appraisal, AppraisalInput};
+
+use super::common::*;
+
+const USER: [&str; 1] = [
+    "I've got about four thousand on two credit cards and I've only been paying the minimums. The \
+     balance hasn't moved in a year and I've started not opening the statements.",
+];
+
+fn appraise(reply: &str) -> Appraisal {
+    let id = ProfileId {
+        scenario: "money-credit-card-debt".into(),
+        persona: "jonah".into(),
+    };
+    let profile = catalog()
+        .profile(&id, Difficulty::Moderate, &KnobOverrides::default())
+        .unwrap();
+    let input = AppraisalInput {
+        profile: &profile,
+        emotion: 40,
+        turn: 1,
+        reply,
+        user_messages: USER.to_vec(),
+        previous_replies: Vec::new(),
+        factual: None,
+    };
+    simulator().appraise(&[input]).unwrap().remove(0)
+}
+
+#[test]
+fn a_synonym_swapped_restatement_counts_as_copied() {
+    // What an adaptive attacker's program wrote (results/redteam/helper-attack/).
+    let a = appraise(
+        "So you've got kind of about four sort of thousand on basically two credit pretty much \
+         cards and more or less you've only somehow been paying minimums. balance hasn't shifted \
+         in a twelve months and you've kind of started not opening statements. No wonder you feel \
+         overlooked. What has that been like for you?",
+    );
+    assert!(a.components.contains_key("copied"), "{a:?}");
+    assert!(
+        a.reasons
+            .iter()
+            .any(|r| r == "just gave me my own words back"),
+        "{a:?}"
+    );
+}
+
+#[test]
+fn a_reflection_in_the_listeners_own_words_is_not_copied() {
+    // The second frozen honest set's reply to the same message.
+    let a = appraise(
+        "That sounds like a heavy weight to carry, paying every month and seeing no change. Not \
+         opening the statements makes sense when looking feels that bad. How long has it been \
+         weighing on you like this?",
+    );
+    assert!(!a.components.contains_key("copied"), "{a:?}");
+}
