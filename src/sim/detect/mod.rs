@@ -256,6 +256,13 @@ impl Detectors {
                 "must be a share between 0 and 1",
             ));
         }
+        if !(cfg.copied.restated_cosine > 0.0 && cfg.copied.restated_cosine <= 1.0) {
+            return Err(Error::input(
+                &path,
+                "copied.restated_cosine",
+                "must be a cosine in (0, 1]",
+            ));
+        }
         if cfg.copied.min_run < 2 {
             return Err(Error::input(
                 &path,
