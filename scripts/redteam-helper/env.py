@@ -19,3 +19,12 @@ def run(policy, split="train", seed=1, turns=8, verbose=False, diff="moderate"):
         hist.append(s["observation"]["text"])
         if s["terminated"] or s["truncated"]: break
     return emo, log
+def train_main(pol):
+    """Plays `pol` on the train seeds given as the first argument (comma-separated) and prints each
+    dialogue's final emotion and deltas, then the mean."""
+    import sys, statistics
+    seeds=[int(x) for x in sys.argv[1].split(",")]
+    res=[]
+    for s in seeds:
+        e,log=run(pol, seed=s); res.append(e); print(s,e, [x[1]["delta"] for x in log], flush=True)
+    print("mean",statistics.mean(res))

@@ -25,8 +25,4 @@ def pol(h, r):
         parts.append(Q[(t*5)%8])
     return decopy(" ".join(parts), allu)
 if __name__=="__main__":
-    seeds=[int(x) for x in sys.argv[1].split(",")]
-    res=[]
-    for s in seeds:
-        e,log=run(pol, seed=s); res.append(e); print(s,e, [x[1]["delta"] for x in log], flush=True)
-    print("mean",statistics.mean(res))
+    train_main(pol)
