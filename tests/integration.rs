@@ -71,6 +71,8 @@ mod speaker;
 mod stand_in;
 #[path = "integration/sweep.rs"]
 mod sweep;
+#[path = "integration/tables.rs"]
+mod tables;
 #[path = "integration/train.rs"]
 mod train;
 #[path = "integration/train_cli.rs"]

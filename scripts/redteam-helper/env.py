@@ -4,8 +4,8 @@ BASE=os.environ.get("EMPATHY_GYM_ENV", "http://localhost:8795")
 def post(path, body):
     r=urllib.request.Request(BASE+path, data=json.dumps(body).encode(), headers={"Content-Type":"application/json"}, method="POST")
     return json.loads(urllib.request.urlopen(r, timeout=300).read())
-def run(policy, split="train", seed=1, turns=8, verbose=False, diff="moderate"):
-    ep=post("/v1/episodes", {"split":split,"difficulty":diff,"seed":seed})
+def run(policy, split="train", seed=1, turns=8, verbose=False, diff="moderate", name="remote"):
+    ep=post("/v1/episodes", {"split":split,"difficulty":diff,"seed":seed,"policy":name})
     eid=ep["episode_id"]; hist=[ep["observation"]["text"]]; replies=[]
     emo=ep["observation"]["emotion"]; log=[]
     if verbose: print("PROFILE",ep["profile"], "\nUSER:",hist[-1])

@@ -23,6 +23,7 @@ mod serve_model;
 mod server_args;
 mod summary;
 mod sweep;
+mod tables;
 mod train;
 mod validate;
 
@@ -76,6 +77,9 @@ pub enum Command {
     ServeEnv(serve_env::ServeEnvArgs),
     /// Serve a model behind an OpenAI-compatible /v1/chat/completions with batching.
     ServeModel(serve_model::ServeModelArgs),
+    /// Rewrite the headline tables of README.md and results/README.md from the files they cite
+    /// (results/tables.yaml).
+    Tables(tables::TablesArgs),
 }
 
 /// Runs one parsed command line. Everything but the servers runs on a worker of rayon's pool,
@@ -104,5 +108,6 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Sweep(cmd) => sweep::run(&cli.catalog, cmd),
         Command::ServeEnv(args) => serve_env::run(&cli.catalog, args),
         Command::ServeModel(args) => serve_model::run(args),
+        Command::Tables(args) => tables::run(&cli.catalog, args),
     }
 }

@@ -78,6 +78,8 @@ struct Resolved<'a> {
     seed: u64,
     limit: Option<usize>,
     simulator: &'a str,
+    /// The fingerprint of the rule files the simulator read: the reward version played.
+    rules: Option<String>,
 }
 
 pub fn run(catalog_root: &Path, args: RedteamArgs) -> anyhow::Result<()> {
@@ -158,6 +160,7 @@ pub fn run(catalog_root: &Path, args: RedteamArgs) -> anyhow::Result<()> {
         seed: plan.seed,
         limit: plan.limit,
         simulator: args.sim.simulator.as_str(),
+        rules: sim.info().data,
     };
     std::fs::write(
         args.out.join("config.yaml"),

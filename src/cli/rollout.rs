@@ -25,6 +25,10 @@ pub struct RolloutArgs {
     /// Every profile of a split.
     #[arg(long)]
     pub split: Option<Split>,
+    /// Only the first N profiles of the split, one per scenario before any scenario's second (as
+    /// `redteam --limit`): a quick look.
+    #[arg(long, requires = "split")]
+    pub limit: Option<usize>,
     #[arg(long, default_value = "moderate")]
     pub difficulty: Difficulty,
     #[arg(long, default_value = "behavior")]
@@ -51,7 +55,12 @@ pub fn run(catalog_root: &std::path::Path, args: RolloutArgs) -> anyhow::Result<
     let catalog = Catalog::load(catalog_root)?;
     let mut policy = ScriptedPolicy::load(std::path::Path::new(script))?
         .with_scenarios(catalog.scenarios.clone());
-    let profiles = select_profiles(&catalog, args.profile.as_ref(), args.split, args.difficulty)?;
+    let mut profiles =
+        select_profiles(&catalog, args.profile.as_ref(), args.split, args.difficulty)?;
+    if let (Some(n), Some(split)) = (args.limit, args.split) {
+        let picked = empathy_gym::redteam::pick_profiles(&catalog, split, Some(n));
+        profiles.retain(|p| picked.contains(&p.id));
+    }
     let sim = load_chosen_simulator(catalog_root, &args.sim)?;
     prepare_simulator(false, sim.as_ref(), &profiles)?;
     let jobs = EpisodeJob::grid(&profiles, args.repeats, args.seed);

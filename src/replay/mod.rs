@@ -2,8 +2,10 @@
 //! bit for bit, or to re-score it under another difficulty or reward mode (DESIGN section 8);
 //! aggregates over logs (`replay stats`), a self-contained HTML report (`replay html`), and blind
 //! human rating of dialogues with its agreement report (`rate`: `replay html --rate`, `judge
-//! agreement`).
+//! agreement`); and the headline tables of the READMEs, generated from the files they cite
+//! (`headline`, `empathy-gym tables`).
 
+pub mod headline;
 mod html;
 mod log_stats;
 pub mod rate;

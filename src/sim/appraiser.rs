@@ -104,6 +104,12 @@ pub const RULE_FILES: [&str; 12] = [
     "wording.safetensors",
 ];
 
+/// The rules version of the catalog at `root`: the fingerprint of its [`RULE_FILES`], as logged in
+/// every episode's `simulator.data`.
+pub fn rules_fingerprint(root: &Path) -> Result<String> {
+    crate::profile::yaml::fingerprint(&root.join("data"), &RULE_FILES)
+}
+
 /// The sentences of a user message of `profile`'s persona, opener split off: every part is a
 /// cached bank sentence.
 fn user_sentences<'a>(profile: &Profile, text: &'a str) -> Vec<&'a str> {
@@ -129,7 +135,7 @@ impl Appraiser {
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
             prototypes.insert(*m, embedder.embed(&refs)?);
         }
-        let data = crate::profile::yaml::fingerprint(&root.join("data"), &RULE_FILES)?;
+        let data = rules_fingerprint(root)?;
         // Head names were checked against `HEADS` when the config loaded.
         let perception = match &cfg.perception {
             Some(p) => {

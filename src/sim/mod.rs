@@ -24,7 +24,7 @@ pub mod wording;
 
 use serde::{Deserialize, Serialize};
 
-pub use appraiser::{Appraisal, AppraisalInput, Appraiser};
+pub use appraiser::{rules_fingerprint, Appraisal, AppraisalInput, Appraiser};
 pub use embed::Embedder;
 pub use emotion::Bucket;
 pub use factual::FactualVerdict;

@@ -277,8 +277,9 @@ pub fn eg(args: &[&str]) -> std::process::Output {
         .expect("run empathy-gym")
 }
 
-/// Writes a scripted policy with `replies` into `dir` and rolls it out over the test split at
-/// `difficulty` with `seed` into `out`; fails the test with the command's output otherwise.
+/// Writes a scripted policy with `replies` into `dir` and rolls it out over 8 test profiles (one
+/// per scenario, `rollout --limit`) at `difficulty` with `seed` into `out`; fails the test with the
+/// command's output otherwise.
 pub fn scripted_rollout(dir: &Path, replies: &[&str], difficulty: &str, seed: u64, out: &Path) {
     let script = dir.join("script.yaml");
     let lines: String = replies.iter().map(|r| format!("  - {r:?}\n")).collect();
@@ -289,6 +290,8 @@ pub fn scripted_rollout(dir: &Path, replies: &[&str], difficulty: &str, seed: u6
         &format!("script:{}", script.display()),
         "--split",
         "test",
+        "--limit",
+        "8",
         "--difficulty",
         difficulty,
         "--seed",

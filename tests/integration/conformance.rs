@@ -17,6 +17,7 @@ const MIXED: &[&str] = &[
 ];
 
 #[test]
+#[ignore = "slow (20 s or more): scripts/test-full.sh runs it"]
 fn every_profile_at_every_difficulty_ends_by_rule() {
     let c = catalog();
     let ids: Vec<ProfileId> = c

@@ -209,6 +209,7 @@ fn bob_keys(range: std::ops::Range<usize>) -> Vec<String> {
 }
 
 #[test]
+#[ignore = "needs Chromium (20 s or more): scripts/test-full.sh runs it"]
 fn raters_rate_with_keys_export_and_judge_agreement_joins_the_logs() {
     let dir = temp_dir();
     let d = dir.path();

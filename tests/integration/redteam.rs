@@ -1,6 +1,6 @@
 //! The red-team suite as a test: every adversary of configs/redteam played with the references on
-//! every test profile at moderate and hard, one dialogue each; a broken margin fails
-//! (docs/REDTEAM.md).
+//! every test profile, one dialogue each, at moderate (here) and at hard (scripts/test-full.sh); a
+//! broken margin fails (docs/REDTEAM.md).
 
 use empathy_gym::episode::End;
 use empathy_gym::profile::{Difficulty, Split};
@@ -9,7 +9,19 @@ use empathy_gym::redteam::{self, Plan, Side};
 use super::common::*;
 
 #[test]
-fn no_adversary_reaches_the_listener() {
+fn no_adversary_reaches_the_listener_at_moderate() {
+    play_the_suite(Difficulty::Moderate);
+}
+
+#[test]
+#[ignore = "slow (20 s or more): scripts/test-full.sh runs it"]
+fn no_adversary_reaches_the_listener_at_hard() {
+    play_the_suite(Difficulty::Hard);
+}
+
+/// Plays every reference and adversary on every test profile at `difficulty` and checks the
+/// margins.
+fn play_the_suite(difficulty: Difficulty) {
     let mut entries = redteam::load_dir(
         &root().join("configs/baselines"),
         Side::Reference,
@@ -40,7 +52,7 @@ fn no_adversary_reaches_the_listener() {
     entries.extend(adversaries);
     let plan = Plan {
         splits: vec![Split::Test],
-        difficulties: vec![Difficulty::Moderate, Difficulty::Hard],
+        difficulties: vec![difficulty],
         repeats: 1,
         seed: 0,
         limit: None,
@@ -59,15 +71,14 @@ fn no_adversary_reaches_the_listener() {
     })
     .unwrap();
     assert!(unsafe_ends > 0);
-    let listener = rows
-        .iter()
-        .find(|r| r.policy == "listener" && r.difficulty == Difficulty::Moderate)
-        .unwrap();
-    assert!(
-        listener.mean_final > 15.0,
-        "listener {:.1}",
-        listener.mean_final
-    );
+    let listener = rows.iter().find(|r| r.policy == "listener").unwrap();
+    if difficulty == Difficulty::Moderate {
+        assert!(
+            listener.mean_final > 15.0,
+            "listener {:.1}",
+            listener.mean_final
+        );
+    }
     let violations = redteam::check(&rows);
     assert!(
         violations.is_empty(),

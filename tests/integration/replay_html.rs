@@ -1,5 +1,5 @@
 //! `replay html`: one self-contained page, loaded in headless Chromium (Debian's `chromium`,
-//! installed by scripts/test.sh): no script errors, every episode counted, the filters preset from
+//! installed by scripts/test-full.sh, which runs these tests): no script errors, every episode counted, the filters preset from
 //! the address narrow the list as the records say, an episode shows its transcript and curve, and
 //! a 10,000-episode log renders in under 10 s.
 
@@ -37,7 +37,7 @@ pub(super) fn assert_self_contained(html: &str) {
     }
 }
 
-/// The browser: Debian's chromium on PATH (scripts/test.sh installs it).
+/// The browser: Debian's chromium on PATH (scripts/test-full.sh installs it).
 fn chromium() -> &'static str {
     for c in ["chromium", "chromium-browser"] {
         if Command::new(c)
@@ -48,7 +48,7 @@ fn chromium() -> &'static str {
             return c;
         }
     }
-    panic!("headless Chromium is needed: install Debian's chromium (scripts/test.sh does it with apt-get)");
+    panic!("headless Chromium is needed: install Debian's chromium (scripts/test-full.sh does it with apt-get)");
 }
 
 /// One browser at a time, so that the timed load does not share the cores with another one.
@@ -123,6 +123,7 @@ fn count(records: &[EpisodeRecord], f: impl Fn(&EpisodeRecord) -> bool) -> Strin
 }
 
 #[test]
+#[ignore = "needs Chromium (20 s or more): scripts/test-full.sh runs it"]
 fn the_page_lists_filters_and_shows_episodes_in_chromium() {
     let dir = temp_dir();
     let (easy, hard) = (dir.path().join("easy.jsonl"), dir.path().join("hard.jsonl"));
@@ -205,6 +206,7 @@ fn big_log(base: &[EpisodeRecord], n: usize, out: &Path) {
 }
 
 #[test]
+#[ignore = "needs Chromium (20 s or more): scripts/test-full.sh runs it"]
 fn ten_thousand_episodes_render_and_the_last_one_opens() {
     let dir = temp_dir();
     let small = dir.path().join("small.jsonl");

@@ -35,7 +35,7 @@ fn show(o: &std::process::Output) -> String {
 }
 
 #[test]
-#[ignore = "slow (30 s or more): scripts/test-full.sh runs it"]
+#[ignore = "slow (20 s or more): scripts/test-full.sh runs it"]
 fn serve_env_200_concurrent_episodes_none_lost_and_the_log_verifies() {
     let dir = temp_dir();
     let log = dir.path().join("episodes.jsonl");

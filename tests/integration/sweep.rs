@@ -191,7 +191,7 @@ fn top_files(dir: &Path) -> Result<Vec<(String, Vec<u8>)>> {
 }
 
 #[test]
-#[ignore = "slow (30 s or more): scripts/test-full.sh runs it"]
+#[ignore = "slow (20 s or more): scripts/test-full.sh runs it"]
 fn committed_experiment_summaries_regenerate_from_their_cells() -> Result<()> {
     // Every experiment under results/experiments with committed cells and a summary: a copy of
     // its folder, collected again by this binary (and re-analysed by scripts/NAME.py where the
@@ -261,7 +261,7 @@ fn committed_experiment_summaries_regenerate_from_their_cells() -> Result<()> {
 }
 
 #[test]
-#[ignore = "slow (30 s or more): scripts/test-full.sh runs it"]
+#[ignore = "slow (20 s or more): scripts/test-full.sh runs it"]
 fn a_killed_local_sweep_resumes_and_matches_an_uninterrupted_one() -> Result<()> {
     let model = tiny_model_dir()?;
     let tmp = crate::common::temp_dir();
@@ -411,7 +411,7 @@ fn wait_for_jobs(name: &str, limit: Duration) {
 }
 
 #[test]
-#[ignore = "slow (30 s or more): scripts/test-full.sh runs it"]
+#[ignore = "slow (20 s or more): scripts/test-full.sh runs it"]
 fn a_2x2_sweep_runs_as_a_slurm_array() -> Result<()> {
     let sinfo = Command::new("sinfo").args(["-h", "-o", "%T"]).output();
     let up = sinfo.is_ok_and(|o| o.status.success() && !o.stdout.is_empty());

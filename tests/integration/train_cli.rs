@@ -42,7 +42,7 @@ sampling:\n  max_new_tokens: 4\ngrpo:\n  steps: 2\n  profiles_per_step: 1\n  gro
 }
 
 #[test]
-#[ignore = "slow (30 s or more): scripts/test-full.sh runs it"]
+#[ignore = "slow (20 s or more): scripts/test-full.sh runs it"]
 fn train_and_export_commands_with_the_real_simulator() -> Result<()> {
     let model = tiny_model_dir()?;
     let work = tempfile::tempdir()?;
@@ -111,7 +111,7 @@ fn train_and_export_commands_with_the_real_simulator() -> Result<()> {
 /// The families beside Llama train too: two GRPO steps with the real simulator and an export, on
 /// the tiny Qwen3 and Gemma 3 reference models, chosen with `--set model.path=...`.
 #[test]
-#[ignore = "slow (30 s or more): scripts/test-full.sh runs it"]
+#[ignore = "slow (20 s or more): scripts/test-full.sh runs it"]
 fn train_runs_on_qwen3_and_gemma3_shaped_models() -> Result<()> {
     let work = tempfile::tempdir()?;
     let llama = tiny_model_dir()?;
@@ -176,7 +176,7 @@ fn env_think_turns_qwen3_thinking_on_and_off() -> Result<()> {
 /// `difficulty: auto` with the real simulator: the run logs its level and knobs, its dialogues
 /// say `auto` and replay exactly; commands without a controller refuse `auto` with a message.
 #[test]
-#[ignore = "slow (30 s or more): scripts/test-full.sh runs it"]
+#[ignore = "slow (20 s or more): scripts/test-full.sh runs it"]
 fn auto_difficulty_trains_logs_its_knobs_and_replays() -> Result<()> {
     let model = tiny_model_dir()?;
     let work = tempfile::tempdir()?;

@@ -70,6 +70,8 @@ const NOT_PRINTED: [(&str, &str); 11] = [
     ("DeviceKind", "train config only (src/train)"),
     ("WeightDtype", "train config only (src/train)"),
     ("CpuMatmul", "train config only (src/train)"),
+    ("Stat", "results/tables.yaml only"),
+    ("Agg", "results/tables.yaml only"),
     (
         "Bucket",
         "RLVER's letters S A B C F, the same in files and on screen",
@@ -230,6 +232,8 @@ fn validate_rollout_and_replay_print_words_for_people() {
                 &policy,
                 "--split",
                 "test",
+                "--limit",
+                "8",
                 "--difficulty",
                 "moderate",
                 "--seed",
