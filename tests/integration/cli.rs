@@ -74,6 +74,15 @@ fn same_seed_gives_byte_identical_logs_that_verify() {
         la, lb,
         "same seed and config must give byte-identical JSONL"
     );
+    // `--limit 8`: eight profiles of the split, eight different scenarios first.
+    let scenarios: std::collections::BTreeSet<String> = String::from_utf8_lossy(&la)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["profile"]["scenario"].to_string()
+        })
+        .collect();
+    assert_eq!(String::from_utf8_lossy(&la).lines().count(), 8);
+    assert_eq!(scenarios.len(), 8, "{scenarios:?}");
     let o = eg(&["replay", "verify", a.to_str().unwrap()], &root());
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("0 differ"));

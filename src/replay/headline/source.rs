@@ -138,7 +138,8 @@ fn split_of(ids: &BTreeSet<String>, catalog: &Catalog) -> String {
     }
 }
 
-/// "seed 7", "seeds 301-320" (consecutive) or "seeds 1, 5, 9".
+/// "seed 7", "seeds 301-320" (consecutive), "seeds 1, 5, 9", or "74 seeds" for more than six
+/// scattered ones.
 pub fn seed_words(seeds: &BTreeSet<u64>) -> String {
     let (Some(lo), Some(hi)) = (seeds.first(), seeds.last()) else {
         return "no seeds".into();
@@ -148,7 +149,8 @@ pub fn seed_words(seeds: &BTreeSet<u64>) -> String {
     } else if (hi - lo) as usize + 1 == seeds.len() {
         format!("seeds {lo}-{hi}")
     } else if seeds.len() > 6 {
-        format!("{} seeds from {lo} to {hi}", seeds.len())
+        // Many scattered seeds are derived ones (a hash per profile): their count says enough.
+        format!("{} seeds", seeds.len())
     } else {
         let list: Vec<String> = seeds.iter().map(u64::to_string).collect();
         format!("seeds {}", list.join(", "))

@@ -95,6 +95,10 @@ fn seeds_and_links_read_as_written() {
     );
     assert_eq!(seed_words(&BTreeSet::from([1, 5])), "seeds 1, 5");
     assert_eq!(
+        seed_words(&BTreeSet::from([1, 5, 9, 11, 20, 31, 99])),
+        "7 seeds"
+    );
+    assert_eq!(
         link("results/a/b.csv", Path::new("")),
         "[results/a/b.csv](results/a/b.csv)"
     );
