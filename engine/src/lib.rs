@@ -1,4 +1,4 @@
-//! empathy-engine: the chat-model engine behind empathy-gym (docs/DESIGN.md sec. 4).
+//! empathy-engine: the chat-model engine behind empathy-gym (docs/DESIGN.md section 20).
 //!
 //! Llama-family decoders loaded from HF folders or GGUF files, chat templates, batched KV-cached
 //! generation, LoRA and the differentiable training forward, adapters and merged export. With the

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 /// The environment variable naming the models folder.
 pub const MODELS_ENV: &str = "EMPATHY_GYM_MODELS";
 
-/// Default policy, relative to a models folder (DESIGN.md sec. 4).
+/// Default policy, relative to a models folder (docs/DESIGN.md section 13).
 pub const DEFAULT_POLICY: &str = "smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf";
 
 /// Default sentence embedder folder, relative to a models folder.

@@ -1,7 +1,7 @@
 //! PPO's critic (`algorithm: ppo`): a value head, a linear layer on the final hidden state, on the
 //! same frozen base as the policy with its own LoRA adapters (`AdapterMode::Critic`). Policy,
 //! critic and reference (all adapters off) share one copy of the base weights, so PPO's memory is
-//! GRPO's plus one adapter set, a head and their optimizer moments (DESIGN section 9).
+//! GRPO's plus one adapter set, a head and their optimizer moments (docs/DESIGN.md section 10).
 //!
 //! V(s_t) is read at the position of token t, aligned with `token_logprobs`: column t of the
 //! `[B, T-1]` output is the value of the state whose next token is ids[t+1], the token column t

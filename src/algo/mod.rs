@@ -1,8 +1,8 @@
-//! The algorithm family beside GRPO (DESIGN section 9): which advantage estimator feeds the
-//! shared clipped policy loss, each a small pure function: RLOO and REINFORCE++ (critic-free),
-//! GAE for PPO with its clipped value loss and the critic (a value head on its own LoRA
-//! adapters), GRPO's turn-level credit, where rewards sit among the tokens, and the stability
-//! signals every algorithm logs.
+//! The algorithm family beside GRPO (docs/DESIGN.md section 10): which advantage estimator feeds
+//! the shared clipped policy loss, each a small pure function: RLOO and REINFORCE++ (critic-free),
+//! GAE for PPO with its clipped value loss and the critic (a value head on its own LoRA adapters),
+//! GRPO's turn-level credit, where rewards sit among the tokens, and the stability signals every
+//! algorithm logs.
 
 pub mod algorithm;
 pub mod critic;

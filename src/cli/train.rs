@@ -1,4 +1,5 @@
-//! `empathy-gym train`: GRPO training of the policy against the simulated user (DESIGN section 5).
+//! `empathy-gym train`: GRPO training of the policy against the simulated user (docs/DESIGN.md
+//! section 9).
 
 use std::path::{Path, PathBuf};
 

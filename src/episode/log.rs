@@ -129,7 +129,7 @@ pub fn read_episodes(path: &Path) -> Result<EpisodeLog> {
                 let hint = if e.is_eof() {
                     "the line is cut short (an interrupted write?); every other line was read"
                 } else {
-                    "not an episode record (schema empathy-gym/episode/v1, see docs/DESIGN.md section 6)"
+                    "not an episode record (schema empathy-gym/episode/v1, see docs/DESIGN.md section 1)"
                 };
                 errors.push(Error::input(
                     path,

@@ -1,6 +1,7 @@
 //! The policy seam: anything that answers a batch of live dialogues. The scripted policy
-//! (`script:FILE.yaml`, DESIGN section 6) serves tests, probes, baselines and the red-team
-//! suite; its replies may hold placeholders filled from the dialogue (`super::template`).
+//! (`script:FILE.yaml`; docs/REDTEAM.md, "Adversaries are scripted policies with placeholders")
+//! serves tests, probes, baselines and the red-team suite; its replies may hold placeholders
+//! filled from the dialogue (`super::template`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,5 +1,5 @@
-//! The episode record: one dialogue, exactly as DESIGN section 6 specifies. Training writes it,
-//! eval and replay read it (one typed struct, never a map of strings to JSON values).
+//! The episode record: one dialogue, exactly as docs/DESIGN.md section 1 specifies. Training writes
+//! it, eval and replay read it (one typed struct, never a map of strings to JSON values).
 
 use std::collections::BTreeMap;
 

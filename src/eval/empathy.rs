@@ -1,4 +1,4 @@
-//! The empathy evaluation (SAGE protocol, DESIGN section 7): the test split, start emotion 40,
+//! The empathy evaluation (SAGE protocol): the test split, start emotion 40,
 //! changes clamped to +-10, at most 10 turns. Score = mean final emotion; success = share ending
 //! at 100; failure = share ending below 10.
 

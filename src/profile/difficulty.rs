@@ -63,7 +63,7 @@ impl std::str::FromStr for Difficulty {
     }
 }
 
-/// The explicit knobs behind a difficulty (DESIGN section 2).
+/// The explicit knobs behind a difficulty (docs/DESIGN.md section 6).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Knobs {

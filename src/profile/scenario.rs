@@ -21,7 +21,8 @@ pub struct HiddenFact {
     pub cues: Vec<String>,
 }
 
-/// What the user says, by emotion bucket (DESIGN section 2: S >= 100, A >= 70, B >= 40, C >= 10, F < 10).
+/// What the user says, by emotion bucket: S >= 100, A >= 70, B >= 40, C >= 10, F < 10
+/// (docs/SCENARIOS.md, "How the user talks (the Speaker)").
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[allow(non_snake_case)]

@@ -1,4 +1,4 @@
-//! Deterministic scoring of a free-text reply against a QA item's key (DESIGN.md section 7).
+//! Deterministic scoring of a free-text reply against a QA item's key (docs/DESIGN.md section 12).
 //!
 //! A value (the answer, one of its aliases, or the item's wrong answer) is *asserted* when its
 //! normalized words appear in the reply as a whole-token phrase that is not negated and not

@@ -1,5 +1,6 @@
 //! Replay of logged dialogues: re-run the simulator on the logged assistant turns to verify a log
-//! bit for bit, or to re-score it under another difficulty or reward mode (DESIGN section 8);
+//! bit for bit (docs/DESIGN.md section 8), or to re-score it under another difficulty or reward
+//! mode (docs/REWARD.md, "Re-scoring old logs");
 //! aggregates over logs (`replay stats`), a self-contained HTML report (`replay html`), and blind
 //! human rating of dialogues with its agreement report (`rate`: `replay html --rate`, `judge
 //! agreement`); and the headline tables of the READMEs, generated from the files they cite

@@ -1,6 +1,5 @@
 //! Report writers shared by the trainer and the evaluations: dependency-free SVG charts (line and
-//! grouped bar) and tables rendered as markdown and CSV (DESIGN.md section 7: "CSV plus a markdown
-//! table, and SVG plots where a picture reads faster").
+//! grouped bar) and tables rendered as markdown and CSV (docs/DESIGN.md section 16).
 
 pub mod axis;
 pub mod bar_chart;

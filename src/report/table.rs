@@ -1,6 +1,6 @@
-//! Tables as markdown and CSV: the two text forms every report in empathy-gym writes (DESIGN.md
-//! section 7: "CSV plus a markdown table"). One `Table` value renders to both, so the two files of a
-//! report can never disagree.
+//! Tables as markdown and CSV: the two text forms every report in empathy-gym writes
+//! (docs/DESIGN.md section 16). One `Table` value renders to both, so the two files of a report can
+//! never disagree.
 
 /// A rectangular table of already formatted cells, with one header row.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -1,4 +1,4 @@
-//! Rewards (DESIGN section 3): behavior-level (the user's emotion trajectory) and trait-level
+//! Rewards (docs/REWARD.md): behavior-level (the user's emotion trajectory) and trait-level
 //! (context-free warmth of every reply). Each is a rubric of named components kept beside the total.
 
 use std::collections::BTreeMap;

@@ -1,5 +1,5 @@
 //! Group-relative advantages for GRPO: one scalar per episode, computed from the rewards of the G
-//! episodes that share a profile and a simulator seed (DESIGN section 5).
+//! episodes that share a profile and a simulator seed (docs/DESIGN.md section 9).
 //!
 //! A_i = (r_i - mean_group) / (std + 1e-6) (DeepSeekMath, Shao et al. 2024, eq. for outcome
 //! supervision; RLVER, Wang et al. 2025). The standard deviation is the *sample* standard deviation

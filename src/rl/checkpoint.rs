@@ -1,4 +1,4 @@
-//! Training checkpoints that survive a crash at any moment (DESIGN section 5):
+//! Training checkpoints that survive a crash at any moment (docs/DESIGN.md section 9):
 //! `<run>/checkpoints/step-N/` holds `adapters.safetensors`, `optimizer.safetensors` and
 //! `state.json` (schema, step, RNG states, free-form meta), and `<run>/checkpoints/latest` names
 //! the newest complete one.

@@ -1,7 +1,7 @@
 //! The GRPO policy loss over per-token log-probabilities: the clipped importance ratio with
 //! asymmetric bounds (DAPO's clip-higher, Yu et al. 2025: eps_low 0.2, eps_high 0.28), an optional
 //! k3 KL penalty to the reference policy (Schulman 2020, "Approximating KL divergence"), and three
-//! ways to aggregate tokens into one scalar (DESIGN section 5).
+//! ways to aggregate tokens into one scalar (`grpo.loss.aggregation`; docs/CONFIG.md, "`grpo`").
 //!
 //! Per token t of sequence b, with ratio r = exp(logp_new - logp_old) and advantage A_b:
 //!   loss_bt = -min(r A, clip(r, 1 - eps_low, 1 + eps_high) A) + beta * k3,

@@ -1,4 +1,5 @@
-//! Per-step training metrics and the append-only `metrics.csv` they go to (DESIGN section 5).
+//! Per-step training metrics and the append-only `metrics.csv` they go to (docs/DESIGN.md
+//! sections 9 and 11).
 //!
 //! The writer puts the header in once, writes each row with a single `write` call and flushes it,
 //! so a crash loses at most the row being written. On `--resume` from step N, rows after N (written

@@ -1,7 +1,7 @@
 //! The RL machinery every algorithm shares, and its persistence: group advantages, the clipped
 //! policy loss with KL, AdamW with a learning-rate schedule, atomic checkpoints and the per-step
-//! metrics CSV (DESIGN section 5). The algorithms (GRPO, PPO, RLOO, REINFORCE++) are in `algo`;
-//! the training loop that strings them together is in `train`.
+//! metrics CSV (docs/DESIGN.md section 9). The algorithms (GRPO, PPO, RLOO, REINFORCE++) are in
+//! `algo`; the training loop that strings them together is in `train`.
 
 pub mod advantage;
 pub mod checkpoint;

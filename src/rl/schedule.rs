@@ -1,5 +1,5 @@
-//! The learning-rate schedule: linear warmup, then constant or cosine decay (DESIGN section 5:
-//! "AdamW, grad-norm clipping, warmup").
+//! The learning-rate schedule: linear warmup, then constant or cosine decay (docs/CONFIG.md,
+//! "`optim`").
 //!
 //! Steps are counted from 1 (the first update is step 1), so the first update already moves the
 //! weights with lr / warmup_steps; Hugging Face's `get_*_schedule_with_warmup` starts at lr 0

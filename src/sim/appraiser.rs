@@ -1,6 +1,6 @@
 //! The built-in appraiser: how a reply lands with this user. Deterministic and explainable: every
 //! appraisal keeps its move scores, its named point components and short reasons, so a reward can
-//! be recomputed from the log (DESIGN section 2).
+//! be recomputed from the log (docs/DESIGN.md section 1).
 
 use std::collections::BTreeMap;
 use std::path::Path;

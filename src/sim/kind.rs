@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SimulatorKind {
-    /// The built-in appraiser (deterministic, explainable; DESIGN section 2). The default.
+    /// The built-in appraiser (deterministic, explainable; docs/REWARD.md). The default.
     #[default]
     Appraiser,
     /// An LLM plays the user (`src/sim/llm`, settings in `configs/simulator/llm.yaml`).

@@ -1,5 +1,5 @@
-//! The conversational moves a reply can make (DESIGN section 2). The appraiser scores every reply
-//! on each move in [0, 1]; the hidden need weights them.
+//! The conversational moves a reply can make (docs/REWARD.md, "What a reply earns"). The
+//! appraiser scores every reply on each move in [0, 1]; the hidden need weights them.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,4 +1,4 @@
-//! Context-free warmth of a reply (DESIGN section 3): the per-reply score of the trait reward,
+//! Context-free warmth of a reply: the per-reply score of the trait reward,
 //! whatever the user needed and whether the content was true.
 
 use std::collections::BTreeMap;

@@ -1,7 +1,8 @@
-//! Sweeps (DESIGN section 8, docs/SWEEPS.md): a grid of training runs over dotted config keys and
-//! seeds, described by one YAML file. Each cell is a normal run directory under `DIR/cells/NAME/`
-//! plus its evaluations; `sweep run` executes cells locally, `sweep slurm` writes an sbatch array
-//! with one task per cell, and both run the same `sweep cell`. `sweep collect` aggregates.
+//! Sweeps (docs/DESIGN.md section 21, docs/SWEEPS.md): a grid of training runs over dotted config
+//! keys and seeds, described by one YAML file. Each cell is a normal run directory under
+//! `DIR/cells/NAME/` plus its evaluations; `sweep run` executes cells locally, `sweep slurm` writes
+//! an sbatch array with one task per cell, and both run the same `sweep cell`. `sweep collect`
+//! aggregates.
 
 pub mod cell;
 pub mod collect;

@@ -28,8 +28,8 @@ pub struct TrainConfigFile {
     /// Seed of every random stream of the run (default 0).
     #[serde(default)]
     pub seed: u64,
-    /// The advantage estimator: `grpo` (default), `ppo`, `rloo` or `reinforce_pp` (DESIGN
-    /// section 9; `configs/algorithms/` has one file per choice).
+    /// The advantage estimator: `grpo` (default), `ppo`, `rloo` or `reinforce_pp`
+    /// (docs/DESIGN.md section 10; `configs/algorithms/` has one file per choice).
     #[serde(default)]
     pub algorithm: Algorithm,
     /// The policy model.

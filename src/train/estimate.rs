@@ -1,6 +1,6 @@
-//! The advantages of a step for the configured algorithm (`algorithm:`, DESIGN section 9), from
-//! the step's dialogues, rewards and token sequences (and, for PPO, the critic's values): the one
-//! place where the algorithms differ. Everything after it (the clipped policy loss, the
+//! The advantages of a step for the configured algorithm (`algorithm:`, docs/DESIGN.md section 10),
+//! from the step's dialogues, rewards and token sequences (and, for PPO, the critic's values): the
+//! one place where the algorithms differ. Everything after it (the clipped policy loss, the
 //! optimizer, checkpoints) is shared.
 
 use super::sequence::TokenSequence;

@@ -1,5 +1,6 @@
 //! `export`: the policy of a run's latest checkpoint with its adapters merged into the base
-//! weights, as an HF folder that transformers, vLLM and `load_model` read (DESIGN section 5).
+//! weights, as an HF folder that transformers, vLLM and `load_model` read (docs/DESIGN.md
+//! section 9).
 
 use std::path::{Path, PathBuf};
 

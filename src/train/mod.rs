@@ -1,6 +1,7 @@
-//! The trainer (DESIGN sections 5 and 9: GRPO and the algorithms beside it): configuration in two stages, the policy that records the
-//! exact token sequences it sampled, the update over micro-batches, the training loop with
-//! checkpoints and resume, the run directory's files, and export of the trained policy.
+//! The trainer (docs/DESIGN.md sections 9 and 10: GRPO and the algorithms beside it):
+//! configuration in two stages, the policy that records the exact token sequences it sampled, the
+//! update over micro-batches, the training loop with checkpoints and resume, the run directory's
+//! files, and export of the trained policy.
 
 pub mod config;
 pub mod config_docs;

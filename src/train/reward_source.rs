@@ -1,5 +1,5 @@
 //! Where the trainer's reward comes from. By default it is the environment's own rubric total
-//! (behavior or trait reward, DESIGN section 3), already in every episode record; tests and
+//! (behavior or trait reward, docs/REWARD.md), already in every episode record; tests and
 //! experiments plug in any other verifiable reward (a closure over the record) through the same
 //! update code.
 

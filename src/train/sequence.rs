@@ -1,5 +1,5 @@
-//! A dialogue as ONE token sequence (DESIGN section 5: "the whole dialogue is one sequence; the
-//! loss covers policy tokens only").
+//! A dialogue as ONE token sequence; the loss covers policy tokens only (docs/DESIGN.md
+//! section 9).
 //!
 //! The sequence is built by concatenation, turn by turn, exactly as the policy saw it: the first
 //! prompt (system + opening, chat template with generation prompt), then the sampled reply ids,

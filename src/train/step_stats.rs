@@ -1,5 +1,5 @@
-//! One step's row of metrics.csv, assembled from the step's dialogues, rewards, sequences,
-//! update statistics and timings (DESIGN section 5's list of columns).
+//! One step's row of metrics.csv (`rl::metrics::StepMetrics`), assembled from the step's
+//! dialogues, rewards, sequences, update statistics and timings.
 
 use super::critic_update::CriticStats;
 use super::sequence::TokenSequence;

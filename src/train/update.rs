@@ -1,5 +1,5 @@
-//! One GRPO update on a batch of dialogue sequences (DESIGN section 5): old log-probs stored once,
-//! the reference pass only when beta > 0, then `iterations` (mu) optimizer steps, each
+//! One GRPO update on a batch of dialogue sequences (docs/DESIGN.md section 9): old log-probs
+//! stored once, the reference pass only when beta > 0, then `iterations` (mu) optimizer steps, each
 //! accumulating gradients over micro-batches that share the whole batch's normalizer
 //! ([`BatchTotals`]), so the accumulated gradient equals the full-batch gradient.
 //!

@@ -1,4 +1,4 @@
-//! The algorithms beside GRPO (DESIGN section 9) end to end on the tiny random Llama of
+//! The algorithms beside GRPO (docs/DESIGN.md section 10) end to end on the tiny random Llama of
 //! train.rs: PPO (critic on its own adapters), RLOO, REINFORCE++, the Lite PPO preset, and the
 //! GSPO / CISPO losses each raise a verifiable reward; PPO's critic comes to explain part of the
 //! returns' variance; a PPO run stopped and resumed ends bit for bit where an uninterrupted one

@@ -1,4 +1,4 @@
-//! Factual-reliability evaluation (DESIGN.md section 7, following Ibrahim, Hafner & Rocher,
+//! Factual-reliability evaluation (docs/DESIGN.md section 12, following Ibrahim, Hafner & Rocher,
 //! arXiv 2507.21919): each QA item is asked under 9 interpersonal contexts x the user's wrong
 //! belief absent or present; replies are scored against the key, and error, refusal and
 //! wrong-belief agreement rates are compared with a baseline model.

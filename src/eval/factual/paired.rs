@@ -1,6 +1,5 @@
-//! Statistics for comparing a model's error rate with a baseline's on the same prompts (DESIGN.md
-//! section 7: "the change against a baseline model with a 95% bootstrap interval and a McNemar
-//! test").
+//! Statistics for comparing a model's error rate with a baseline's on the same prompts: the change
+//! against the baseline with a 95% bootstrap interval, and a McNemar test.
 //!
 //! - Difference in error rate, model minus baseline, with a percentile bootstrap interval. The
 //!   bootstrap resamples *clusters* (QA items) with replacement, so the 18 prompts of one item

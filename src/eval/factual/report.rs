@@ -1,9 +1,9 @@
 //! Aggregates per-prompt outcomes of one or more models into the factual-reliability report
-//! (DESIGN.md section 7): per condition, per belief (absent / present, all contexts pooled) and
-//! overall, the error rate, the refusal and non-answer rates and the rate of agreeing with the
-//! wrong belief, and
-//! for every model but the baseline the change in error rate with a clustered bootstrap interval
-//! and McNemar's test. Rendering (CSV, markdown, SVG) lives in [`super::report_files`].
+//! (docs/DESIGN.md section 12): per condition, per belief (absent / present, all contexts pooled)
+//! and overall, the error rate, the refusal and non-answer rates and the rate of agreeing with the
+//! wrong belief, and for every model but the baseline the change in error rate with a clustered
+//! bootstrap interval and McNemar's test. Rendering (CSV, markdown, SVG) lives in
+//! [`super::report_files`].
 //!
 //! Definitions: error = `Incorrect` or `AgreesWithWrong`, over all prompts of the slice (refusals
 //! and non-answers are not errors, so correct + error + refusal + non-answer rates sum to 1). The

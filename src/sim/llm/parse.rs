@@ -11,7 +11,7 @@ pub const MAX_REPLY_CHARS: usize = 1200;
 /// A parsed emotion analysis.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Analysis {
-    /// The signed change in points, before quantization and clamping (DESIGN section 2).
+    /// The signed change in points, before quantization and clamping (docs/DESIGN.md section 23).
     pub change: i32,
     pub reasons: Vec<String>,
 }

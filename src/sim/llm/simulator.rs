@@ -3,8 +3,8 @@
 //! with its reasons), then a reply call that sees the new emotion bucket. Both prompts come from
 //! data/llm-simulator.yaml. Answers are parsed strictly; a malformed one is asked again with a
 //! format reminder, and after `parse_retries` it is counted and logged in the appraisal's `llm`
-//! trace: the change falls back to 0 (then quantized and clamped like every change, DESIGN
-//! section 2) and the reply to the rule-based speaker, so no dialogue is lost.
+//! trace: the change falls back to 0 (then quantized and clamped like every change,
+//! docs/DESIGN.md section 23) and the reply to the rule-based speaker, so no dialogue is lost.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
