@@ -56,7 +56,7 @@ fn prints_serde_words<T: Serialize + DeserializeOwned>(
 }
 
 /// Serde word enums that are never printed for people by a name of their own, and why.
-const NOT_PRINTED: [(&str, &str); 11] = [
+const NOT_PRINTED: [(&str, &str); 13] = [
     ("LoraTarget", "config and adapter files only"),
     ("Arch", "model config only"),
     ("RopeLayout", "model config only"),
