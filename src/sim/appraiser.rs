@@ -18,7 +18,7 @@ use super::lexicon::{Cues, Lexicon};
 use super::moves::Move;
 use super::perceive::{Perception, HEADS};
 use super::points::{landing, stacked};
-use super::text::{looping, sentences, without_words, words};
+use super::text::{looping, restatement_spans, sentences, without_words, words};
 use super::warmth::warmth;
 use super::wording::{has_judged_words, used_words, Said, Wording};
 use crate::error::Result;
@@ -371,21 +371,31 @@ impl Appraiser {
         }))
     }
 
-    /// Per reply word: whether it stands in a sentence that restates one of the user's sentences
-    /// (cosine at or above `copied.restated_cosine`, sentences of `copied.restated_min_words` words
-    /// or more). Swapping the user's words for synonyms and breaking the runs with fillers keeps a
-    /// sentence's meaning, and so its closeness, while no run of words matches.
+    /// Per reply word: whether it stands in a span that restates one of the user's sentences
+    /// (cosine at or above `copied.restated_cosine`; the spans are `text::restatement_spans` of
+    /// `copied.restated_min_words`). Swapping the user's words for synonyms and breaking the runs
+    /// with fillers keeps a sentence's meaning, and so its closeness, while no run of words
+    /// matches; cutting it into fragments keeps it too once the fragments are read together.
     fn restated(&self, inp: &AppraisalInput<'_>) -> Result<Vec<bool>> {
         let c = &self.detectors.cfg.copied;
-        let mut mask = Vec::new();
-        for s in sentences(inp.reply) {
-            let n = words(s).len();
-            let hit = n >= c.restated_min_words && {
-                let e = self.embedder.embed(&[s])?.remove(0);
-                f64::from(self.closeness_to_user(inp, &e)?) >= c.restated_cosine
-            };
-            mask.extend(std::iter::repeat_n(hit, n));
+        let parts = sentences(inp.reply);
+        let lens: Vec<usize> = parts.iter().map(|s| words(s).len()).collect();
+        let mut hit = vec![false; parts.len()];
+        for (a, b) in restatement_spans(&lens, c.restated_min_words) {
+            if hit[a..=b].iter().all(|h| *h) {
+                continue;
+            }
+            let span = parts[a..=b].join(" ");
+            let e = self.embedder.embed(&[span.as_str()])?.remove(0);
+            if f64::from(self.closeness_to_user(inp, &e)?) >= c.restated_cosine {
+                hit[a..=b].iter_mut().for_each(|h| *h = true);
+            }
         }
+        let mut mask: Vec<bool> = lens
+            .iter()
+            .zip(&hit)
+            .flat_map(|(n, h)| std::iter::repeat_n(*h, *n))
+            .collect();
         mask.resize(words(inp.reply).len(), false);
         Ok(mask)
     }

@@ -128,8 +128,61 @@ pub fn cut_off(
     fragment.len() >= min_words && fragment.last().is_some_and(|w| dangling.contains(w))
 }
 
+/// The spans of consecutive sentences (first and last index) that the restatement check reads,
+/// given each sentence's word count: every sentence of `min` words or more, and the reply
+/// re-segmented so that a sentence of fewer than `min` words is read with the one before it (the
+/// first ones with those after them, until the span has `min` words). A restatement cut into
+/// fragments ("Your sibling wants you. kind of to move four shifts. away job for him.") is read
+/// whole, and a reply of full sentences costs one span per sentence.
+pub fn restatement_spans(lens: &[usize], min: usize) -> Vec<(usize, usize)> {
+    let mut units: Vec<(usize, usize, usize)> = Vec::new(); // first, last, words
+    for (i, &n) in lens.iter().enumerate() {
+        match units.last_mut() {
+            Some((_, last, w)) if *w < min || n < min => {
+                *last = i;
+                *w += n;
+            }
+            _ => units.push((i, i, n)),
+        }
+    }
+    let mut spans: Vec<(usize, usize)> = (0..lens.len())
+        .filter(|&i| lens[i] >= min)
+        .map(|i| (i, i))
+        .collect();
+    for (a, b, w) in units {
+        if w >= min && !spans.contains(&(a, b)) {
+            spans.push((a, b));
+        }
+    }
+    spans
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn restatement_spans_read_fragments_together() {
+        use super::restatement_spans;
+        // Full sentences: one span each.
+        assert_eq!(
+            restatement_spans(&[6, 9, 5], 5),
+            vec![(0, 0), (1, 1), (2, 2)]
+        );
+        // A restatement cut into fragments of 4, 6 and 4 words, then a stock line and a question:
+        // the sentences of 5+ words alone, and the three fragments read as one.
+        assert_eq!(
+            restatement_spans(&[4, 6, 4, 6, 7], 5),
+            vec![(1, 1), (3, 3), (4, 4), (0, 2)]
+        );
+        // Short fragments after a full sentence are read with it.
+        assert_eq!(
+            restatement_spans(&[6, 3, 3, 3, 3, 8, 7], 5),
+            vec![(0, 0), (5, 5), (6, 6), (0, 4)]
+        );
+        // Too few words in all: nothing to read.
+        assert_eq!(restatement_spans(&[2, 1], 5), Vec::<(usize, usize)>::new());
+        assert_eq!(restatement_spans(&[], 5), Vec::<(usize, usize)>::new());
+    }
+
     use super::*;
 
     #[test]
