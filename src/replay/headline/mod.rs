@@ -106,10 +106,22 @@ impl Context<'_> {
                 .as_deref()
                 .or(row.source.csv.as_deref())
                 .unwrap_or("");
-            let m = self.measure(row, &BTreeMap::new())?;
+            let mut m = self.measure(row, &BTreeMap::new())?;
+            if let Some(note) = &row.source.note {
+                m.protocol = [m.protocol.as_str(), note.as_str()]
+                    .iter()
+                    .filter(|p| !p.is_empty())
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join(", ");
+            }
             let mut measured = labelled(&row.values, &m.values);
-            let rules = self.rules_cell(&m.rules);
-            if !m.rules.contains(self.today) {
+            let rules = if row.rules_apply {
+                self.rules_cell(&m.rules)
+            } else {
+                "does not apply".into()
+            };
+            if row.rules_apply && !m.rules.contains(self.today) {
                 measured.push_str(&if row.rescored.is_empty() {
                     "; its dialogues were not kept to re-score".to_string()
                 } else {

@@ -33,10 +33,18 @@ pub struct RowSpec {
     pub commit: String,
     pub source: Source,
     pub values: Vec<ValueSpec>,
+    /// False for numbers the simulated user's rules cannot change (times, memory): no rules version
+    /// is shown for them.
+    #[serde(default = "yes")]
+    pub rules_apply: bool,
     /// The same dialogues re-scored under later rules (`replay rescore`), as cited file -> its
     /// re-scored log: their numbers are shown beside the row's when they are under today's rules.
     #[serde(default)]
     pub rescored: BTreeMap<String, String>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// The cited file: an episode log or a CSV, with the filter that picks the row's records.
@@ -57,6 +65,9 @@ pub struct Source {
     /// last part (`difficulty moderate`).
     #[serde(default)]
     pub config_keys: Vec<String>,
+    /// What the file does not record of its protocol, in words (appended to what it does).
+    #[serde(default)]
+    pub note: Option<String>,
     /// Column (CSV) or field (episodes: `policy`, `difficulty`) = value, all of which must hold.
     #[serde(default, rename = "where")]
     pub filter: BTreeMap<String, String>,

@@ -195,7 +195,7 @@ doc: README.md
 rows:
   - what: the listener against the scripts
     commit: 0123abcd
-    source: {csv: rows.csv, config: config.yaml, config_keys: [env.knobs.max_turns, env.lr], where: {split: test, difficulty: moderate}}
+    source: {csv: rows.csv, config: config.yaml, config_keys: [env.knobs.max_turns, env.lr], note: on two cores, where: {split: test, difficulty: moderate}}
     values:
       - {label: listener, where: {policy: listener}, column: mean_final_emotion}
       - {label: best adversary, where: {side: adversary}, column: mean_final_emotion, agg: max, name: policy}
@@ -219,7 +219,7 @@ fn a_csv_row_reads_its_numbers_protocol_and_rules_and_follows_the_file() {
     assert!(
         table.contains(
             "test, moderate, start 40, up to 8 replies, 74 dialogues per policy, seed 0, \
-             max_turns 3, lr unrecorded"
+             max_turns 3, lr unrecorded, on two cores"
         ),
         "{table}"
     );
@@ -236,6 +236,17 @@ fn a_csv_row_reads_its_numbers_protocol_and_rules_and_follows_the_file() {
     assert!(
         after.contains("listener 44.0;") && after != table,
         "{after}"
+    );
+
+    // Numbers the rules cannot change show no version.
+    let timing = CSV_SPEC.replace(
+        "    commit: 0123abcd\n",
+        "    commit: 0123abcd\n    rules_apply: false\n",
+    );
+    let t = f.table(&timing).unwrap();
+    assert!(
+        t.contains("| does not apply |") && !t.contains("re-score"),
+        "{t}"
     );
 
     // Older rules without kept dialogues say so.
