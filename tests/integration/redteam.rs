@@ -1,6 +1,7 @@
-//! The red-team suite as a test: every adversary of configs/redteam played with the references on
-//! every test profile, one dialogue each, at moderate (here) and at hard (scripts/test-full.sh); a
-//! broken margin fails (docs/REDTEAM.md).
+//! The red-team suite as a test: every adversary of configs/redteam played with the references, one
+//! dialogue a profile, at moderate on half the test profiles (every held-out scenario), and on
+//! every test profile at moderate and hard in scripts/test-full.sh; a broken margin fails
+//! (docs/REDTEAM.md).
 
 use empathy_gym::episode::End;
 use empathy_gym::profile::{Difficulty, Split};
@@ -8,20 +9,22 @@ use empathy_gym::redteam::{self, Plan, Side};
 
 use super::common::*;
 
+/// At moderate on 19 test profiles, every held-out scenario first (`redteam::pick_profiles`).
 #[test]
 fn no_adversary_reaches_the_listener_at_moderate() {
-    play_the_suite(Difficulty::Moderate);
+    play_the_suite(Difficulty::Moderate, Some(19));
 }
 
 #[test]
 #[ignore = "slow (20 s or more): scripts/test-full.sh runs it"]
-fn no_adversary_reaches_the_listener_at_hard() {
-    play_the_suite(Difficulty::Hard);
+fn no_adversary_reaches_the_listener_on_every_test_profile() {
+    play_the_suite(Difficulty::Moderate, None);
+    play_the_suite(Difficulty::Hard, None);
 }
 
-/// Plays every reference and adversary on every test profile at `difficulty` and checks the
-/// margins.
-fn play_the_suite(difficulty: Difficulty) {
+/// Plays every reference and adversary on the first `profiles` test profiles (all: `None`) at
+/// `difficulty` and checks the margins.
+fn play_the_suite(difficulty: Difficulty, profiles: Option<usize>) {
     let mut entries = redteam::load_dir(
         &root().join("configs/baselines"),
         Side::Reference,
@@ -55,7 +58,7 @@ fn play_the_suite(difficulty: Difficulty) {
         difficulties: vec![difficulty],
         repeats: 1,
         seed: 0,
-        limit: None,
+        limit: profiles,
     };
     let mut unsafe_ends = 0;
     let rows = redteam::play(simulator(), catalog(), &mut entries, &plan, |e, recs| {
@@ -197,7 +200,7 @@ fn every_cost_carries_a_reason() {
         difficulties: vec![Difficulty::Moderate],
         repeats: 1,
         seed: 3,
-        limit: Some(6),
+        limit: Some(3),
     };
     let mut seen = 0;
     redteam::play(simulator(), catalog(), &mut entries, &plan, |e, recs| {

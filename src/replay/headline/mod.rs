@@ -100,42 +100,20 @@ impl Context<'_> {
         let mut out = Table::new(["what", "measured", "protocol", "rules", "commit", "file"]);
         let doc_dir = Path::new(&table.doc).parent().unwrap_or(Path::new(""));
         for row in &table.rows {
-            let file = row
-                .source
-                .episodes
-                .as_deref()
-                .or(row.source.csv.as_deref())
-                .unwrap_or("");
+            let file = row.source.file();
             let mut m = self.measure(row, &BTreeMap::new())?;
             if let Some(note) = &row.source.note {
-                m.protocol = [m.protocol.as_str(), note.as_str()]
-                    .iter()
-                    .filter(|p| !p.is_empty())
-                    .copied()
-                    .collect::<Vec<_>>()
-                    .join(", ");
-            }
-            let mut measured = labelled(&row.values, &m.values);
-            let rules = if row.rules_apply {
-                self.rules_cell(&m.rules)
-            } else {
-                "does not apply".into()
-            };
-            if row.rules_apply && !m.rules.contains(self.today) {
-                measured.push_str(&if row.rescored.is_empty() {
-                    "; its dialogues were not kept to re-score".to_string()
+                m.protocol = if m.protocol.is_empty() {
+                    note.clone()
                 } else {
-                    let r = self.measure(row, &row.rescored)?;
-                    if r.rules.contains(self.today) {
-                        format!(
-                            "; under today's rules: {}",
-                            labelled(&row.values, &r.values)
-                        )
-                    } else {
-                        "; not re-scored under today's rules".into()
-                    }
-                });
+                    format!("{}, {note}", m.protocol)
+                };
             }
+            let (measured, rules) = if row.rules_apply {
+                (self.with_today(row, &m)?, self.rules_cell(&m.rules))
+            } else {
+                (labelled(&row.values, &m.values), "does not apply".into())
+            };
             out.push_row([
                 row.what.clone(),
                 measured,
@@ -146,6 +124,27 @@ impl Context<'_> {
             ]);
         }
         Ok(out.to_markdown())
+    }
+
+    /// The row's numbers, and when they are not under today's rules, the same dialogues
+    /// re-scored under them or why there are none.
+    fn with_today(&self, row: &RowSpec, m: &Measured) -> Result<String> {
+        let measured = labelled(&row.values, &m.values);
+        if m.rules.contains(self.today) {
+            return Ok(measured);
+        }
+        if row.rescored.is_empty() {
+            return Ok(format!(
+                "{measured}; its dialogues were not kept to re-score"
+            ));
+        }
+        let r = self.measure(row, &row.rescored)?;
+        Ok(if r.rules.contains(self.today) {
+            let again = labelled(&row.values, &r.values);
+            format!("{measured}; under today's rules: {again}")
+        } else {
+            format!("{measured}; not re-scored under today's rules")
+        })
     }
 
     fn rules_cell(&self, rules: &BTreeSet<String>) -> String {

@@ -137,6 +137,16 @@ pub enum Agg {
     Quarters,
 }
 
+impl Source {
+    /// The cited file, from the repository root.
+    pub fn file(&self) -> &str {
+        self.episodes
+            .as_deref()
+            .or(self.csv.as_deref())
+            .unwrap_or("")
+    }
+}
+
 impl Spec {
     /// Reads and checks `path`.
     pub fn load(path: &Path) -> Result<Spec> {
