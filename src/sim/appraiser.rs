@@ -18,7 +18,7 @@ use super::lexicon::{Cues, Lexicon};
 use super::moves::Move;
 use super::perceive::{Perception, HEADS};
 use super::points::{landing, stacked};
-use super::text::{looping, restatement_spans, sentences, without_words, words};
+use super::text::{looping, read_together, restatement_spans, sentences, without_words, words};
 use super::warmth::warmth;
 use super::wording::{has_judged_words, used_words, Said, Wording};
 use crate::error::Result;
@@ -385,7 +385,7 @@ impl Appraiser {
             if hit[a..=b].iter().all(|h| *h) {
                 continue;
             }
-            let span = parts[a..=b].join(" ");
+            let span = read_together(&parts[a..=b]);
             let e = self.embedder.embed(&[span.as_str()])?.remove(0);
             if f64::from(self.closeness_to_user(inp, &e)?) >= c.restated_cosine {
                 hit[a..=b].iter_mut().for_each(|h| *h = true);

@@ -157,8 +157,43 @@ pub fn restatement_spans(lens: &[usize], min: usize) -> Vec<(usize, usize)> {
     spans
 }
 
+/// Consecutive sentences read as one: the end marks between them dropped, so that cutting a
+/// sentence into fragments does not change how it reads. One sentence is returned as it is.
+pub fn read_together(parts: &[&str]) -> String {
+    match parts {
+        [one] => (*one).to_string(),
+        [init @ .., last] => {
+            let mut out: Vec<&str> = init
+                .iter()
+                .map(|p| p.trim_end_matches(['.', '!', '?', ';', ':', ' ']))
+                .collect();
+            out.push(last);
+            out.join(" ")
+        }
+        [] => String::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn fragments_are_read_as_one_sentence() {
+        use super::read_together;
+        assert_eq!(
+            read_together(&["So you've got.", "kind of about four."]),
+            "So you've got kind of about four."
+        );
+        assert_eq!(
+            read_together(&["One whole sentence."]),
+            "One whole sentence."
+        );
+        assert_eq!(
+            read_together(&["Wait!", "really?", "yes."]),
+            "Wait really yes."
+        );
+        assert_eq!(read_together(&[]), "");
+    }
+
     #[test]
     fn restatement_spans_read_fragments_together() {
         use super::restatement_spans;

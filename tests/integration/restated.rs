@@ -1,6 +1,7 @@
 //! A sentence that restates one of the user's sentences with the words swapped for synonyms and
-//! the runs broken by fillers is copying by meaning: it counts as copied, and the user says so. A
-//! reflection in the listener's own words is not.
+//! the runs broken by fillers is copying by meaning: it counts as copied, and the user says so; so
+//! does such a restatement cut into fragments of under five words. A reflection in the listener's
+//! own words is not.
 
 use empathy_gym::profile::{Difficulty, KnobOverrides, ProfileId};
 use empathy_gym::sim::{Appraisal, AppraisalInput};
@@ -48,6 +49,18 @@ fn a_synonym_swapped_restatement_counts_as_copied() {
             .any(|r| r == "just gave me my own words back"),
         "{a:?}"
     );
+}
+
+#[test]
+fn a_restatement_cut_into_fragments_counts_as_copied() {
+    // The same echo as the second attacker wrote it (results/redteam/helper-attack-2/): no sentence has
+    // five words, so only the fragments read together restate the user.
+    let a = appraise(
+        "So you've got. kind of about four. sort of thousand on. basically two credit. pretty \
+         much cards and. you've only somehow. been paying minimums. No wonder you feel overlooked. \
+         What has that been like for you?",
+    );
+    assert!(a.components.contains_key("copied"), "{a:?}");
 }
 
 #[test]
