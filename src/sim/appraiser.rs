@@ -110,6 +110,11 @@ pub fn rules_fingerprint(root: &Path) -> Result<String> {
     crate::profile::yaml::fingerprint(&root.join("data"), &RULE_FILES)
 }
 
+/// The cosine of `reply` to the closest of `embs` (-1 when there are none).
+fn max_cosine(reply: &[f32], embs: &[Arc<Embedding>]) -> f32 {
+    embs.iter().map(|e| cosine(reply, e)).fold(-1.0, f32::max)
+}
+
 /// The sentences of a user message of `profile`'s persona, opener split off: every part is a
 /// cached bank sentence.
 fn user_sentences<'a>(profile: &Profile, text: &'a str) -> Vec<&'a str> {
@@ -250,7 +255,11 @@ impl Appraiser {
         let mut texts: Vec<&str> = Vec::new();
         for inp in inputs {
             texts.push(inp.reply);
-            texts.extend(sentences(inp.reply));
+            owns.extend(
+                self.restatement_spans_of(inp.reply)
+                    .into_iter()
+                    .map(|(_, t)| t),
+            );
             owns.push(without_words(inp.reply, &self.user_content_words(inp)));
             texts.extend(self.safety.texts(inp.reply));
             if self.perception.is_some() {
@@ -274,8 +283,7 @@ impl Appraiser {
 
     fn max_sim(&self, reply: &[f32], texts: &[String]) -> Result<f32> {
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let embs = self.embedder.embed(&refs)?;
-        Ok(embs.iter().map(|e| cosine(reply, e)).fold(-1.0, f32::max))
+        Ok(max_cosine(reply, &self.embedder.embed(&refs)?))
     }
 
     /// Appraises one reply; `wording` is what the user said as the wording head reads it and the
@@ -377,17 +385,18 @@ impl Appraiser {
     /// with fillers keeps a sentence's meaning, and so its closeness, while no run of words
     /// matches; cutting it into fragments keeps it too once the fragments are read together.
     fn restated(&self, inp: &AppraisalInput<'_>) -> Result<Vec<bool>> {
-        let c = &self.detectors.cfg.copied;
-        let parts = sentences(inp.reply);
-        let lens: Vec<usize> = parts.iter().map(|s| words(s).len()).collect();
-        let mut hit = vec![false; parts.len()];
-        for (a, b) in restatement_spans(&lens, c.restated_min_words) {
+        let lens: Vec<usize> = sentences(inp.reply)
+            .iter()
+            .map(|s| words(s).len())
+            .collect();
+        let users = self.user_embeddings(inp)?;
+        let mut hit = vec![false; lens.len()];
+        for ((a, b), span) in self.restatement_spans_of(inp.reply) {
             if hit[a..=b].iter().all(|h| *h) {
                 continue;
             }
-            let span = read_together(&parts[a..=b]);
             let e = self.embedder.embed(&[span.as_str()])?.remove(0);
-            if f64::from(self.closeness_to_user(inp, &e)?) >= c.restated_cosine {
+            if f64::from(max_cosine(&e, &users)) >= self.detectors.cfg.copied.restated_cosine {
                 hit[a..=b].iter_mut().for_each(|h| *h = true);
             }
         }
@@ -398,6 +407,18 @@ impl Appraiser {
             .collect();
         mask.resize(words(inp.reply).len(), false);
         Ok(mask)
+    }
+
+    /// The spans of `reply` the restatement check reads (first and last sentence), each with its
+    /// text as read (`text::restatement_spans`, `text::read_together`): embedded with the batch,
+    /// read back by [`Appraiser::restated`].
+    fn restatement_spans_of(&self, reply: &str) -> Vec<((usize, usize), String)> {
+        let parts = sentences(reply);
+        let lens: Vec<usize> = parts.iter().map(|s| words(s).len()).collect();
+        restatement_spans(&lens, self.detectors.cfg.copied.restated_min_words)
+            .into_iter()
+            .map(|(a, b)| ((a, b), read_together(&parts[a..=b])))
+            .collect()
     }
 
     /// The content words of everything the user said (4 letters or more, not stopwords).
@@ -412,13 +433,17 @@ impl Appraiser {
     /// The reply's cosine to the closest sentence of anything the user has said (-1 when the user
     /// said nothing).
     fn closeness_to_user(&self, inp: &AppraisalInput<'_>, reply: &[f32]) -> Result<f32> {
-        let mut best = -1.0f32;
-        for m in &inp.user_messages {
-            for e in self.embedder.embed(&user_sentences(inp.profile, m))? {
-                best = best.max(cosine(reply, &e));
-            }
-        }
-        Ok(best)
+        Ok(max_cosine(reply, &self.user_embeddings(inp)?))
+    }
+
+    /// The embeddings of every sentence the user has said, in order.
+    fn user_embeddings(&self, inp: &AppraisalInput<'_>) -> Result<Vec<Arc<Embedding>>> {
+        let sentences: Vec<&str> = inp
+            .user_messages
+            .iter()
+            .flat_map(|m| user_sentences(inp.profile, m))
+            .collect();
+        self.embedder.embed(&sentences)
     }
 
     fn is_gibberish(&self, reply_words: &[String]) -> bool {
@@ -505,10 +530,7 @@ impl Appraiser {
                 }
             }
             let sem = match self.prototypes.get(&m) {
-                Some(p) => self
-                    .cfg
-                    .semantic
-                    .score(p.iter().map(|e| cosine(reply, e)).fold(-1.0, f32::max)),
+                Some(p) => self.cfg.semantic.score(max_cosine(reply, p)),
                 None => 0.0,
             };
             let lex = cues.hits.get(&m).copied().unwrap_or(0) as f64;

@@ -23,8 +23,9 @@ pub use safety::{FoundBy, SafetyScreen, UnsafeFinding, UnsafeKind};
 pub struct CopiedCfg {
     pub min_run: usize,
     pub min_sentence: usize,
-    /// A reply sentence of at least `restated_min_words` words this close (cosine) to one of the
-    /// user's sentences restates it: its words count as copied.
+    /// A reply span of at least `restated_min_words` words (a sentence, or shorter sentences read
+    /// together, `text::restatement_spans`) this close (cosine) to one of the user's sentences
+    /// restates it: its words count as copied.
     pub restated_cosine: f64,
     pub restated_min_words: usize,
     pub min_share: f64,
@@ -170,7 +171,7 @@ pub struct DetectInput<'a> {
     pub feelings: &'a [String],
     /// Cosine of the reply to the closest sentence the user said.
     pub relevance: f64,
-    /// Per reply word (as `text::words` splits it): in a sentence that restates one of the user's
+    /// Per reply word (as `text::words` splits it): in a span that restates one of the user's
     /// sentences in other words (`copied.restated_cosine`); empty when not judged.
     pub restated: &'a [bool],
 }
