@@ -301,3 +301,30 @@ pub fn scripted_rollout(dir: &Path, replies: &[&str], difficulty: &str, seed: u6
     ]);
     assert!(o.status.success(), "{}", output_of(&o));
 }
+
+/// Fails when the committed file at `path` differs from `generated`, naming the first line that
+/// differs, what `source` gives there, and the command that regenerates the file.
+pub fn assert_generated_file_is_current(
+    path: &Path,
+    generated: &str,
+    source: &str,
+    regenerate: &str,
+) {
+    let committed = std::fs::read_to_string(path).unwrap_or_default();
+    if committed == generated {
+        return;
+    }
+    let line = committed
+        .lines()
+        .zip(generated.lines())
+        .position(|(a, b)| a != b)
+        .unwrap_or_else(|| committed.lines().count().min(generated.lines().count()))
+        + 1;
+    panic!(
+        "{} is stale (first difference at line {line}: the file has {:?}, {source} give {:?}); \
+         regenerate it with `{regenerate}`",
+        path.display(),
+        committed.lines().nth(line - 1).unwrap_or(""),
+        generated.lines().nth(line - 1).unwrap_or("")
+    );
+}

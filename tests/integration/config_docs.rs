@@ -4,7 +4,7 @@
 
 use empathy_gym::train::config_docs::{repository_keys, repository_markdown, REGENERATE};
 
-use super::common::root;
+use super::common::{assert_generated_file_is_current, root};
 
 #[test]
 fn committed_reference_is_current() {
@@ -16,21 +16,7 @@ fn committed_reference_is_current() {
         std::fs::write(&path, &generated).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         return;
     }
-    let committed = std::fs::read_to_string(&path).unwrap_or_default();
-    if committed != generated {
-        let line = committed
-            .lines()
-            .zip(generated.lines())
-            .position(|(a, b)| a != b)
-            .unwrap_or_else(|| committed.lines().count().min(generated.lines().count()))
-            + 1;
-        panic!(
-            "docs/CONFIG.md is stale (first difference at line {line}: the file has {:?}, the \
-             config types give {:?}); regenerate it with `{REGENERATE}`",
-            committed.lines().nth(line - 1).unwrap_or(""),
-            generated.lines().nth(line - 1).unwrap_or("")
-        );
-    }
+    assert_generated_file_is_current(&path, &generated, "the config types", REGENERATE);
 }
 
 #[test]

@@ -6,26 +6,12 @@ use std::process::Command;
 
 use empathy_gym::replay::headline::{generate, Spec, REGENERATE, SPEC};
 
-use super::common::root;
+use super::common::{assert_generated_file_is_current, root};
 
 #[test]
 fn committed_tables_equal_what_their_files_give() {
     for (path, generated) in generate(&root()).unwrap_or_else(|e| panic!("{e}")) {
-        let committed = std::fs::read_to_string(&path).unwrap_or_default();
-        if committed != generated {
-            let line = committed
-                .lines()
-                .zip(generated.lines())
-                .position(|(a, b)| a != b)
-                .unwrap_or(0);
-            panic!(
-                "{} is stale at line {}: it has {:?}, the files give {:?}; run `{REGENERATE}`",
-                path.display(),
-                line + 1,
-                committed.lines().nth(line).unwrap_or(""),
-                generated.lines().nth(line).unwrap_or("")
-            );
-        }
+        assert_generated_file_is_current(&path, &generated, "the files it cites", REGENERATE);
     }
 }
 

@@ -200,15 +200,7 @@ impl Context<'_> {
                     picked.clone()
                 }
             };
-            let records: Vec<&EpisodeRecord> = {
-                let mut keep = Vec::new();
-                for r in records {
-                    if source::episode_matches(r, &v.filter, &vpath)? {
-                        keep.push(r);
-                    }
-                }
-                keep
-            };
+            let records = pick(records, &v.filter, &vpath)?;
             let stat = v.stat.unwrap_or(Stat::MeanFinal);
             let names: Vec<String> = if v.by_policy {
                 let set: BTreeSet<&str> = records.iter().map(|r| r.policy.model.as_str()).collect();
@@ -324,7 +316,7 @@ impl Context<'_> {
 
 /// The records of `all` meeting `filter`.
 fn pick<'a>(
-    all: &'a [EpisodeRecord],
+    all: impl IntoIterator<Item = &'a EpisodeRecord>,
     filter: &BTreeMap<String, String>,
     path: &Path,
 ) -> Result<Vec<&'a EpisodeRecord>> {
