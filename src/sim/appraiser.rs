@@ -251,16 +251,16 @@ impl Appraiser {
         for (k, st) in judged.iter().zip(self.embedder.token_states(&texts_of)?) {
             states[*k] = Some(st);
         }
-        let mut owns: Vec<String> = Vec::new();
+        let mut owned: Vec<String> = Vec::new(); // texts made here: restatement spans, own words
         let mut texts: Vec<&str> = Vec::new();
         for inp in inputs {
             texts.push(inp.reply);
-            owns.extend(
+            owned.extend(
                 self.restatement_spans_of(inp.reply)
                     .into_iter()
                     .map(|(_, t)| t),
             );
-            owns.push(without_words(inp.reply, &self.user_content_words(inp)));
+            owned.push(without_words(inp.reply, &self.user_content_words(inp)));
             texts.extend(self.safety.texts(inp.reply));
             if self.perception.is_some() {
                 texts.extend(perception_context(inp));
@@ -272,7 +272,7 @@ impl Appraiser {
             texts.extend(inp.profile.scenario.helps.iter().map(String::as_str));
             texts.extend(inp.profile.scenario.hurts.iter().map(String::as_str));
         }
-        texts.extend(owns.iter().map(String::as_str));
+        texts.extend(owned.iter().map(String::as_str));
         self.embedder.embed(&texts)?; // one batch; below every lookup hits the cache
         inputs
             .iter()
