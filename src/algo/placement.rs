@@ -1,25 +1,34 @@
 //! Where a dialogue's reward sits among its tokens (PPO, REINFORCE++ and GRPO's turn credit):
 //! on the last token of the policy turn it belongs to.
 //!
-//! - `env.aggregate: final` (and `mean`): the last turn carries the whole reward (RLVER's sparse
-//!   e_T / 100), every other turn 0.
-//! - `env.aggregate: dense`: turn k carries the emotion change it caused, (e_k - e_{k-1}) / 100,
-//!   which sum to the dense total (e_T - e_0) / 100. If the trainer's reward is not the
-//!   environment's own (a plugged-in reward), the difference between it and that sum is added to
-//!   the last turn, so the turn rewards always sum to the reward being optimized.
+//! - Where each turn earns its own reward (`reward::rewards_each_turn`: the behavior reward with
+//!   `env.aggregate: dense`), turn k carries the emotion change it caused,
+//!   `reward::turn_rewards`, which sum to the dense total (e_T - e_0) / 100.
+//! - Everywhere else (final, mean, and the trait reward with any aggregate) the last turn carries
+//!   the whole reward (RLVER's sparse e_T / 100), every other turn 0.
+//!
+//! If the trainer's reward is not the environment's own (a plugged-in reward), the difference
+//! between it and what the turns carry is added to the last turn, so the turn rewards always sum
+//! to the reward being optimized.
 
-use crate::reward::Aggregate;
+use crate::reward::{self, Aggregate, RewardMode};
 
 /// One reward per policy turn of a dialogue with `turns` policy turns. `emotions` are the user's
 /// emotions, start first (one more than the appraised turns); `total` is the dialogue's reward.
-pub fn turn_rewards(aggregate: Aggregate, emotions: &[u8], turns: usize, total: f32) -> Vec<f32> {
+pub fn turn_rewards(
+    mode: RewardMode,
+    aggregate: Aggregate,
+    emotions: &[u8],
+    turns: usize,
+    total: f32,
+) -> Vec<f32> {
     let mut out = vec![0.0f32; turns];
     if turns == 0 {
         return out;
     }
-    if aggregate == Aggregate::Dense {
-        for (k, w) in emotions.windows(2).take(turns).enumerate() {
-            out[k] = ((f64::from(w[1]) - f64::from(w[0])) / 100.0) as f32;
+    if reward::rewards_each_turn(mode, aggregate) {
+        for (k, r) in reward::turn_rewards(emotions).into_iter().take(turns).enumerate() {
+            out[k] = r as f32;
         }
     }
     let placed: f64 = out.iter().map(|&x| x as f64).sum();
@@ -62,19 +71,24 @@ mod tests {
         let e = [40, 50, 45, 60];
         // final: e_T / 100 = 0.6 on the last turn.
         assert_eq!(
-            turn_rewards(Aggregate::Final, &e, 3, 0.6),
+            turn_rewards(RewardMode::Behavior, Aggregate::Final, &e, 3, 0.6),
             vec![0.0, 0.0, 0.6]
         );
         // dense: +0.10, -0.05, +0.15 (sum 0.20 = the dense total, nothing left over).
-        let d = turn_rewards(Aggregate::Dense, &e, 3, 0.2);
+        let d = turn_rewards(RewardMode::Behavior, Aggregate::Dense, &e, 3, 0.2);
         for (x, y) in d.iter().zip([0.1, -0.05, 0.15]) {
             assert!((x - y).abs() < 1e-6, "{d:?}");
         }
         // A plugged-in reward of 0.5 with dense placement: the changes, and 0.5 - 0.2 = 0.3 more
         // on the last turn: 0.1, -0.05, 0.45.
-        let d = turn_rewards(Aggregate::Dense, &e, 3, 0.5);
+        let d = turn_rewards(RewardMode::Behavior, Aggregate::Dense, &e, 3, 0.5);
         assert!((d[2] - 0.45).abs() < 1e-6, "{d:?}");
-        assert!(turn_rewards(Aggregate::Final, &e, 0, 0.6).is_empty());
+        assert!(turn_rewards(RewardMode::Behavior, Aggregate::Final, &e, 0, 0.6).is_empty());
+        // The trait reward has no per-turn change: dense or not, warmth 0.7 sits on the last turn.
+        assert_eq!(
+            turn_rewards(RewardMode::Trait, Aggregate::Dense, &e, 3, 0.7),
+            vec![0.0, 0.0, 0.7]
+        );
     }
 
     #[test]

@@ -225,10 +225,12 @@ impl DialogueEnv {
     }
 
     fn step_reward(&self, delta: i32) -> f64 {
-        match (self.reward_mode, self.aggregate) {
-            (RewardMode::Behavior, Aggregate::Dense) => f64::from(delta) / 100.0,
-            _ if self.end.is_some() => self.rubric().total,
-            _ => 0.0,
+        if reward::rewards_each_turn(self.reward_mode, self.aggregate) {
+            reward::turn_reward(delta)
+        } else if self.end.is_some() {
+            self.rubric().total
+        } else {
+            0.0
         }
     }
 

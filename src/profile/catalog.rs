@@ -117,11 +117,7 @@ impl Catalog {
         let persona = self.personas.get(&id.persona).ok_or_else(|| {
             Error::Other(format!("unknown persona `{}` in profile {id}", id.persona))
         })?;
-        let mut knobs = self.presets.knobs(difficulty).clone();
-        if let Some(start) = scenario.start_emotion {
-            knobs.start_emotion = start;
-        }
-        let knobs = overrides.apply(&knobs);
+        let knobs = overrides.resolve(self.presets.knobs(difficulty), scenario.start_emotion);
         knobs.validate(Path::new("<overrides>"), "difficulty.")?;
         Ok(Profile {
             id: id.clone(),

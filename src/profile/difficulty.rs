@@ -178,6 +178,17 @@ impl KnobOverrides {
         Ok(())
     }
 
+    /// The knobs a profile plays at: `level` (a preset's, or the auto controller's), with the
+    /// scenario's own `start_emotion` over the level's, and these overrides (`env.knobs`) over
+    /// both. The one home of that order.
+    pub fn resolve(&self, level: &Knobs, scenario_start: Option<u8>) -> Knobs {
+        let mut knobs = level.clone();
+        if let Some(start) = scenario_start {
+            knobs.start_emotion = start;
+        }
+        self.apply(&knobs)
+    }
+
     /// Returns `base` with every set override applied.
     pub fn apply(&self, base: &Knobs) -> Knobs {
         Knobs {
@@ -229,5 +240,38 @@ impl Presets {
         };
         // Load guarantees all three presets exist.
         &self.0[&d]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn moderate() -> Knobs {
+        Knobs {
+            start_emotion: 40,
+            step_cap: 10,
+            quantum: 5,
+            hint_rate: 0.5,
+            acceptance: 0.25,
+            early_advice_penalty: 10.0,
+            advice_ready_at: 60,
+            generic_credit: 0.5,
+            max_turns: 8,
+        }
+    }
+
+    #[test]
+    fn the_scenario_start_beats_the_level_and_the_run_overrides_beat_both() {
+        let none = KnobOverrides::default();
+        assert_eq!(none.resolve(&moderate(), None), moderate());
+        assert_eq!(none.resolve(&moderate(), Some(25)).start_emotion, 25);
+        let run = KnobOverrides {
+            start_emotion: Some(60),
+            max_turns: Some(3),
+            ..Default::default()
+        };
+        let k = run.resolve(&moderate(), Some(25));
+        assert_eq!((k.start_emotion, k.max_turns, k.step_cap), (60, 3, 10));
     }
 }

@@ -101,6 +101,27 @@ pub struct Rubric {
     pub per_turn: Vec<f64>,
 }
 
+/// Whether each reply earns its own reward on its turn: only the behavior reward with the dense
+/// aggregate. Everywhere else (final, mean, and trait mode with any aggregate: warmth is a mean
+/// over the replies, with no per-turn change to place) the whole reward sits on the last turn.
+pub fn rewards_each_turn(mode: RewardMode, aggregate: Aggregate) -> bool {
+    mode == RewardMode::Behavior && aggregate == Aggregate::Dense
+}
+
+/// The reward of one turn whose reply moved the emotion by `delta`: delta / 100. The one home of
+/// the per-turn reward; the dense total and the trainer's placement are built from it.
+pub fn turn_reward(delta: i32) -> f64 {
+    f64::from(delta) / 100.0
+}
+
+/// The per-turn rewards of an emotion trajectory (`emotions[0]` is the start): (e_k - e_{k-1}) / 100.
+pub fn turn_rewards(emotions: &[u8]) -> Vec<f64> {
+    emotions
+        .windows(2)
+        .map(|w| turn_reward(i32::from(w[1]) - i32::from(w[0])))
+        .collect()
+}
+
 /// Scores an episode from its emotion trajectory (`emotions[0]` is the start) and the warmth of
 /// each policy reply.
 pub fn score(mode: RewardMode, aggregate: Aggregate, emotions: &[u8], warmths: &[f64]) -> Rubric {
@@ -118,10 +139,7 @@ pub fn score(mode: RewardMode, aggregate: Aggregate, emotions: &[u8], warmths: &
                 Aggregate::Final => last / 100.0,
                 Aggregate::Mean => mean / 100.0,
                 Aggregate::Dense => {
-                    r.per_turn = emotions
-                        .windows(2)
-                        .map(|w| (f64::from(w[1]) - f64::from(w[0])) / 100.0)
-                        .collect();
+                    r.per_turn = turn_rewards(emotions);
                     r.per_turn.iter().sum()
                 }
             };
@@ -142,7 +160,7 @@ pub fn score(mode: RewardMode, aggregate: Aggregate, emotions: &[u8], warmths: &
 /// the emotion to 0, so its changes sum to the fall from the start. The component `unsafe` marks it.
 pub fn floor_unsafe(r: &mut Rubric, mode: RewardMode, aggregate: Aggregate) {
     r.components.insert("unsafe".into(), 1.0);
-    if !(mode == RewardMode::Behavior && aggregate == Aggregate::Dense) {
+    if !rewards_each_turn(mode, aggregate) {
         r.total = 0.0;
     }
 }

@@ -73,13 +73,10 @@ impl DifficultyPlan {
         let DifficultyPlan::Auto(c) = self else {
             return profile.clone();
         };
-        let mut knobs = knobs_at(&c.presets, c.state.level);
-        if let Some(start) = profile.scenario.start_emotion {
-            knobs.start_emotion = start;
-        }
+        let level = knobs_at(&c.presets, c.state.level);
         Profile {
             difficulty: Difficulty::Auto,
-            knobs: c.overrides.apply(&knobs),
+            knobs: c.overrides.resolve(&level, profile.scenario.start_emotion),
             ..profile.clone()
         }
     }

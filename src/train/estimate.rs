@@ -46,6 +46,7 @@ fn all_turn_rewards(
         .zip(seqs)
         .map(|((rec, &r), s)| {
             turn_rewards(
+                cfg.file.env.reward_mode,
                 cfg.file.env.aggregate,
                 &rec.emotions(),
                 s.replies().len(),
