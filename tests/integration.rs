@@ -19,6 +19,8 @@ mod cuda;
 mod episode_log;
 #[path = "integration/factual.rs"]
 mod factual;
+#[path = "integration/fluency.rs"]
+mod fluency;
 #[path = "integration/fuzz_smoke.rs"]
 mod fuzz_smoke;
 #[path = "integration/grpo.rs"]

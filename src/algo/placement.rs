@@ -27,7 +27,11 @@ pub fn turn_rewards(
         return out;
     }
     if reward::rewards_each_turn(mode, aggregate) {
-        for (k, r) in reward::turn_rewards(emotions).into_iter().take(turns).enumerate() {
+        for (k, r) in reward::turn_rewards(emotions)
+            .into_iter()
+            .take(turns)
+            .enumerate()
+        {
             out[k] = r as f32;
         }
     }

@@ -1,14 +1,15 @@
 //! `empathy-gym perception fit`: fit perception's heads from the user's copies of EPITOME and
 //! ESConv (writes `data/perception.*`) and report each head's AUC on what it never fit
 //! (`results/validation/perception.md`). `empathy-gym perception wording` does the same for the
-//! wording head (`data/wording.*`, `results/validation/wording.md`).
+//! wording head (`data/wording.*`, `results/validation/wording.md`), and `empathy-gym perception
+//! fluency` sets the fluency judge (`data/fluency.yaml`, `results/validation/fluency.md`).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::{Args, Subcommand};
 use empathy_gym::fit::train::FitSettings;
-use empathy_gym::fit::{perception, wording};
+use empathy_gym::fit::{fluency, perception, wording};
 use empathy_gym::sim::Embedder;
 
 #[derive(Debug, Subcommand)]
@@ -20,11 +21,15 @@ pub enum PerceptionCommand {
     /// data/wording.yaml and data/wording.safetensors) and report it
     /// (results/validation/wording.md).
     Wording(FitArgs),
+    /// Set the fluency judge, which finds replies that do not read as one person talking: choose
+    /// its window and threshold on human replies (writes data/fluency.yaml and data/fluency-unigram.yaml) and report it
+    /// (results/validation/fluency.md). Only --esconv and --epitome are read.
+    Fluency(FitArgs),
 }
 
 #[derive(Debug, Args)]
 pub struct FitArgs {
-    /// A folder with ESConv's devWithStrategy_short.tsv (from codes/dataset/) and, for `wording`,
+    /// A folder with ESConv's devWithStrategy_short.tsv (from codes/dataset/) and, for `wording` and `fluency`,
     /// FailedESConv.json (from the top folder).
     #[arg(long)]
     pub esconv: PathBuf,
@@ -80,6 +85,7 @@ pub fn run(catalog: &Path, cmd: PerceptionCommand) -> anyhow::Result<()> {
     let (a, is_wording) = match cmd {
         PerceptionCommand::Fit(a) => (a, false),
         PerceptionCommand::Wording(a) => (a, true),
+        PerceptionCommand::Fluency(a) => return run_fluency(catalog, &a),
     };
     let start = Instant::now();
     let embedder = Embedder::load_default()?.with_cache_entries(1 << 16);
@@ -149,5 +155,42 @@ fn run_wording(
     std::fs::write(&out, md)?;
     print!("{table}");
     println!("written to data/wording.* and {}", out.display());
+    Ok(())
+}
+
+fn run_fluency(catalog: &Path, a: &FitArgs) -> anyhow::Result<()> {
+    let start = Instant::now();
+    let corpora = empathy_gym::fit::Corpora {
+        diasafety: PathBuf::new(),
+        esconv: a.esconv.clone(),
+        epitome: a.epitome.clone(),
+    };
+    let parts = wording::parts(&corpora)?;
+    let bank = catalog.join("data/fluency/never-tuned.yaml");
+    let fitted = fluency::fit(fluency::default_meta(), &parts, &bank)?;
+    fluency::write(catalog, &fitted)?;
+    let table = fluency::report_markdown(&fitted);
+    let md = format!(
+        "# Fluency: replies that do not read as one person talking, on what the judge was never \
+         set on\n\nWritten by `{}` ({:.0} s on this machine). A reply's score is the mean SLOR \
+         value (nats per token: the surprisal under SmolLM2-135M-Instruct less the surprisal under \
+         the unigram counts of the fit part) of its least fluent window of tokens, the first token \
+         left out and each window shrunk toward the median token value (`src/sim/fluency.rs`). `clean` replies are human ones as they were; `changed` \
+         ones are copies with {} changes each: a word dropped, a sentence cut mid-phrase, one or \
+         two words of other replies wedged in or swapped for one, or two neighbours transposed \
+         (`src/fit/fluency.rs`). The window and the threshold are chosen on the choice parts; \
+         `EPITOME test`, `ESConv dev (held apart)`, FailedESConv and the never-tuned bank were \
+         never chosen on. The sources and their terms are in `data/fluency.yaml`.\n\n{table}",
+        command_line(),
+        start.elapsed().as_secs_f64(),
+        fluency::CHANGES_PER_COPY,
+    );
+    let out = catalog.join("results/validation/fluency.md");
+    std::fs::write(&out, md)?;
+    print!("{table}");
+    println!(
+        "written to data/fluency.yaml, data/fluency-unigram.yaml and {}",
+        out.display()
+    );
     Ok(())
 }

@@ -4,6 +4,7 @@
 
 pub mod corpora;
 pub mod embedded;
+pub mod fluency;
 pub mod perception;
 pub mod safety;
 pub mod train;

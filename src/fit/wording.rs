@@ -307,7 +307,7 @@ pub struct SetReport {
     pub changed_fires: Option<f64>,
 }
 
-fn report(what: &str, scores: &[f64], changed: &[bool], threshold: f64) -> SetReport {
+pub(crate) fn report(what: &str, scores: &[f64], changed: &[bool], threshold: f64) -> SetReport {
     let share = |want: bool| {
         let v: Vec<&f64> = scores
             .iter()
@@ -330,14 +330,19 @@ fn report(what: &str, scores: &[f64], changed: &[bool], threshold: f64) -> SetRe
     }
 }
 
-/// The smallest score that at most `rate` of `clean` reach (just above the largest score that
-/// more than that share reach).
+/// The smallest probability that at most `rate` of `clean` reach ([`score_threshold`], at most 1).
 pub fn threshold(clean: &[f64], rate: f64) -> f64 {
+    score_threshold(clean, rate).min(1.0)
+}
+
+/// The smallest score that at most `rate` of `clean` reach (just above the largest score that
+/// more than that share reach); 0 for no scores.
+pub fn score_threshold(clean: &[f64], rate: f64) -> f64 {
     let mut s = clean.to_vec();
     s.sort_by(|a, b| b.total_cmp(a));
     let allowed = (rate * s.len() as f64).floor() as usize;
     match s.get(allowed) {
-        Some(&v) => (v + 1e-6).min(1.0),
+        Some(&v) => v + 1e-6,
         None => 0.0,
     }
 }
@@ -467,16 +472,24 @@ pub fn sources() -> Vec<String> {
     .to_vec()
 }
 
-/// The report as markdown: one row per set.
+/// The report as markdown: the threshold, then one row per set.
 pub fn report_markdown(f: &Fitted) -> String {
-    let mut md = format!(
+    format!(
         "Threshold {:.4} (the chosen network's score that at most {:.1}% of the clean choice \
-         replies reach).\n\n| set | clean | changed | AUC (95% CI) | clean replies flagged | \
-         changed replies flagged |\n| --- | ---: | ---: | ---: | ---: | ---: |\n",
+         replies reach).\n\n{}",
         f.threshold,
-        CLEAN_FIRE_RATE * 100.0
+        CLEAN_FIRE_RATE * 100.0,
+        sets_markdown(&f.reports)
+    )
+}
+
+/// One row per set: its clean and changed replies, the AUC, and the shares flagged.
+pub fn sets_markdown(reports: &[SetReport]) -> String {
+    let mut md = String::from(
+        "| set | clean | changed | AUC (95% CI) | clean replies flagged | changed replies \
+         flagged |\n| --- | ---: | ---: | ---: | ---: | ---: |\n",
     );
-    for r in &f.reports {
+    for r in reports {
         let auc = r.auc.as_ref().map_or("".into(), |e| {
             format!("{:.3} [{:.3}, {:.3}]", e.value, e.low, e.high)
         });
@@ -495,14 +508,11 @@ pub fn report_markdown(f: &Fitted) -> String {
     md
 }
 
-/// Writes `data/wording.safetensors` and `data/wording.yaml` under `root`, each through a
-/// temporary file so that a failed write leaves the old ones whole.
-pub fn write(root: &Path, f: &Fitted) -> Result<()> {
-    let data = root.join("data");
+/// The sets' scores as a head's YAML file records them (rounded to three decimals).
+pub fn sets_record(reports: &[SetReport]) -> serde_yaml::Value {
     let r3 = super::r3;
-    let mut fit = super::fit_record(&f.settings, &f.grid, "choices_auc")?;
     let mut sets = serde_yaml::Mapping::new();
-    for r in &f.reports {
+    for r in reports {
         let mut m = serde_yaml::Mapping::new();
         if let Some(e) = &r.auc {
             m.insert("auc".into(), r3(e.value).into());
@@ -513,7 +523,15 @@ pub fn write(root: &Path, f: &Fitted) -> Result<()> {
         }
         sets.insert(r.what.clone().into(), m.into());
     }
-    fit.insert("sets".into(), sets.into());
+    sets.into()
+}
+
+/// Writes `data/wording.safetensors` and `data/wording.yaml` under `root`, each through a
+/// temporary file so that a failed write leaves the old ones whole.
+pub fn write(root: &Path, f: &Fitted) -> Result<()> {
+    let data = root.join("data");
+    let mut fit = super::fit_record(&f.settings, &f.grid, "choices_auc")?;
+    fit.insert("sets".into(), sets_record(&f.reports));
     let meta = WordingMeta {
         weights: "wording.safetensors".into(),
         hidden: f.settings.hidden,
@@ -583,6 +601,10 @@ mod tests {
         assert_eq!(fired, 1, "1 of 100 at 1.5%: {t}");
         assert!((t - 0.980_001).abs() < 1e-9);
         assert_eq!(threshold(&[], 0.015), 0.0);
+        // Scores that are not probabilities (nats) are not capped at 1.
+        let nats: Vec<f64> = (0..100).map(|i| 3.0 + f64::from(i) / 100.0).collect();
+        assert!((score_threshold(&nats, 0.015) - 3.980_001).abs() < 1e-9);
+        assert_eq!(threshold(&nats, 0.015), 1.0);
     }
 
     #[test]

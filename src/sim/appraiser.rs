@@ -8,12 +8,13 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::appraiser_config::{AppraiserConfig, WordingUse};
+use super::appraiser_config::{AppraiserConfig, FluencyUse, WordingUse};
 use super::detect::safety::head;
 use super::detect::{DetectInput, Detectors, Findings, SafetyScreen, UnsafeFinding};
 use super::embed::TokenStates;
 use super::embed::{cosine, Embedder, Embedding};
 use super::factual::{judge_answer, FactualVerdict};
+use super::fluency::Fluency;
 use super::lexicon::{Cues, Lexicon};
 use super::moves::Move;
 use super::perceive::{Perception, HEADS};
@@ -83,13 +84,15 @@ pub struct Appraiser {
     perception: Option<(Perception, BTreeMap<Move, Vec<usize>>)>,
     /// The wording head, and how the appraiser uses it.
     wording: Option<(Wording, WordingUse)>,
+    /// The fluency judge, and how the appraiser uses it.
+    fluency: Option<(Fluency, FluencyUse)>,
     /// The FNV-1a 64 of [`RULE_FILES`] as read, in that order.
     data: String,
 }
 
 /// The rule files under `data/` that decide every dialogue, in the order fingerprinted: the
 /// appraiser's, and the speaker's (what the user says is what the next reply is judged against).
-pub const RULE_FILES: [&str; 12] = [
+pub const RULE_FILES: [&str; 14] = [
     "appraiser.yaml",
     "detectors.yaml",
     "lexicon.yaml",
@@ -102,6 +105,8 @@ pub const RULE_FILES: [&str; 12] = [
     "speaker.yaml",
     "wording.yaml",
     "wording.safetensors",
+    "fluency.yaml",
+    "fluency-unigram.yaml",
 ];
 
 /// The rules version of the catalog at `root`: the fingerprint of its [`RULE_FILES`], as logged in
@@ -159,9 +164,14 @@ impl Appraiser {
             Some(w) => Some((Wording::load(&root.join("data").join(&w.head))?, w.clone())),
             None => None,
         };
+        let fluency = match &cfg.fluency {
+            Some(f) => Some((Fluency::load(&root.join("data").join(&f.head))?, f.clone())),
+            None => None,
+        };
         Ok(Appraiser {
             perception,
             wording,
+            fluency,
             cfg,
             detectors,
             safety,
@@ -320,6 +330,9 @@ impl Appraiser {
             return Ok(out);
         }
         let mut findings = self.find(inp, &reply_emb, &cues)?;
+        if let Some((f, _)) = &self.fluency {
+            findings.disfluent = f.flags(inp.reply)?;
+        }
         if let (Some((w, u)), Some((said, states))) = (&self.wording, wording) {
             findings.misplaced = w.misplaced_words(inp.reply, states, said);
             let used = used_words(inp.reply, said).len();
@@ -656,6 +669,7 @@ impl Appraiser {
             || findings.incoherent
             || findings.template
             || findings.slot_filled
+            || findings.disfluent
         {
             fit = 0.0;
             helps = 0.0;
@@ -813,12 +827,21 @@ impl Appraiser {
             ),
         ];
         let slotted = self.wording.as_ref().map_or(0.0, |(_, u)| u.points);
-        let fired = fired.into_iter().chain([(
-            f.slot_filled,
-            "slot_filled",
-            slotted,
-            "my words dropped into a line where they don't belong",
-        )]);
+        let disfluent = self.fluency.as_ref().map_or(0.0, |(_, u)| u.points);
+        let fired = fired.into_iter().chain([
+            (
+                f.slot_filled,
+                "slot_filled",
+                slotted,
+                "my words dropped into a line where they don't belong",
+            ),
+            (
+                f.disfluent,
+                "disfluent",
+                disfluent,
+                "that came out in pieces, not like someone talking to me",
+            ),
+        ]);
         for (on, name, points, reason) in fired {
             if on {
                 c.insert(name, loss * points);

@@ -123,6 +123,17 @@ pub struct WordingUse {
     pub points: f64,
 }
 
+/// How the appraiser reads the fluency judge (`sim::fluency`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FluencyUse {
+    /// The judge's file under `data/`.
+    pub head: String,
+    /// What a reply that does not read as one person talking costs (before the persona's loss
+    /// scale); its moves earn nothing.
+    pub points: f64,
+}
+
 /// All weights of the appraiser.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -147,6 +158,9 @@ pub struct AppraiserConfig {
     /// The wording head; absent: words are not judged in place.
     #[serde(default)]
     pub wording: Option<WordingUse>,
+    /// The fluency judge; none: replies are not read for fluency.
+    #[serde(default)]
+    pub fluency: Option<FluencyUse>,
     /// The supportive moves' points are summed largest first, the k-th (from 0) times
     /// `stacking_decay^k`: a reply that stacks one phrase per move does not add them up.
     #[serde(default = "no_decay")]

@@ -9,6 +9,7 @@ pub mod detect;
 pub mod embed;
 pub mod emotion;
 pub mod factual;
+pub mod fluency;
 pub mod kind;
 pub mod lexicon;
 pub mod llm;

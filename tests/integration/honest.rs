@@ -1,5 +1,5 @@
 //! The frozen honest dialogues (tests/data/honest-listener/ and honest-listener-2/) under today's
-//! rules: the template, narration and wording detectors fire on at most 2% of a skilled listener's
+//! rules: the template, narration, wording and fluency detectors fire on at most 2% of a skilled listener's
 //! own replies, honest listening ends above the static listener script
 //! on the same users, and the policies the adaptive attacker last found
 //! (results/redteam/search/found/) end at least 15 points below it there.
@@ -75,6 +75,10 @@ fn check(set: &str) {
         (
             "read as templates",
             count(&again, |a| a.components.contains_key("template")),
+        ),
+        (
+            "read as not one person talking",
+            count(&again, |a| a.components.contains_key("disfluent")),
         ),
     ] {
         assert!(

@@ -218,6 +218,9 @@ pub struct Findings {
     /// Most of the user's words in the reply are misplaced: a frame with them slotted in (set by
     /// the appraiser).
     pub slot_filled: bool,
+    /// The reply does not read as one person talking: the fluency judge flags it (set by the
+    /// appraiser). Its moves earn nothing.
+    pub disfluent: bool,
 }
 
 fn norm_all(v: &[String]) -> Vec<String> {

@@ -28,7 +28,10 @@ pub fn reaction(a: &Appraisal, delta: i32, echoes_user: bool) -> Option<Reaction
     }
     let ordered = [
         (
-            has(a, "gibberish") || has(a, "incoherent") || has(a, "slot_filled"),
+            has(a, "gibberish")
+                || has(a, "incoherent")
+                || has(a, "slot_filled")
+                || has(a, "disfluent"),
             Reaction::Incoherent,
         ),
         (has(a, "cut_off"), Reaction::CutOff),
