@@ -83,19 +83,27 @@ impl Unigram {
 
     /// -log p(id), add-one smoothed.
     pub fn surprisal(&self, id: u32) -> f64 {
-        let total: u64 = self.counts.values().sum();
-        let c = self.counts.get(&id).copied().unwrap_or(0);
-        -((c as f64 + 1.0) / (total as f64 + self.vocab as f64)).ln()
+        self.smoothed(self.counts.get(&id).copied().unwrap_or(0), self.total())
     }
 
+    fn total(&self) -> u64 {
+        self.counts.values().sum()
+    }
+
+    /// -log of a count's add-one smoothed probability among `total` tokens.
+    fn smoothed(&self, count: u64, total: u64) -> f64 {
+        -((count as f64 + 1.0) / (total as f64 + self.vocab as f64)).ln()
+    }
+
+    /// Every seen token's surprisal, the total summed once (not once per token).
     fn table(&self) -> UnigramTable {
-        let total: u64 = self.counts.values().sum();
+        let total = self.total();
         UnigramTable {
-            unseen: -(1.0 / (total as f64 + self.vocab as f64)).ln(),
+            unseen: self.smoothed(0, total),
             seen: self
                 .counts
-                .keys()
-                .map(|&id| (id, self.surprisal(id)))
+                .iter()
+                .map(|(&id, &c)| (id, self.smoothed(c, total)))
                 .collect(),
         }
     }

@@ -328,3 +328,17 @@ pub fn assert_generated_file_is_current(
         generated.lines().nth(line - 1).unwrap_or("")
     );
 }
+
+/// The appraisals of a dialogue's user turns, in order.
+pub fn appraisals(record: &EpisodeRecord) -> Vec<&empathy_gym::sim::Appraisal> {
+    record
+        .turns
+        .iter()
+        .filter_map(|t| match t {
+            Turn::User {
+                appraisal: Some(a), ..
+            } => Some(a),
+            _ => None,
+        })
+        .collect()
+}

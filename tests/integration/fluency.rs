@@ -7,11 +7,9 @@
 
 use std::sync::OnceLock;
 
-use empathy_gym::episode::Turn;
 use empathy_gym::profile::Difficulty;
 use empathy_gym::reward::RewardMode;
 use empathy_gym::sim::fluency::Fluency;
-use empathy_gym::sim::Appraisal;
 
 use super::common::*;
 
@@ -86,16 +84,7 @@ fn a_disfluent_reply_earns_nothing_for_its_moves_and_the_user_says_why() {
         0,
         &mut policy,
     );
-    let appraisals: Vec<&Appraisal> = records[0]
-        .turns
-        .iter()
-        .filter_map(|t| match t {
-            Turn::User {
-                appraisal: Some(a), ..
-            } => Some(a),
-            _ => None,
-        })
-        .collect();
+    let appraisals = appraisals(&records[0]);
     assert!(!appraisals.is_empty());
     for a in appraisals {
         for earned in ["fit", "generic"] {

@@ -4,11 +4,10 @@
 
 use std::sync::OnceLock;
 
-use empathy_gym::episode::Turn;
 use empathy_gym::profile::Difficulty;
 use empathy_gym::reward::RewardMode;
 use empathy_gym::sim::wording::{Said, Wording};
-use empathy_gym::sim::{Appraisal, Embedder};
+use empathy_gym::sim::Embedder;
 
 use super::common::*;
 
@@ -98,16 +97,7 @@ fn slot_fills_earn_no_specificity_and_the_user_says_why() {
         0,
         &mut policy,
     );
-    let appraisals: Vec<&Appraisal> = records[0]
-        .turns
-        .iter()
-        .filter_map(|t| match t {
-            Turn::User {
-                appraisal: Some(a), ..
-            } => Some(a),
-            _ => None,
-        })
-        .collect();
+    let appraisals = appraisals(&records[0]);
     assert!(appraisals.len() >= 2);
     for a in appraisals {
         assert!(!a.components.contains_key("fit"), "{a:?}");
