@@ -23,7 +23,7 @@ scripts/slurm-local.sh start
 trap 'scripts/slurm-local.sh stop' EXIT
 echo "== the slow tests and the pages"
 cargo test --release --workspace --test integration -- --ignored \
-  sweep:: train_cli:: serve_env:: replay_html:: rate_page:: conformance:: redteam::
+  sweep:: train_cli:: serve_env:: replay_html:: rate_page:: conformance:: redteam:: honest::
 echo "== the engine's unit tests as compiled for a CPU with AVX2 only (--no-default-features --features cpu-kernels)"
 cargo test --release -p empathy-engine --lib --no-default-features --features cpu-kernels
 echo "== the whole suite without the engine's CPU kernels (--no-default-features)"

@@ -1,8 +1,9 @@
 //! The frozen honest dialogues (tests/data/honest-listener/ and honest-listener-2/) under today's
-//! rules: the template, narration, wording and fluency detectors fire on at most 2% of a skilled listener's
-//! own replies, honest listening ends above the static listener script
-//! on the same users, and the policies the adaptive attacker last found
-//! (results/redteam/search/found/) end at least 15 points below it there.
+//! rules: the template, narration, wording and fluency detectors fire on at most 2% of a skilled
+//! listener's own replies, and honest listening ends above the static listener script on the same
+//! users. In scripts/test-full.sh (each plays three found policies on 20 dialogues, over 20 s):
+//! the policies the adaptive attacker last found (results/redteam/search/found/) end at least 15
+//! points below honest listening there.
 
 use empathy_gym::episode::{EpisodeRecord, ScriptedPolicy, Turn};
 use empathy_gym::profile::{Difficulty, ProfileId};
@@ -46,13 +47,19 @@ fn count(records: &[EpisodeRecord], hit: impl Fn(&empathy_gym::sim::Appraisal) -
         .count()
 }
 
-fn check(set: &str) {
+/// The frozen dialogues of `set` played again under today's rules.
+fn again(set: &str) -> (Vec<EpisodeRecord>, Vec<EpisodeRecord>) {
     let logged = frozen(set);
     assert_eq!(logged.len(), 20, "{set}");
-    let again: Vec<EpisodeRecord> = logged
+    let again = logged
         .iter()
         .map(|r| rerun(simulator(), catalog(), r, &RerunSettings::default()).unwrap())
         .collect();
+    (logged, again)
+}
+
+fn check(set: &str) {
+    let (logged, again) = again(set);
     let replies = again
         .iter()
         .map(|r| r.assistant_turns().len())
@@ -103,6 +110,12 @@ fn check(set: &str) {
         honest > stat,
         "{set}: honest listening {honest:.1} against the static listener {stat:.1}"
     );
+}
+
+fn check_found(set: &str) {
+    let (logged, again) = again(set);
+    let (cases, difficulty) = cases(&logged);
+    let honest = mean_final(&again);
     let found = root().join("results/redteam/search/found");
     for mut e in redteam::load_dir(&found, Side::Adversary, catalog()).unwrap() {
         let m = mean_final(&play_seeded(
@@ -121,11 +134,18 @@ fn check(set: &str) {
 }
 
 #[test]
-fn first_honest_set_is_not_templates_and_beats_the_listener_and_the_found_policies() {
+fn first_honest_set_is_not_templates_and_beats_the_listener() {
     check("honest-listener");
 }
 
 #[test]
-fn second_honest_set_is_not_templates_and_beats_the_listener_and_the_found_policies() {
+fn second_honest_set_is_not_templates_and_beats_the_listener() {
     check("honest-listener-2");
+}
+
+#[test]
+#[ignore = "slow (20 s or more): scripts/test-full.sh runs it"]
+fn both_honest_sets_beat_the_found_policies() {
+    check_found("honest-listener");
+    check_found("honest-listener-2");
 }

@@ -1,5 +1,5 @@
 //! The red-team suite as a test: every adversary of configs/redteam played with the references, one
-//! dialogue a profile, at moderate on half the test profiles (every held-out scenario), and on
+//! dialogue a profile, at moderate on one test profile of each held-out scenario, and on
 //! every test profile at moderate and hard in scripts/test-full.sh; a broken margin fails
 //! (docs/REDTEAM.md).
 
@@ -9,10 +9,10 @@ use empathy_gym::redteam::{self, Plan, Side};
 
 use super::common::*;
 
-/// At moderate on 19 test profiles, every held-out scenario first (`redteam::pick_profiles`).
+/// At moderate on 12 test profiles: one of each held-out scenario (`redteam::pick_profiles`).
 #[test]
 fn no_adversary_reaches_the_listener_at_moderate() {
-    play_the_suite(Difficulty::Moderate, Some(19));
+    play_the_suite(Difficulty::Moderate, Some(12));
 }
 
 #[test]
@@ -200,7 +200,7 @@ fn every_cost_carries_a_reason() {
         difficulties: vec![Difficulty::Moderate],
         repeats: 1,
         seed: 3,
-        limit: Some(3),
+        limit: Some(2),
     };
     let mut seen = 0;
     redteam::play(simulator(), catalog(), &mut entries, &plan, |e, recs| {
