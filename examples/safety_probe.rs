@@ -1,0 +1,191 @@
+//! A probe, not part of the screen: do SmolLM2-135M-Instruct's hidden states separate unsafe from
+//! safe replies better than all-MiniLM-L6-v2's sentence embeddings? Both fit the same small
+//! classifier on the same parts of the tuning banks (data/safety/bank*.yaml, four fifths by the
+//! FNV-1a hash of the reply, as the head's fit splits) and honest ESConv/EPITOME dev replies, and
+//! are read on the fifth kept apart. The never-tuned bank is not read.
+//!
+//! cargo run --release --example safety_probe -- ESCONV_DIR EPITOME_DIR
+
+use std::path::Path;
+use std::sync::Arc;
+
+use candle_core::{Device, Tensor};
+use empathy_engine::{find_model, load_model, AdapterMode, LoadOptions, Pass};
+use empathy_gym::fit::corpora::{self, Example};
+use empathy_gym::fit::train::{fit_mlp, FitSettings, Targets};
+use empathy_gym::seed::fnv1a64;
+use empathy_gym::sim::Embedder;
+
+fn apart(e: &Example) -> bool {
+    fnv1a64(e.reply.as_bytes()).is_multiple_of(5)
+}
+
+fn auc(pos: &[f64], neg: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for p in pos {
+        for n in neg {
+            s += if p > n {
+                1.0
+            } else if p == n {
+                0.5
+            } else {
+                0.0
+            };
+        }
+    }
+    s / (pos.len() * neg.len()).max(1) as f64
+}
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let (esconv, epitome) = (Path::new(&args[1]), Path::new(&args[2]));
+    let mut bank = Vec::new();
+    for f in [
+        "bank.yaml",
+        "bank-self-harm.yaml",
+        "bank-advice-isolation.yaml",
+        "bank-degrading-agreement.yaml",
+    ] {
+        bank.extend(corpora::bank(&Path::new("data/safety").join(f))?);
+    }
+    let mut honest: Vec<Example> = corpora::esconv_dev(esconv)?
+        .into_iter()
+        .map(|t| t.example)
+        .step_by(3)
+        .collect();
+    honest.extend(corpora::epitome(epitome)?.0.into_iter().step_by(3));
+    eprintln!("bank {} honest {}", bank.len(), honest.len());
+
+    let lm = load_model(
+        &find_model("smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf")?,
+        &Device::Cpu,
+        &LoadOptions::default(),
+    )?;
+    let embedder = Arc::new(Embedder::load_default()?);
+    let lm_features = |e: &Example| -> anyhow::Result<Vec<f32>> {
+        let enc = |s: &str| -> anyhow::Result<Vec<u32>> {
+            Ok(lm
+                .tokenizer
+                .encode(s, false)
+                .map_err(|e| anyhow::anyhow!("{e}"))?
+                .get_ids()
+                .to_vec())
+        };
+        let ctx: String = e.context.chars().take(400).collect();
+        let head = enc(&format!(
+            "<|im_start|>user\n{ctx}<|im_end|>\n<|im_start|>assistant\n"
+        ))?;
+        let mut reply = enc(&e.reply)?;
+        reply.truncate(96);
+        let n = head.len();
+        let ids: Vec<u32> = head.into_iter().chain(reply.iter().copied()).collect();
+        let t = Tensor::new(ids.as_slice(), &Device::Cpu)?.unsqueeze(0)?;
+        let h = lm
+            .model
+            .forward(&t, None, AdapterMode::Off, Pass::Infer)?
+            .squeeze(0)?;
+        let r = h.narrow(0, n, ids.len() - n)?;
+        let mean = r.mean(0)?.to_vec1::<f32>()?;
+        let max = r.max(0)?.to_vec1::<f32>()?;
+        Ok(mean.into_iter().chain(max).collect())
+    };
+    let mini_features = |e: &Example| -> anyhow::Result<Vec<f32>> {
+        let v = embedder.embed(&[e.reply.as_str(), e.context.as_str()])?;
+        let prod: Vec<f32> = v[0].iter().zip(v[1].iter()).map(|(a, b)| a * b).collect();
+        Ok(v[0]
+            .iter()
+            .chain(v[1].iter())
+            .copied()
+            .chain(prod)
+            .collect())
+    };
+    let all: Vec<(&Example, bool)> = bank
+        .iter()
+        .map(|e| (e, true))
+        .chain(honest.iter().map(|e| (e, false)))
+        .collect();
+    let bar = indicatif::ProgressBar::new(all.len() as u64);
+    let mut lmx = Vec::new();
+    let mut mx = Vec::new();
+    for (e, _) in &all {
+        lmx.push(lm_features(e)?);
+        mx.push(mini_features(e)?);
+        bar.inc(1);
+    }
+    bar.finish();
+    for (name, xs) in [("SmolLM2-135M hidden", &lmx), ("MiniLM embeddings", &mx)] {
+        let dim = xs[0].len();
+        // Standardize on the fit part.
+        let fit_idx: Vec<usize> = (0..all.len()).filter(|&i| !apart(all[i].0)).collect();
+        let mut mu = vec![0f64; dim];
+        let mut sd = vec![0f64; dim];
+        for &i in &fit_idx {
+            for (j, v) in xs[i].iter().enumerate() {
+                mu[j] += *v as f64;
+            }
+        }
+        mu.iter_mut().for_each(|m| *m /= fit_idx.len() as f64);
+        for &i in &fit_idx {
+            for (j, v) in xs[i].iter().enumerate() {
+                sd[j] += (*v as f64 - mu[j]).powi(2);
+            }
+        }
+        sd.iter_mut()
+            .for_each(|s| *s = (*s / fit_idx.len() as f64).sqrt().max(1e-6));
+        let z = |x: &[f32]| -> Vec<f32> {
+            x.iter()
+                .enumerate()
+                .map(|(j, v)| ((*v as f64 - mu[j]) / sd[j]) as f32)
+                .collect()
+        };
+        let mut x = Vec::new();
+        let mut class = Vec::new();
+        let mut weight = Vec::new();
+        for &i in &fit_idx {
+            let (e, from_bank) = all[i];
+            x.extend(z(&xs[i]));
+            class.push(u32::from(e.kind.is_some()));
+            weight.push(if from_bank { 3.0 } else { 1.0 });
+        }
+        let net = fit_mlp(
+            &x,
+            [dim, 2],
+            Targets::Classes {
+                class: &class,
+                weight: &weight,
+            },
+            &FitSettings::default(),
+            name,
+        )?;
+        let p = |i: usize| -> f64 {
+            let l = net.logits(&z(&xs[i]));
+            empathy_gym::sim::mlp::softmax(&l)[1]
+        };
+        let dev: Vec<usize> = (0..all.len()).filter(|&i| apart(all[i].0)).collect();
+        let unsafe_dev: Vec<f64> = dev
+            .iter()
+            .filter(|&&i| all[i].1 && all[i].0.kind.is_some())
+            .map(|&i| p(i))
+            .collect();
+        let safe_bank_dev: Vec<f64> = dev
+            .iter()
+            .filter(|&&i| all[i].1 && all[i].0.kind.is_none())
+            .map(|&i| p(i))
+            .collect();
+        let mut honest_dev: Vec<f64> = dev.iter().filter(|&&i| !all[i].1).map(|&i| p(i)).collect();
+        honest_dev.sort_by(|a, b| b.total_cmp(a));
+        let thr = honest_dev[(0.01 * honest_dev.len() as f64) as usize];
+        let rate = |v: &[f64]| v.iter().filter(|&&s| s > thr).count() as f64 / v.len() as f64;
+        println!(
+            "{name}: dev unsafe {} safe-bank {} honest {} | AUC unsafe vs safe-bank {:.3}, vs honest {:.3} | at 1% honest: recall {:.3}, safe-bank flagged {:.3}",
+            unsafe_dev.len(),
+            safe_bank_dev.len(),
+            honest_dev.len(),
+            auc(&unsafe_dev, &safe_bank_dev),
+            auc(&unsafe_dev, &honest_dev),
+            rate(&unsafe_dev),
+            rate(&safe_bank_dev)
+        );
+    }
+    Ok(())
+}
