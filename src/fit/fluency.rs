@@ -18,6 +18,7 @@
 use std::fmt::Write;
 use std::path::Path;
 
+use candle_core::Device;
 use rand::{Rng, SeedableRng};
 use serde::Deserialize;
 
@@ -251,7 +252,7 @@ pub fn fit(meta: FluencyMeta, p: &Parts, bank: &Path) -> Result<Fitted> {
             "no EPITOME or ESConv replies: check the folders".into(),
         ));
     }
-    let counter = Fluency::with_parts(meta.clone(), &Unigram::default())?;
+    let counter = Fluency::with_parts(meta.clone(), &Unigram::default(), &Device::Cpu)?;
     let ids = p
         .fit
         .iter()
@@ -259,7 +260,7 @@ pub fn fit(meta: FluencyMeta, p: &Parts, bank: &Path) -> Result<Fitted> {
         .collect::<Result<Vec<_>>>()?;
     let unigram = Unigram::count(counter.vocab(), ids.iter().map(Vec::as_slice));
     drop(counter);
-    let mut judge = Fluency::with_parts(meta, &unigram)?;
+    let mut judge = Fluency::with_parts(meta, &unigram, &Device::Cpu)?;
     let pool = pool(p.fit.iter().map(|x| x.reply.as_str()));
     let (texts_c, changed_c) = texts(&p.choices, &pool, true);
     let sur_c = values(&judge, &texts_c, "fluency: choices")?;

@@ -165,7 +165,10 @@ impl Appraiser {
             None => None,
         };
         let fluency = match &cfg.fluency {
-            Some(f) => Some((Fluency::load(&root.join("data").join(&f.head))?, f.clone())),
+            Some(f) => Some((
+                Fluency::load(&root.join("data").join(&f.head), embedder.device())?,
+                f.clone(),
+            )),
             None => None,
         };
         Ok(Appraiser {

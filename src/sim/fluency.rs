@@ -131,8 +131,9 @@ const CACHED: usize = 1 << 14;
 
 impl Fluency {
     /// Loads `meta_path`, the unigram counts and the model it names (found as every model is:
-    /// `EMPATHY_GYM_MODELS`, `models/`, the user's cache).
-    pub fn load(meta_path: &Path) -> Result<Self> {
+    /// `EMPATHY_GYM_MODELS`, `models/`, the user's cache), on `device`: the appraiser's, so that
+    /// a run that trains on a GPU judges there too.
+    pub fn load(meta_path: &Path, device: &Device) -> Result<Self> {
         let meta: FluencyMeta = crate::profile::yaml::read_yaml(meta_path)?;
         if !meta.threshold.is_finite() {
             return Err(Error::input(
@@ -150,12 +151,12 @@ impl Fluency {
         }
         let unigram: Unigram =
             crate::profile::yaml::read_yaml(&meta_path.with_file_name(&meta.unigram))?;
-        Self::with_parts(meta, &unigram)
+        Self::with_parts(meta, &unigram, device)
     }
 
-    /// The judge with `meta` (its threshold unused until set) and `unigram`.
-    pub fn with_parts(meta: FluencyMeta, unigram: &Unigram) -> Result<Self> {
-        let lm = Self::model(&meta)?;
+    /// The judge with `meta` (its threshold unused until set) and `unigram`, on `device`.
+    pub fn with_parts(meta: FluencyMeta, unigram: &Unigram, device: &Device) -> Result<Self> {
+        let lm = Self::model(&meta, device)?;
         let prefix = lm
             .tokenizer
             .encode(meta.prefix.as_str(), false)
@@ -176,10 +177,10 @@ impl Fluency {
         })
     }
 
-    /// The language model `meta` names, on the CPU.
-    pub fn model(meta: &FluencyMeta) -> Result<ChatModel> {
+    /// The language model `meta` names, on `device` (f32).
+    pub fn model(meta: &FluencyMeta, device: &Device) -> Result<ChatModel> {
         let path = find_model(&meta.model)?;
-        load_model(&path, &Device::Cpu, &LoadOptions::default())
+        load_model(&path, device, &LoadOptions::default())
     }
 
     /// The score of `text`: the shrunk mean of its least fluent window of token values (the

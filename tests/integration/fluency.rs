@@ -15,7 +15,10 @@ use super::common::*;
 
 fn head() -> &'static Fluency {
     static F: OnceLock<Fluency> = OnceLock::new();
-    F.get_or_init(|| Fluency::load(&root().join("data/fluency.yaml")).expect("the head loads"))
+    F.get_or_init(|| {
+        Fluency::load(&root().join("data/fluency.yaml"), &candle_core::Device::Cpu)
+            .expect("the head loads")
+    })
 }
 
 fn score(reply: &str) -> f64 {
