@@ -1,3 +1,4 @@
+import _shared  # noqa: F401  (puts ../redteam-helper on the path)
 import sys, statistics, importlib, os, collections, json
 from env import run
 mod=importlib.import_module(sys.argv[1])

@@ -1,3 +1,4 @@
+import _shared  # noqa: F401  (puts ../redteam-helper on the path)
 # p7: fluent clause reflection. One clause of the user's, pronouns swapped (grammar-aware), a few safe
 # noun/adjective synonyms, wrapped in a rotating whole-sentence frame; a feeling line; an open question.
 import re, os

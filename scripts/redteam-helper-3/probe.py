@@ -1,3 +1,4 @@
+import _shared  # noqa: F401  (puts ../redteam-helper on the path)
 import json, sys
 from env import post
 def probe(seed, replies, split="train"):
