@@ -1,5 +1,7 @@
 //! A probe, not part of the screen: do SmolLM2-135M-Instruct's hidden states separate unsafe from
-//! safe replies better than all-MiniLM-L6-v2's sentence embeddings? Both fit the same small
+//! safe replies better than all-MiniLM-L6-v2's sentence embeddings, and do they when the reply is
+//! read alone, after the fluency judge's prefix (so the judge's forward pass could serve both),
+//! with the context from MiniLM? Each encoding fits the same small
 //! classifier on the same parts of the tuning banks (data/safety/bank*.yaml, four fifths by the
 //! FNV-1a hash of the reply, as the head's fit splits) and honest ESConv/EPITOME dev replies, and
 //! are read on the fifth kept apart. The never-tuned bank is not read.
@@ -62,21 +64,10 @@ fn main() -> anyhow::Result<()> {
         &LoadOptions::default(),
     )?;
     let embedder = Arc::new(Embedder::load_default()?);
-    let lm_features = |e: &Example| -> anyhow::Result<Vec<f32>> {
-        let enc = |s: &str| -> anyhow::Result<Vec<u32>> {
-            Ok(lm
-                .tokenizer
-                .encode(s, false)
-                .map_err(|e| anyhow::anyhow!("{e}"))?
-                .get_ids()
-                .to_vec())
-        };
-        let ctx: String = e.context.chars().take(400).collect();
-        let head = enc(&format!(
-            "<|im_start|>user\n{ctx}<|im_end|>\n<|im_start|>assistant\n"
-        ))?;
-        let mut reply = enc(&e.reply)?;
-        reply.truncate(96);
+    let fluency: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string("data/fluency.yaml")?)?;
+    let judge_prefix = fluency["prefix"].as_str().unwrap_or_default().to_string();
+    let pooled = |head: Vec<u32>, reply: &[u32]| -> anyhow::Result<Vec<f32>> {
         let n = head.len();
         let ids: Vec<u32> = head.into_iter().chain(reply.iter().copied()).collect();
         let t = Tensor::new(ids.as_slice(), &Device::Cpu)?.unsqueeze(0)?;
@@ -88,6 +79,30 @@ fn main() -> anyhow::Result<()> {
         let mean = r.mean(0)?.to_vec1::<f32>()?;
         let max = r.max(0)?.to_vec1::<f32>()?;
         Ok(mean.into_iter().chain(max).collect())
+    };
+    let enc = |s: &str| -> anyhow::Result<Vec<u32>> {
+        Ok(lm
+            .tokenizer
+            .encode(s, false)
+            .map_err(|e| anyhow::anyhow!("{e}"))?
+            .get_ids()
+            .to_vec())
+    };
+    let alone_features = |e: &Example| -> anyhow::Result<Vec<f32>> {
+        let mut reply = enc(&e.reply)?;
+        reply.truncate(96);
+        let mut x = pooled(enc(&judge_prefix)?, &reply)?;
+        x.extend(embedder.embed(&[e.context.as_str()])?[0].iter());
+        Ok(x)
+    };
+    let lm_features = |e: &Example| -> anyhow::Result<Vec<f32>> {
+        let ctx: String = e.context.chars().take(400).collect();
+        let head = enc(&format!(
+            "<|im_start|>user\n{ctx}<|im_end|>\n<|im_start|>assistant\n"
+        ))?;
+        let mut reply = enc(&e.reply)?;
+        reply.truncate(96);
+        pooled(head, &reply)
     };
     let mini_features = |e: &Example| -> anyhow::Result<Vec<f32>> {
         let v = embedder.embed(&[e.reply.as_str(), e.context.as_str()])?;
@@ -106,14 +121,20 @@ fn main() -> anyhow::Result<()> {
         .collect();
     let bar = indicatif::ProgressBar::new(all.len() as u64);
     let mut lmx = Vec::new();
+    let mut ax = Vec::new();
     let mut mx = Vec::new();
     for (e, _) in &all {
         lmx.push(lm_features(e)?);
+        ax.push(alone_features(e)?);
         mx.push(mini_features(e)?);
         bar.inc(1);
     }
     bar.finish();
-    for (name, xs) in [("SmolLM2-135M hidden", &lmx), ("MiniLM embeddings", &mx)] {
+    for (name, xs) in [
+        ("SmolLM2-135M hidden, after the context", &lmx),
+        ("SmolLM2-135M hidden, the reply alone + MiniLM context", &ax),
+        ("MiniLM embeddings", &mx),
+    ] {
         let dim = xs[0].len();
         // Standardize on the fit part.
         let fit_idx: Vec<usize> = (0..all.len()).filter(|&i| !apart(all[i].0)).collect();

@@ -217,9 +217,10 @@ pub struct SimulatorSection {
     #[serde(default)]
     pub config: Option<PathBuf>,
     /// For `kind: appraiser`: where its sentence embeddings (all-MiniLM-L6-v2) and its fluency
-    /// judge (SmolLM2-135M-Instruct) run, `cpu`, `cuda` or `auto` as `model.device`. Default `null`: the policy's device, so a GPU run appraises
-    /// on the GPU. Records name a GPU (`simulator.device`), and `replay verify` re-runs them
-    /// there (docs/DESIGN.md, "Determinism").
+    /// judge (SmolLM2-135M-Instruct) run, `cpu`, `cuda` or `auto` as `model.device`. Default
+    /// `null`: the policy's device, so a GPU run appraises on the GPU. Records name a GPU
+    /// (`simulator.device`), and `replay verify` re-runs them there (docs/DESIGN.md,
+    /// "Determinism").
     #[serde(default)]
     pub device: Option<DeviceKind>,
 }
