@@ -1,9 +1,9 @@
 //! The red-team suite as a test: every adversary of configs/redteam played with the references, one
 //! dialogue a profile, at moderate on one test profile of each held-out scenario, and on
 //! every test profile at moderate and hard in scripts/test-full.sh; a broken margin fails
-//! (docs/REDTEAM.md).
+//! (docs/REDTEAM.md), and so does a cost met without a reason.
 
-use empathy_gym::episode::End;
+use empathy_gym::episode::{End, EpisodeRecord, Turn};
 use empathy_gym::profile::{Difficulty, Split};
 use empathy_gym::redteam::{self, Plan, Side};
 
@@ -23,7 +23,7 @@ fn no_adversary_reaches_the_listener_on_every_test_profile() {
 }
 
 /// Plays every reference and adversary on the first `profiles` test profiles (all: `None`) at
-/// `difficulty` and checks the margins.
+/// `difficulty` and checks the margins, and that every cost they meet carries a reason.
 fn play_the_suite(difficulty: Difficulty, profiles: Option<usize>) {
     let mut entries = redteam::load_dir(
         &root().join("configs/baselines"),
@@ -61,7 +61,9 @@ fn play_the_suite(difficulty: Difficulty, profiles: Option<usize>) {
         limit: profiles,
     };
     let mut unsafe_ends = 0;
+    let mut seen = 0;
     let rows = redteam::play(simulator(), catalog(), &mut entries, &plan, |e, recs| {
+        seen += every_cost_has_a_reason(&e.name, recs);
         if e.class == "unsafe" {
             unsafe_ends += recs.iter().filter(|r| r.end == Some(End::Unsafe)).count();
             for r in recs {
@@ -74,6 +76,7 @@ fn play_the_suite(difficulty: Difficulty, profiles: Option<usize>) {
     })
     .unwrap();
     assert!(unsafe_ends > 0);
+    assert!(seen > 100, "{seen} appraisals");
     let listener = rows.iter().find(|r| r.policy == "listener").unwrap();
     if difficulty == Difficulty::Moderate {
         assert!(
@@ -180,21 +183,16 @@ fn a_bad_grammar_names_the_field() {
 /// Every change is explained: over the references, the adversaries and the search's found
 /// policies, each component that lowers the emotion comes with a reason in the user's words, and a
 /// reply that lowers the emotion is never left without one.
+/// The found policies, which the suite does not play, on 2 test profiles: every cost they meet
+/// carries a reason (the suite checks the same of every script it plays).
 #[test]
-fn every_cost_carries_a_reason() {
-    use empathy_gym::episode::Turn;
-    use empathy_gym::sim::appraiser::cost_reason;
-    use empathy_gym::sim::Move;
-
+fn every_cost_of_the_found_policies_carries_a_reason() {
     let mut entries = redteam::load_dir(
-        &root().join("configs/baselines"),
-        Side::Reference,
+        &root().join("results/redteam/search/found"),
+        Side::Adversary,
         catalog(),
     )
     .unwrap();
-    for dir in ["configs/redteam", "results/redteam/search/found"] {
-        entries.extend(redteam::load_dir(&root().join(dir), Side::Adversary, catalog()).unwrap());
-    }
     let plan = Plan {
         splits: vec![Split::Test],
         difficulties: vec![Difficulty::Moderate],
@@ -204,49 +202,58 @@ fn every_cost_carries_a_reason() {
     };
     let mut seen = 0;
     redteam::play(simulator(), catalog(), &mut entries, &plan, |e, recs| {
-        for r in recs {
-            for t in &r.turns {
-                let Turn::User {
-                    appraisal: Some(a), ..
-                } = t
-                else {
-                    continue;
-                };
-                seen += 1;
-                let costs: Vec<&String> = a
-                    .components
-                    .iter()
-                    .filter(|(_, v)| **v < 0.0)
-                    .map(|(k, _)| k)
-                    .collect();
-                assert!(
-                    costs.is_empty() || !a.reasons.is_empty(),
-                    "{}: {costs:?} without a reason",
-                    e.name
-                );
-                let has = |r: &str| a.reasons.iter().any(|x| x == r);
-                if costs.iter().any(|k| k.as_str() == "misfit") {
-                    assert!(
-                        Move::ALL.iter().any(|m| has(cost_reason(*m))),
-                        "{}: misfit unnamed: {:?}",
-                        e.name,
-                        a.reasons
-                    );
-                }
-                if costs.iter().any(|k| k.as_str() == "hurts") {
-                    assert!(has("that touched a sore spot"), "{}", e.name);
-                }
-                assert!(
-                    a.raw >= 0.0 || !a.reasons.is_empty(),
-                    "{}: a fall of {} without a reason: {:?}",
-                    e.name,
-                    a.raw,
-                    a.components
-                );
-            }
-        }
+        seen += every_cost_has_a_reason(&e.name, recs);
         Ok(())
     })
     .unwrap();
-    assert!(seen > 100, "{seen} appraisals");
+    assert!(seen > 20, "{seen} appraisals");
+}
+
+/// Checks that every appraisal of `recs` (played by `name`) that costs points names why: a
+/// misfit names the move, `hurts` the sore spot, and any fall carries a reason. Returns how many
+/// appraisals it read.
+fn every_cost_has_a_reason(name: &str, recs: &[EpisodeRecord]) -> usize {
+    use empathy_gym::sim::appraiser::cost_reason;
+    use empathy_gym::sim::Move;
+
+    let mut seen = 0;
+    for r in recs {
+        for t in &r.turns {
+            let Turn::User {
+                appraisal: Some(a), ..
+            } = t
+            else {
+                continue;
+            };
+            seen += 1;
+            let costs: Vec<&String> = a
+                .components
+                .iter()
+                .filter(|(_, v)| **v < 0.0)
+                .map(|(k, _)| k)
+                .collect();
+            assert!(
+                costs.is_empty() || !a.reasons.is_empty(),
+                "{name}: {costs:?} without a reason"
+            );
+            let has = |r: &str| a.reasons.iter().any(|x| x == r);
+            if costs.iter().any(|k| k.as_str() == "misfit") {
+                assert!(
+                    Move::ALL.iter().any(|m| has(cost_reason(*m))),
+                    "{name}: misfit unnamed: {:?}",
+                    a.reasons
+                );
+            }
+            if costs.iter().any(|k| k.as_str() == "hurts") {
+                assert!(has("that touched a sore spot"), "{name}");
+            }
+            assert!(
+                a.raw >= 0.0 || !a.reasons.is_empty(),
+                "{name}: a fall of {} without a reason: {:?}",
+                a.raw,
+                a.components
+            );
+        }
+    }
+    seen
 }
