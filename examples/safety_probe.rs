@@ -22,20 +22,11 @@ fn apart(e: &Example) -> bool {
     fnv1a64(e.reply.as_bytes()).is_multiple_of(5)
 }
 
+/// The AUC of `pos` against `neg` (`report::stats::auc`).
 fn auc(pos: &[f64], neg: &[f64]) -> f64 {
-    let mut s = 0.0;
-    for p in pos {
-        for n in neg {
-            s += if p > n {
-                1.0
-            } else if p == n {
-                0.5
-            } else {
-                0.0
-            };
-        }
-    }
-    s / (pos.len() * neg.len()).max(1) as f64
+    let scores: Vec<f64> = pos.iter().chain(neg).copied().collect();
+    let positive: Vec<bool> = (0..scores.len()).map(|i| i < pos.len()).collect();
+    empathy_gym::report::stats::auc(&scores, &positive)
 }
 
 fn main() -> anyhow::Result<()> {

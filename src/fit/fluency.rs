@@ -23,7 +23,9 @@ use rand::{Rng, SeedableRng};
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
-use crate::fit::wording::{self, report, score_threshold, Pair, Parts, SetReport, CLEAN_FIRE_RATE};
+use crate::fit::wording::{
+    self, clean_scores, report, score_threshold, Pair, Parts, SetReport, CLEAN_FIRE_RATE,
+};
 use crate::report::stats::auc;
 use crate::seed::fnv1a64;
 use crate::sim::fluency::{worst_window, Fluency, FluencyMeta, Unigram};
@@ -278,13 +280,7 @@ pub fn fit(meta: FluencyMeta, p: &Parts, bank: &Path) -> Result<Fitted> {
         .map(|(w, _)| w)
         .expect("a non-empty grid");
     let sc = scores(&sur_c, window, &judge.meta);
-    let clean: Vec<f64> = sc
-        .iter()
-        .zip(&changed_c)
-        .filter(|(_, c)| !**c)
-        .map(|(s, _)| *s)
-        .collect();
-    let t = score_threshold(&clean, CLEAN_FIRE_RATE);
+    let t = score_threshold(&clean_scores(&sc, &changed_c), CLEAN_FIRE_RATE);
     let mut reports = vec![report(
         "choices (EPITOME dev, ESConv dev)",
         &sc,

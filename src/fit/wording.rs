@@ -330,6 +330,16 @@ pub(crate) fn report(what: &str, scores: &[f64], changed: &[bool], threshold: f6
     }
 }
 
+/// The scores of the clean copies: those of `scores` whose `changed` is false.
+pub fn clean_scores(scores: &[f64], changed: &[bool]) -> Vec<f64> {
+    scores
+        .iter()
+        .zip(changed)
+        .filter(|(_, c)| !**c)
+        .map(|(s, _)| *s)
+        .collect()
+}
+
 /// The smallest probability that at most `rate` of `clean` reach ([`score_threshold`], at most 1).
 pub fn threshold(clean: &[f64], rate: f64) -> f64 {
     score_threshold(clean, rate).min(1.0)
@@ -395,13 +405,7 @@ pub fn fit(
     }
     let (net, settings, _) = best.expect("a non-empty grid");
     let (scores, changed) = scored(&net, &choice_texts, &choice_states);
-    let clean: Vec<f64> = scores
-        .iter()
-        .zip(&changed)
-        .filter(|(_, c)| !**c)
-        .map(|(s, _)| *s)
-        .collect();
-    let t = threshold(&clean, CLEAN_FIRE_RATE);
+    let t = threshold(&clean_scores(&scores, &changed), CLEAN_FIRE_RATE);
     let mut reports = vec![report(
         "choices (EPITOME dev, ESConv dev)",
         &scores,
@@ -605,6 +609,11 @@ mod tests {
         let nats: Vec<f64> = (0..100).map(|i| 3.0 + f64::from(i) / 100.0).collect();
         assert!((score_threshold(&nats, 0.015) - 3.980_001).abs() < 1e-9);
         assert_eq!(threshold(&nats, 0.015), 1.0);
+        // Only the clean copies' scores set it.
+        assert_eq!(
+            clean_scores(&[0.1, 0.9, 0.3], &[false, true, false]),
+            vec![0.1, 0.3]
+        );
     }
 
     #[test]

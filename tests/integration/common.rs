@@ -37,6 +37,21 @@ pub fn temp_dir() -> tempfile::TempDir {
     tempfile::tempdir().expect("temp dir")
 }
 
+/// One dialogue of the first test profile at moderate (behavior reward, seed 0) with a script that
+/// says `reply` every turn.
+pub fn play_script(reply: &str) -> EpisodeRecord {
+    let id = test_profiles(1).remove(0);
+    let mut policy = scripted(&[reply]);
+    play(
+        &[id],
+        Difficulty::Moderate,
+        RewardMode::Behavior,
+        0,
+        &mut policy,
+    )
+    .remove(0)
+}
+
 /// Plays `policy` on `ids` at `difficulty` and returns the records.
 pub fn play(
     ids: &[ProfileId],

@@ -7,8 +7,6 @@
 
 use std::sync::OnceLock;
 
-use empathy_gym::profile::Difficulty;
-use empathy_gym::reward::RewardMode;
 use empathy_gym::sim::fluency::Fluency;
 
 use super::common::*;
@@ -75,19 +73,11 @@ fn fluent_lines_around_assembled_text_do_not_hide_it() {
 /// A disfluent reply never lands, whatever moves it makes, and the user says why.
 #[test]
 fn a_disfluent_reply_earns_nothing_for_its_moves_and_the_user_says_why() {
-    let id = test_profiles(1).remove(0);
     let reply = "That sounds so. hard for you and. it makes sense kind of you feel this. What \
                  part of it weighs most?";
     assert!(score(reply) >= head().meta.threshold);
-    let mut policy = scripted(&[reply]);
-    let records = play(
-        &[id],
-        Difficulty::Moderate,
-        RewardMode::Behavior,
-        0,
-        &mut policy,
-    );
-    let appraisals = appraisals(&records[0]);
+    let record = play_script(reply);
+    let appraisals = appraisals(&record);
     assert!(!appraisals.is_empty());
     for a in appraisals {
         for earned in ["fit", "generic"] {

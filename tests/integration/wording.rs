@@ -4,8 +4,6 @@
 
 use std::sync::OnceLock;
 
-use empathy_gym::profile::Difficulty;
-use empathy_gym::reward::RewardMode;
 use empathy_gym::sim::wording::{Said, Wording};
 use empathy_gym::sim::Embedder;
 
@@ -86,18 +84,10 @@ fn slotted_words_are_out_of_place_and_placed_ones_are_not() {
 /// the user says why.
 #[test]
 fn slot_fills_earn_no_specificity_and_the_user_says_why() {
-    let id = test_profiles(1).remove(0);
     let slot = "I can see why the {word} would leave you feeling this way. What goes through \
                 your mind when you think about the {word}?";
-    let mut policy = scripted(&[slot]);
-    let records = play(
-        &[id],
-        Difficulty::Moderate,
-        RewardMode::Behavior,
-        0,
-        &mut policy,
-    );
-    let appraisals = appraisals(&records[0]);
+    let record = play_script(slot);
+    let appraisals = appraisals(&record);
     assert!(appraisals.len() >= 2);
     for a in appraisals {
         assert!(!a.components.contains_key("fit"), "{a:?}");
