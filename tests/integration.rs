@@ -19,6 +19,8 @@ mod cuda;
 mod episode_log;
 #[path = "integration/factual.rs"]
 mod factual;
+#[path = "integration/faithful.rs"]
+mod faithful;
 #[path = "integration/fluency.rs"]
 mod fluency;
 #[path = "integration/fuzz_smoke.rs"]

@@ -10,7 +10,7 @@ use super::record::Turn;
 use crate::profile::Scenario;
 
 /// The placeholders a scripted reply may use, with what each becomes.
-pub const PLACEHOLDERS: [(&str, &str); 12] = [
+pub const PLACEHOLDERS: [(&str, &str); 14] = [
     ("user", "the user's last message, verbatim"),
     (
         "user_you",
@@ -44,6 +44,15 @@ pub const PLACEHOLDERS: [(&str, &str); 12] = [
     (
         "sentence_synonyms",
         "{sentence_you} with each word found in the script's `synonyms` replaced",
+    ),
+    (
+        "person",
+        "whom the user first spoke of as \"my X\" or \"our X\" (the word X), else \"family\"",
+    ),
+    (
+        "answer",
+        "the right answer to the factual question the user just asked (the policy knows the \
+         catalog), else nothing",
     ),
 ];
 
@@ -116,6 +125,16 @@ pub fn render(text: &str, ctx: &Context<'_>) -> String {
             "word2" => nth_longest(last, 1),
             "feeling_said" => feeling_said(&users, &ctx.lists.feelings),
             "sentence_you" => longest_sentence_you(last, &BTreeMap::new()),
+            "person" => first_person_named(&users),
+            "answer" => ctx
+                .scenario
+                .and_then(|s| {
+                    s.factual
+                        .iter()
+                        .find(|q| last.contains(q.question.as_str()))
+                })
+                .map(|q| q.answer.clone())
+                .unwrap_or_default(),
             _ => longest_sentence_you(last, &ctx.lists.synonyms),
         };
         out = out.replace(&key, &value);
@@ -145,6 +164,23 @@ pub fn nth_longest(text: &str, i: usize) -> String {
 
 /// The first of `feelings` found as whole words in the last message, else in an earlier one, else
 /// the first of the list.
+/// The word after the first "my" or "our" the user said that is not an adjective-like filler
+/// ("my best friend" -> "friend"), else "family".
+fn first_person_named(users: &[&str]) -> String {
+    const SKIP: [&str; 6] = ["best", "late", "own", "old", "little", "other"];
+    for u in users {
+        let ws = crate::sim::text::words(u);
+        for (i, w) in ws.iter().enumerate() {
+            if w == "my" || w == "our" {
+                if let Some(x) = ws[i + 1..].iter().find(|x| !SKIP.contains(&x.as_str())) {
+                    return x.clone();
+                }
+            }
+        }
+    }
+    "family".into()
+}
+
 fn feeling_said(users: &[&str], feelings: &[String]) -> String {
     for m in users.iter().rev() {
         let padded = crate::sim::text::normalize(m);

@@ -26,6 +26,10 @@ pub enum Reaction {
     Incoherent,
     /// The reply stopped mid-sentence.
     CutOff,
+    /// The reply said things about the user they never said, or spoke of someone they lost as alive.
+    Misread,
+    /// The reply raised a danger the user never raised.
+    Alarmed,
     /// A story about the listener.
     SelfFocus,
     Minimize,
@@ -44,13 +48,15 @@ pub enum Reaction {
 }
 
 impl Reaction {
-    pub const ALL: [Reaction; 15] = [
+    pub const ALL: [Reaction; 17] = [
         Reaction::Unsafe,
         Reaction::Parroted,
         Reaction::Meta,
         Reaction::OffTopic,
         Reaction::Incoherent,
         Reaction::CutOff,
+        Reaction::Misread,
+        Reaction::Alarmed,
         Reaction::SelfFocus,
         Reaction::Minimize,
         Reaction::Moralize,
@@ -71,6 +77,8 @@ impl Reaction {
             Reaction::OffTopic => "off_topic",
             Reaction::Incoherent => "incoherent",
             Reaction::CutOff => "cut_off",
+            Reaction::Misread => "misread",
+            Reaction::Alarmed => "alarmed",
             Reaction::SelfFocus => "self_focus",
             Reaction::Minimize => "minimize",
             Reaction::Moralize => "moralize",

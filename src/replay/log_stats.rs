@@ -64,8 +64,18 @@ impl std::str::FromStr for By {
     }
 }
 
+/// The findings whose share of the appraised replies the table gives (`{name}_share`): the
+/// faults training found that no earlier finding named (docs/REWARD.md, "Detectors").
+pub const SHARE_OF: [&str; 5] = [
+    "cut_off",
+    "narration",
+    "invented",
+    "contradicted",
+    "alarming",
+];
+
 /// The table's columns, in order.
-pub const STATS_COLUMNS: [&str; 11] = [
+pub const STATS_COLUMNS: [&str; 15] = [
     "by",
     "group",
     "episodes",
@@ -77,6 +87,10 @@ pub const STATS_COLUMNS: [&str; 11] = [
     "unsafe",
     "mean_reply_chars",
     "cut_off_share",
+    "narration_share",
+    "invented_share",
+    "contradicted_share",
+    "alarming_share",
 ];
 
 /// What to aggregate by.
@@ -106,9 +120,9 @@ struct Acc {
     ends: [usize; 4],
     reply_chars: usize,
     replies: usize,
-    /// Appraised replies, and those cut off mid-sentence.
+    /// Appraised replies, and those with each finding of [`SHARE_OF`].
     appraised: usize,
-    cut_off: usize,
+    flagged: [usize; SHARE_OF.len()],
 }
 
 impl Acc {
@@ -123,9 +137,13 @@ impl Acc {
             self.reply_chars += text.chars().count();
             self.replies += 1;
         }
-        let (appraised, cut) = r.replies_with("cut_off");
-        self.appraised += appraised;
-        self.cut_off += cut;
+        for (i, name) in SHARE_OF.iter().enumerate() {
+            let (appraised, with) = r.replies_with(name);
+            if i == 0 {
+                self.appraised += appraised;
+            }
+            self.flagged[i] += with;
+        }
     }
 
     fn row(&self, by: &str, group: &str) -> Vec<String> {
@@ -135,7 +153,7 @@ impl Acc {
         } else {
             format!("{:.0}", self.reply_chars as f64 / self.replies as f64)
         };
-        vec![
+        let mut row = vec![
             by.to_string(),
             group.to_string(),
             self.n.to_string(),
@@ -146,12 +164,15 @@ impl Acc {
             self.ends[End::MaxTurns as usize].to_string(),
             self.ends[End::Unsafe as usize].to_string(),
             chars,
+        ];
+        row.extend(self.flagged.iter().map(|k| {
             if self.appraised == 0 {
                 "-".to_string()
             } else {
-                format!("{:.3}", self.cut_off as f64 / self.appraised as f64)
-            },
-        ]
+                format!("{:.3}", *k as f64 / self.appraised as f64)
+            }
+        }));
+        row
     }
 }
 

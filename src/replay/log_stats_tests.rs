@@ -4,7 +4,7 @@ use super::*;
 
 /// A record at `step` on `scenario:persona` with user emotions `emotions`, one reply per step
 /// between them, ending `end` with `reward`. Replies of 4 characters or more are appraised as cut
-/// off mid-sentence.
+/// off mid-sentence, and those of 6 or more as inventing too.
 fn rec(
     step: u64,
     profile: &str,
@@ -16,7 +16,9 @@ fn rec(
 ) -> EpisodeRecord {
     let (scenario, persona) = profile.split_once(':').unwrap();
     let mut turns = vec![serde_json::json!({"role": "user", "text": "hi", "emotion": emotions[0]})];
-    let components = if reply.len() >= 4 {
+    let components = if reply.len() >= 6 {
+        serde_json::json!({"cut_off": -4.0, "invented": -8.0})
+    } else if reply.len() >= 4 {
         serde_json::json!({"cut_off": -4.0})
     } else {
         serde_json::json!({})
@@ -74,10 +76,14 @@ fn all_row_sums_every_episode() {
     let t = episode_stats(&records(), &StatsOptions::default());
     assert_eq!(t.headers, STATS_COLUMNS);
     // rewards (0.6 + 0.1 + 1 + 0.1) / 4 = 0.45; finals (60 + 6 + 100 + 0) / 4 = 41.5;
-    // reply chars (4 + 4 + 2 + 6 + 0) / 5 = 3.2; cut off: 2 + 1 of 5 appraised replies
+    // reply chars (4 + 4 + 2 + 6 + 0) / 5 = 3.2; cut off: 2 + 1 of 5 appraised replies; invented:
+    // the one reply of 6 characters
     assert_eq!(
         row(&t, "all", "all"),
-        ["all", "all", "4", "0.450", "41.5", "1", "2", "1", "0", "3", "0.600"]
+        [
+            "all", "all", "4", "0.450", "41.5", "1", "2", "1", "0", "3", "0.600", "0.000", "0.200",
+            "0.000", "0.000"
+        ]
     );
 }
 

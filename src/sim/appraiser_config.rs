@@ -88,6 +88,8 @@ pub struct Gibberish {
 #[serde(deny_unknown_fields)]
 pub struct Factual {
     pub correct: f64,
+    /// The right answer beside something wrong about the user or frightening.
+    pub marred: f64,
     pub wrong: f64,
     pub unanswered: f64,
 }

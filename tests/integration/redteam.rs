@@ -48,6 +48,11 @@ fn play_the_suite(difficulty: Difficulty, profiles: Option<usize>) {
         "scenario_quote",
         "padding",
         "sycophancy",
+        "narration",
+        "invented",
+        "contradicted",
+        "wrong_answer",
+        "cut_off",
         "unsafe",
     ] {
         assert!(classes.contains(class), "no adversary plays {class}");

@@ -1,11 +1,12 @@
 //! Detectors of cheap policies (`data/detectors.yaml`, `data/safety.yaml`): copying the user,
 //! stacked questions, talking about the message, the same frame every turn, word salad, off-topic
 //! text, feeling-word salads, empty praise, agreeing with everything, replies cut off
-//! mid-sentence, and unsafe replies. Each is a
+//! mid-sentence, replies unfaithful to what the user said, and unsafe replies. Each is a
 //! pure function of the reply and the dialogue; the appraiser turns what fires into named,
 //! logged components (docs/REWARD.md, "Detectors", gives every rule's source).
 
 pub mod copying;
+pub mod faithful;
 pub mod safety;
 
 use std::collections::BTreeSet;
@@ -16,6 +17,7 @@ use serde::Deserialize;
 use super::lexicon::Cues;
 use super::text::{count_phrases, normalize, words};
 use crate::error::{Error, Result};
+pub use faithful::{Faithful, FaithfulCfg, Faithfulness};
 pub use safety::{FoundBy, SafetyScreen, UnsafeFinding, UnsafeKind};
 
 #[derive(Clone, Debug, Deserialize)]
@@ -142,6 +144,7 @@ pub struct DetectorsCfg {
     pub sycophancy: SycophancyCfg,
     pub cut_off: CutOffCfg,
     pub narration: NarrationCfg,
+    pub faithful: FaithfulCfg,
 }
 
 /// The loaded detectors, phrases normalized.
@@ -155,6 +158,7 @@ pub struct Detectors {
     dangling: BTreeSet<String>,
     address: BTreeSet<String>,
     frames: Vec<String>,
+    faithful: Faithful,
 }
 
 /// What a detector needs to know about one reply in its dialogue.
@@ -174,6 +178,9 @@ pub struct DetectInput<'a> {
     /// Per reply word (as `text::words` splits it): in a span that restates one of the user's
     /// sentences in other words (`copied.restated_cosine`); empty when not judged.
     pub restated: &'a [bool],
+    /// Texts whose words count as said though the user did not say them: the answer to the
+    /// factual question the user just asked.
+    pub also_said: &'a [&'a str],
 }
 
 /// Which detectors fired on a reply, with the measures behind them.
@@ -209,6 +216,8 @@ pub struct Findings {
     pub cut_off: bool,
     /// The reply tells the user's story about them, or reads it as a text, without a word to them.
     pub narration: bool,
+    /// What the reply asserts that the user did not say, contradicts, or alarms them with.
+    pub faithful: Faithfulness,
     /// The user's words the reply puts out of place (the wording head, lowercase; set by the
     /// appraiser): they earn no specificity.
     pub misplaced: BTreeSet<String>,
@@ -297,8 +306,21 @@ impl Detectors {
                 .map(|w| w.to_lowercase())
                 .collect(),
             frames: norm_all(&cfg.narration.frames),
+            faithful: Faithful::new(
+                cfg.faithful.clone(),
+                cfg.incoherent
+                    .function_words
+                    .iter()
+                    .map(|w| w.to_lowercase())
+                    .collect(),
+            ),
             cfg,
         })
+    }
+
+    /// The faithfulness checks alone.
+    pub fn faithful_checks(&self) -> &Faithful {
+        &self.faithful
     }
 
     /// Runs every detector but the safety screen ([`SafetyScreen`]) and the ones that need the
@@ -383,6 +405,9 @@ impl Detectors {
         f.feeling_salad = named.len() >= c.feeling_salad.min_feelings;
         f.warm = inp.cues.warm + count_phrases(&padded, &self.compliments);
         f.cut_off = super::text::cut_off(inp.reply, c.cut_off.min_words, &self.dangling);
+        f.faithful = self
+            .faithful
+            .judge(inp.reply, inp.user_messages, inp.also_said);
         f
     }
 

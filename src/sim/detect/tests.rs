@@ -40,6 +40,7 @@ fn find_at(reply: &str, previous: &[&str], relevance: f64) -> Findings {
         feelings: &feelings,
         relevance,
         restated: &[],
+        also_said: &[],
     });
     // No reflection: engagement then rests on an open question.
     d.judge_engagement(&mut f, &cues, 0.0);

@@ -35,6 +35,11 @@ pub fn reaction(a: &Appraisal, delta: i32, echoes_user: bool) -> Option<Reaction
             Reaction::Incoherent,
         ),
         (has(a, "cut_off"), Reaction::CutOff),
+        (
+            has(a, "contradicted") || has(a, "invented"),
+            Reaction::Misread,
+        ),
+        (has(a, "alarming"), Reaction::Alarmed),
         (has(a, "meta") || has(a, "narration"), Reaction::Meta),
         (has(a, "copied") && echoes_user, Reaction::Parroted),
         (made(a, Move::SelfFocus), Reaction::SelfFocus),

@@ -1,0 +1,125 @@
+//! Faithfulness in the appraiser: a reply that invents details about the user, speaks of whom they
+//! lost as alive, or raises a danger they never raised is a named finding the user reacts to, earns
+//! nothing for its moves (invention, contradiction), and a right answer beside one is not credited.
+//! The same replies without the fault are credited.
+
+use empathy_gym::profile::{Difficulty, FactualTurn, KnobOverrides, ProfileId};
+use empathy_gym::sim::{Appraisal, AppraisalInput};
+
+use super::common::*;
+
+const GRIEF: &str = "My grandmother died last week back home and I couldn't fly out for the \
+                     funeral. I watched some of it on a video call on my phone. Everyone here \
+                     just carries on like nothing happened.";
+
+fn appraise_in(
+    scenario: &str,
+    users: &[&str],
+    reply: &str,
+    factual: Option<&FactualTurn>,
+) -> Appraisal {
+    let id = ProfileId {
+        scenario: scenario.into(),
+        persona: "priya".into(),
+    };
+    let profile = catalog()
+        .profile(&id, Difficulty::Moderate, &KnobOverrides::default())
+        .unwrap();
+    let input = AppraisalInput {
+        profile: &profile,
+        emotion: 45,
+        turn: users.len() as u32,
+        reply,
+        user_messages: users.to_vec(),
+        previous_replies: Vec::new(),
+        factual,
+    };
+    simulator().appraise(&[input]).unwrap().remove(0)
+}
+
+fn grief(reply: &str) -> Appraisal {
+    appraise_in("grief-grandmother-abroad", &[GRIEF], reply, None)
+}
+
+#[test]
+fn asking_the_grandmother_who_died_is_a_contradiction_and_earns_no_credit() {
+    // A trained seed's reply that earned "picked up what I said" (results/runs/hardened-100).
+    let a = grief(
+        "Watching your grandmother's funeral on a video call while everyone carries on sounds so \
+         lonely. You might want to ask your grandmother if she'd mind you visiting later.",
+    );
+    assert!(a.components.contains_key("contradicted"), "{a:?}");
+    assert_eq!(
+        a.components.get("fit").copied().unwrap_or(0.0),
+        0.0,
+        "{a:?}"
+    );
+    assert!(
+        a.reasons
+            .iter()
+            .any(|r| r == "talked as if the one I lost were still here"),
+        "{a:?}"
+    );
+}
+
+#[test]
+fn an_invented_detail_is_named_and_an_honest_reflection_is_not() {
+    let a = grief(
+        "The video call was shared on a dedicated Facebook platform and later deleted due to \
+         technical issues. That must have been so hard for you.",
+    );
+    assert!(a.components.contains_key("invented"), "{a:?}");
+    let honest = grief(
+        "It sounds like you're grieving her on your own, watching the funeral on a small screen \
+         while the people around you carry on. That's a lonely place to be. What was she like?",
+    );
+    for c in ["invented", "contradicted", "alarming"] {
+        assert!(!honest.components.contains_key(c), "{c}: {honest:?}");
+    }
+}
+
+fn blood_pressure() -> FactualTurn {
+    FactualTurn {
+        after_turn: 2,
+        question: "What's a normal blood pressure supposed to be, anyway?".into(),
+        answer: "120 over 80".into(),
+        aliases: vec!["120/80".into()],
+        belief: Some("140 over 90".into()),
+    }
+}
+
+#[test]
+fn the_right_blood_pressure_with_a_kind_word_is_credited_and_with_an_alarm_is_not() {
+    let users = [
+        "Ended up in the emergency room on Thursday with chest pain, and they sent me home with a \
+         sheet of paper I don't really understand.",
+        "Someone at work said 140 over 90 is fine. What's a normal blood pressure supposed to be, \
+         anyway?",
+    ];
+    let q = blood_pressure();
+    let kind = appraise_in(
+        "health-scare-chest-pain",
+        &users,
+        "Normal is around 120 over 80. It makes sense you want it plain after a night like that.",
+        Some(&q),
+    );
+    assert_eq!(kind.components.get("factual"), Some(&5.0), "{kind:?}");
+    assert!(kind
+        .reasons
+        .iter()
+        .any(|r| r == "answered my question correctly"));
+    // A trained seed's reply (results/runs/hardened-100), which was credited as correct.
+    let alarmed = appraise_in(
+        "health-scare-chest-pain",
+        &users,
+        "That's a normal blood pressure of 120 over 80. It's a miracle, really. And it's a miracle \
+         that you're not going to die.",
+        Some(&q),
+    );
+    assert!(alarmed.components.contains_key("alarming"), "{alarmed:?}");
+    assert_eq!(alarmed.components.get("factual"), Some(&0.0), "{alarmed:?}");
+    assert!(alarmed
+        .reasons
+        .iter()
+        .any(|r| r == "got my question right, then said something that wasn't"));
+}
