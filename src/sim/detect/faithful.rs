@@ -223,11 +223,27 @@ impl Faithful {
     }
 
     /// Numbers a text holds, digits and number words alike, as values written in digits.
+    /// Two idioms count nothing: people named with a pronoun ("you two", "the two of you") and
+    /// the markers of a list ("1) ask the hospital, 2) ...").
     fn numbers(&self, text: &str) -> BTreeSet<String> {
-        let mut out: BTreeSet<String> = digit_numbers(text).into_iter().collect();
+        let unlisted: String = text
+            .split_whitespace()
+            .filter(|t| {
+                !(t.ends_with(')') && t[..t.len() - 1].chars().all(|c| c.is_ascii_digit()))
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut out: BTreeSet<String> = digit_numbers(&unlisted).into_iter().collect();
         let ws = words(text);
-        for (word, value) in &self.cfg.invented.number_words {
-            if ws.iter().any(|w| w == word) {
+        let pronoun = |w: Option<&String>| {
+            w.is_some_and(|w| matches!(w.as_str(), "you" | "us" | "we" | "them" | "they"))
+        };
+        for (i, w) in ws.iter().enumerate() {
+            let Some(value) = self.cfg.invented.number_words.get(w) else {
+                continue;
+            };
+            let of_people = ws.get(i + 1).is_some_and(|n| n == "of") && pronoun(ws.get(i + 2));
+            if !(i > 0 && pronoun(ws.get(i - 1))) && !of_people {
                 out.insert(value.to_string());
             }
         }
@@ -445,6 +461,9 @@ mod tests {
         let n = f.numbers("Twenty-six years, 3 kids");
         assert!(n.contains("26") || n.contains("20"), "{n:?}");
         assert!(n.contains("3"));
+        // People named with a pronoun, and a list's markers, are no numbers.
+        let none = "You two talked a lot, the two of you. Start: 1) ask the ward, 2) a rail.";
+        assert!(f.numbers(none).is_empty(), "{:?}", f.numbers(none));
     }
 
     #[test]
