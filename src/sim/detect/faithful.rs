@@ -228,9 +228,7 @@ impl Faithful {
     fn numbers(&self, text: &str) -> BTreeSet<String> {
         let unlisted: String = text
             .split_whitespace()
-            .filter(|t| {
-                !(t.ends_with(')') && t[..t.len() - 1].chars().all(|c| c.is_ascii_digit()))
-            })
+            .filter(|t| !(t.ends_with(')') && t[..t.len() - 1].chars().all(|c| c.is_ascii_digit())))
             .collect::<Vec<_>>()
             .join(" ");
         let mut out: BTreeSet<String> = digit_numbers(&unlisted).into_iter().collect();

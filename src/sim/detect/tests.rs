@@ -265,6 +265,7 @@ fn narration_about_the_user_is_flagged_talking_to_them_is_not() {
     let spoken = [
         HONEST,
         "It seems like you trusted the wrong person with something private.",
+        "It sounds like you feel the whole group knows something that was only yours to tell.",
         "I can hear how much the joke in the group chat hurt.",
         // Impersonal, but no story told about anyone.
         "Anyone would feel betrayed when something private becomes a joke.",
