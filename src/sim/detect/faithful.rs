@@ -240,8 +240,9 @@ impl Faithful {
             let Some(value) = self.cfg.invented.number_words.get(w) else {
                 continue;
             };
+            let after_pronoun = i > 0 && pronoun(ws.get(i - 1));
             let of_people = ws.get(i + 1).is_some_and(|n| n == "of") && pronoun(ws.get(i + 2));
-            if !(i > 0 && pronoun(ws.get(i - 1))) && !of_people {
+            if !after_pronoun && !of_people {
                 out.insert(value.to_string());
             }
         }
