@@ -125,13 +125,15 @@ pub fn render(text: &str, ctx: &Context<'_>) -> String {
             "word2" => nth_longest(last, 1),
             "feeling_said" => feeling_said(&users, &ctx.lists.feelings),
             "sentence_you" => longest_sentence_you(last, &BTreeMap::new()),
-            "person" => first_person_named(&users),
+            "person" => named_after_my(&users),
             "answer" => ctx
                 .scenario
                 .and_then(|s| {
+                    // The persona's voice may recase the question's first word.
+                    let said = crate::sim::text::normalize(last);
                     s.factual
                         .iter()
-                        .find(|q| last.contains(q.question.as_str()))
+                        .find(|q| said.contains(&crate::sim::text::normalize(&q.question)))
                 })
                 .map(|q| q.answer.clone())
                 .unwrap_or_default(),
@@ -162,11 +164,9 @@ pub fn nth_longest(text: &str, i: usize) -> String {
         .unwrap_or_default()
 }
 
-/// The first of `feelings` found as whole words in the last message, else in an earlier one, else
-/// the first of the list.
 /// The word after the first "my" or "our" the user said that is not an adjective-like filler
 /// ("my best friend" -> "friend"), else "family".
-fn first_person_named(users: &[&str]) -> String {
+fn named_after_my(users: &[&str]) -> String {
     const SKIP: [&str; 6] = ["best", "late", "own", "old", "little", "other"];
     for u in users {
         let ws = crate::sim::text::words(u);
@@ -181,6 +181,8 @@ fn first_person_named(users: &[&str]) -> String {
     "family".into()
 }
 
+/// The first of `feelings` found as whole words in the last message, else in an earlier one, else
+/// the first of the list.
 fn feeling_said(users: &[&str], feelings: &[String]) -> String {
     for m in users.iter().rev() {
         let padded = crate::sim::text::normalize(m);
@@ -376,6 +378,11 @@ mod tests {
         };
         assert_eq!(render("[{feeling_said}]", &bare), "[]");
         assert_eq!(nth_longest("one", 1), "");
+        // "my second try" names no one the skip list knows, so "second" is taken as it comes;
+        // with no scenario there is no factual question to answer.
+        assert_eq!(render("{person}|{answer}", &bare), "second|");
+        assert_eq!(named_after_my(&["My best friend told everyone."]), "friend");
+        assert_eq!(named_after_my(&["Nobody listens."]), "family");
     }
 
     #[test]
