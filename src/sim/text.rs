@@ -74,6 +74,14 @@ pub fn sentences(text: &str) -> Vec<&str> {
     }
 }
 
+/// The sentences of a reply, each trimmed with its end mark; a line break also ends one.
+pub fn reply_sentences(text: &str) -> Vec<&str> {
+    text.split_inclusive(['.', '!', '?', '\n'])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
 /// The sentences of a user message, with the persona's voice opener (which may end in a comma and
 /// run into the next sentence, "idk I've tried that.") split off first, so that every part is a
 /// sentence the user can say on its own.

@@ -66,40 +66,24 @@ fn check(set: &str) {
         .sum::<usize>();
     let dropped = "my words dropped where they don't belong";
     // The bound every detector is held to on honest replies (docs/REWARD.md).
-    for (what, n) in [
-        (
-            "lost their landing to misplaced words",
-            count(&again, |a| a.reasons.iter().any(|r| r == dropped)),
-        ),
-        (
-            "read as slot-filled frames",
-            count(&again, |a| a.components.contains_key("slot_filled")),
-        ),
-        (
-            "read as narration",
-            count(&again, |a| a.components.contains_key("narration")),
-        ),
-        (
-            "read as templates",
-            count(&again, |a| a.components.contains_key("template")),
-        ),
-        (
-            "read as not one person talking",
-            count(&again, |a| a.components.contains_key("disfluent")),
-        ),
-        (
-            "read as inventing what the user never said",
-            count(&again, |a| a.components.contains_key("invented")),
-        ),
-        (
-            "read as contradicting the user",
-            count(&again, |a| a.components.contains_key("contradicted")),
-        ),
-        (
-            "read as alarming the user",
-            count(&again, |a| a.components.contains_key("alarming")),
-        ),
-    ] {
+    let findings = [
+        ("slot-filled frames", "slot_filled"),
+        ("narration", "narration"),
+        ("templates", "template"),
+        ("not one person talking", "disfluent"),
+        ("inventing what the user never said", "invented"),
+        ("contradicting the user", "contradicted"),
+        ("alarming the user", "alarming"),
+    ]
+    .map(|(what, c)| {
+        let n = count(&again, |a| a.components.contains_key(c));
+        (format!("read as {what}"), n)
+    });
+    let misplaced = (
+        "lost their landing to misplaced words".to_string(),
+        count(&again, |a| a.reasons.iter().any(|r| r == dropped)),
+    );
+    for (what, n) in std::iter::once(misplaced).chain(findings) {
         assert!(
             n as f64 <= 0.02 * replies as f64,
             "{set}: {n} of {replies} honest replies {what}"

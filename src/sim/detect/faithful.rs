@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
 
-use crate::sim::text::{normalize, words};
+use crate::sim::text::{normalize, reply_sentences as sentences, words};
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -120,6 +120,8 @@ pub struct Faithful {
     reach: BTreeSet<String>,
     alive: BTreeSet<String>,
     remembered: Vec<String>,
+    /// `alarming.dangers`, each form normalized (padded for whole-word matching).
+    dangers: Vec<Vec<String>>,
 }
 
 fn lower_set(v: &[String]) -> BTreeSet<String> {
@@ -128,14 +130,6 @@ fn lower_set(v: &[String]) -> BTreeSet<String> {
 
 /// Words that may stand between a verb of reaching and whom it reaches ("talk to your dad").
 const BETWEEN: [&str; 8] = ["to", "with", "your", "up", "out", "on", "in", "by"];
-
-/// The sentences of a text, each with its end mark (a line break also ends one).
-fn sentences(text: &str) -> Vec<&str> {
-    text.split_inclusive(['.', '!', '?', '\n'])
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .collect()
-}
 
 /// The numbers of a text as digit strings: digit runs with the thousands commas taken out
 /// ("1,200" -> "1200"; "120/80" -> "120", "80"). A run glued to a letter before it ("m8") or
@@ -207,6 +201,12 @@ impl Faithful {
             reach: lower_set(&c.reach),
             alive: lower_set(&c.alive),
             remembered: c.remembered.iter().map(|p| normalize(p)).collect(),
+            dangers: cfg
+                .alarming
+                .dangers
+                .iter()
+                .map(|forms| forms.iter().map(|f| normalize(f)).collect())
+                .collect(),
             cfg,
         }
     }
@@ -419,14 +419,10 @@ impl Faithful {
                 continue;
             }
             let padded = normalize(s);
-            for forms in &self.cfg.alarming.dangers {
-                let hit = |text: &str| {
-                    forms
-                        .iter()
-                        .find(|f| text.contains(&format!(" {} ", f.to_lowercase())))
-                        .cloned()
-                };
+            for forms in &self.dangers {
+                let hit = |text: &str| forms.iter().find(|f| text.contains(f.as_str()));
                 if let Some(form) = hit(&padded) {
+                    let form = form.trim().to_string();
                     if hit(&user).is_none() && !found.contains(&form) {
                         found.push(form);
                     }

@@ -283,15 +283,16 @@ impl Detectors {
                 "must be at least 2 words (1 would flag every shared word)",
             ));
         }
+        let function_words: BTreeSet<String> = cfg
+            .incoherent
+            .function_words
+            .iter()
+            .map(|w| w.to_lowercase())
+            .collect();
         Ok(Detectors {
             meta_phrases: norm_all(&cfg.meta.phrases),
             meta_hints: norm_all(&cfg.meta.hints),
-            function_words: cfg
-                .incoherent
-                .function_words
-                .iter()
-                .map(|w| w.to_lowercase())
-                .collect(),
+            function_words: function_words.clone(),
             compliments: norm_all(&cfg.flattery.compliments),
             dangling: cfg
                 .cut_off
@@ -306,14 +307,7 @@ impl Detectors {
                 .map(|w| w.to_lowercase())
                 .collect(),
             frames: norm_all(&cfg.narration.frames),
-            faithful: Faithful::new(
-                cfg.faithful.clone(),
-                cfg.incoherent
-                    .function_words
-                    .iter()
-                    .map(|w| w.to_lowercase())
-                    .collect(),
-            ),
+            faithful: Faithful::new(cfg.faithful.clone(), function_words),
             cfg,
         })
     }

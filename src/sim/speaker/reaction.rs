@@ -78,9 +78,8 @@ pub fn reaction(a: &Appraisal, delta: i32, echoes_user: bool) -> Option<Reaction
 
 /// The question sentences of a reply (ending in '?'), in order.
 pub fn questions(reply: &str) -> Vec<&str> {
-    reply
-        .split_inclusive(['.', '!', '?', '\n'])
-        .map(str::trim)
+    crate::sim::text::reply_sentences(reply)
+        .into_iter()
         .filter(|s| s.ends_with('?'))
         .collect()
 }
