@@ -5,9 +5,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use empathy_gym::episode::{rollout, EpisodeJob, EpisodeRecord, FnPolicy, RolloutOptions, Turn};
+use empathy_gym::profile::FactualTurn;
 use empathy_gym::profile::{Catalog, Difficulty, KnobOverrides, ProfileId, Split};
 use empathy_gym::reward::RewardMode;
-use empathy_gym::sim::{Appraiser, Embedder};
+use empathy_gym::sim::{Appraisal, AppraisalInput, Appraiser, Embedder};
 
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -356,4 +357,33 @@ pub fn appraisals(record: &EpisodeRecord) -> Vec<&empathy_gym::sim::Appraisal> {
             _ => None,
         })
         .collect()
+}
+
+/// The simulator's appraisal of `reply` as the answer to the last of `users` (each message of the
+/// user so far, one policy turn each), on profile `(scenario, persona)` at moderate, with the
+/// emotion at `emotion` and `factual` the question the user just asked, if any.
+pub fn appraise_reply(
+    (scenario, persona): (&str, &str),
+    emotion: u8,
+    users: &[&str],
+    reply: &str,
+    factual: Option<&FactualTurn>,
+) -> Appraisal {
+    let id = ProfileId {
+        scenario: scenario.into(),
+        persona: persona.into(),
+    };
+    let profile = catalog()
+        .profile(&id, Difficulty::Moderate, &KnobOverrides::default())
+        .unwrap();
+    let input = AppraisalInput {
+        profile: &profile,
+        emotion,
+        turn: users.len() as u32,
+        reply,
+        user_messages: users.to_vec(),
+        previous_replies: Vec::new(),
+        factual,
+    };
+    simulator().appraise(&[input]).unwrap().remove(0)
 }

@@ -4,9 +4,9 @@
 //! The same replies without the fault are credited.
 
 use empathy_gym::episode::ScriptedPolicy;
-use empathy_gym::profile::{Difficulty, FactualTurn, KnobOverrides, ProfileId};
+use empathy_gym::profile::{Difficulty, FactualTurn, ProfileId};
 use empathy_gym::reward::RewardMode;
-use empathy_gym::sim::{Appraisal, AppraisalInput, FactualVerdict};
+use empathy_gym::sim::{Appraisal, FactualVerdict};
 
 use super::common::*;
 
@@ -15,28 +15,12 @@ const GRIEF: &str = "My grandmother died last week back home and I couldn't fly 
                      just carries on like nothing happened.";
 
 fn appraise_in(
-    (scenario, persona): (&str, &str),
+    profile: (&str, &str),
     users: &[&str],
     reply: &str,
     factual: Option<&FactualTurn>,
 ) -> Appraisal {
-    let id = ProfileId {
-        scenario: scenario.into(),
-        persona: persona.into(),
-    };
-    let profile = catalog()
-        .profile(&id, Difficulty::Moderate, &KnobOverrides::default())
-        .unwrap();
-    let input = AppraisalInput {
-        profile: &profile,
-        emotion: 45,
-        turn: users.len() as u32,
-        reply,
-        user_messages: users.to_vec(),
-        previous_replies: Vec::new(),
-        factual,
-    };
-    simulator().appraise(&[input]).unwrap().remove(0)
+    appraise_reply(profile, 45, users, reply, factual)
 }
 
 fn grief(reply: &str) -> Appraisal {

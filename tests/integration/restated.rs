@@ -3,8 +3,7 @@
 //! does such a restatement cut into fragments of under five words. A reflection in the listener's
 //! own words is not.
 
-use empathy_gym::profile::{Difficulty, KnobOverrides, ProfileId};
-use empathy_gym::sim::{Appraisal, AppraisalInput};
+use empathy_gym::sim::Appraisal;
 
 use super::common::*;
 
@@ -14,23 +13,7 @@ const USER: [&str; 1] = [
 ];
 
 fn appraise(reply: &str) -> Appraisal {
-    let id = ProfileId {
-        scenario: "money-credit-card-debt".into(),
-        persona: "jonah".into(),
-    };
-    let profile = catalog()
-        .profile(&id, Difficulty::Moderate, &KnobOverrides::default())
-        .unwrap();
-    let input = AppraisalInput {
-        profile: &profile,
-        emotion: 40,
-        turn: 1,
-        reply,
-        user_messages: USER.to_vec(),
-        previous_replies: Vec::new(),
-        factual: None,
-    };
-    simulator().appraise(&[input]).unwrap().remove(0)
+    appraise_reply(("money-credit-card-debt", "jonah"), 40, &USER, reply, None)
 }
 
 #[test]
