@@ -4,8 +4,9 @@
 # that scripts/slurm-local.sh runs while they do, the training commands, 200 concurrent episodes,
 # every profile at every difficulty, the red-team suite on every test profile), the pages in
 # headless Chromium (`#[ignore = "needs Chromium ..."]`: `replay html` and the rating page;
-# Debian's chromium is installed with apt-get when it is missing), then the builds without the engine's features: its
-# unit tests as compiled for a CPU with AVX2 only (gemm's own AVX-512 products off too), and the
+# Debian's chromium is installed with apt-get when it is missing), the cross-check of the engine's
+# forward against candle-transformers (feature `reference`), then the builds without the engine's
+# features: its unit tests as compiled for a CPU with AVX2 only (gemm's own AVX-512 products off too), and the
 # whole suite without the CPU kernels (--no-default-features). About 40 minutes on 2 cores; run it
 # before a release and when a change touches the sweeps, the trainer's commands, the servers, the
 # pages, the catalog or the engine's kernels.
@@ -24,6 +25,8 @@ trap 'scripts/slurm-local.sh stop' EXIT
 echo "== the slow tests and the pages"
 cargo test --release --workspace --test integration -- --ignored \
   sweep:: train_cli:: serve_env:: replay_html:: rate_page:: conformance:: redteam:: honest::
+echo "== the engine's forward against candle-transformers' quantized llama (--features reference)"
+cargo test --release --features reference --test integration model::real::reference
 echo "== the engine's unit tests as compiled for a CPU with AVX2 only (--no-default-features --features cpu-kernels)"
 cargo test --release -p empathy-engine --lib --no-default-features --features cpu-kernels
 echo "== the whole suite without the engine's CPU kernels (--no-default-features)"

@@ -15,6 +15,8 @@ mod conformance;
 #[cfg(feature = "cuda")]
 #[path = "integration/cuda.rs"]
 mod cuda;
+#[path = "integration/embedder.rs"]
+mod embedder;
 #[path = "integration/episode_log.rs"]
 mod episode_log;
 #[path = "integration/factual.rs"]

@@ -1,4 +1,4 @@
-//! Sentence embeddings with all-MiniLM-L6-v2 (candle-transformers' BERT, mean pooling, L2
+//! Sentence embeddings with all-MiniLM-L6-v2 (the BERT encoder of `bert.rs`, mean pooling, L2
 //! normalized), as sentence-transformers computes them.
 //!
 //! Reproducibility: a text's embedding must not depend on what else is in the batch, or `replay
@@ -17,9 +17,9 @@ use std::sync::Mutex;
 
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config};
 use tokenizers::Tokenizer;
 
+use super::bert::{Bert, BertConfig};
 use super::lru::Lru;
 use crate::error::{Error, Result};
 use crate::model::{ModelSearch, DEFAULT_EMBEDDER};
@@ -44,7 +44,7 @@ pub type Embedding = Vec<f32>;
 
 /// The sentence embedder.
 pub struct Embedder {
-    model: BertModel,
+    model: Bert,
     tokenizer: Tokenizer,
     device: Device,
     /// Texts per forward pass, each pass filled to it (`Some` on a GPU: [`GPU_CHUNK`]).
@@ -81,7 +81,7 @@ impl Embedder {
         let weights = need_file(dir, "model.safetensors")?;
         let tok_path = need_file(dir, "tokenizer.json")?;
         let text = std::fs::read_to_string(&config_path).map_err(|e| Error::io(&config_path, e))?;
-        let config: Config = serde_json::from_str(&text).map_err(|e| Error::Model {
+        let config: BertConfig = serde_json::from_str(&text).map_err(|e| Error::Model {
             path: config_path.clone(),
             message: format!("not a BERT config: {e}"),
         })?;
@@ -91,7 +91,7 @@ impl Embedder {
                 path: weights.clone(),
                 message: e.to_string(),
             })?;
-        let model = BertModel::load(vb, &config).map_err(|e| Error::Model {
+        let model = Bert::load(vb, &config).map_err(|e| Error::Model {
             path: weights.clone(),
             message: e.to_string(),
         })?;
@@ -272,8 +272,7 @@ impl Embedder {
         }
         let ids = Tensor::from_vec(flat, (n, len), &self.device)?;
         let mask = Tensor::from_vec(mask, (n, len), &self.device)?;
-        let types = ids.zeros_like()?;
-        Ok((self.model.forward(&ids, &types, Some(&mask))?, mask))
+        Ok((self.model.forward(&ids, &mask)?, mask))
     }
 
     /// Unit embeddings of the token sequences `ids`, each padded (and masked) to `len` tokens.

@@ -5,6 +5,7 @@
 
 pub mod appraiser;
 pub mod appraiser_config;
+pub mod bert;
 pub mod detect;
 pub mod embed;
 pub mod emotion;

@@ -3,11 +3,8 @@
 
 use anyhow::Result;
 use candle_core::quantized::gguf_file;
-use candle_core::{Device, Tensor};
-use candle_transformers::models::quantized_llama::ModelWeights;
-use empathy_gym::model::{
-    load_model, AdapterMode, ChatMessage, LoadOptions, Pass, Role, DEFAULT_POLICY,
-};
+use candle_core::Device;
+use empathy_gym::model::{load_model, ChatMessage, LoadOptions, Role, DEFAULT_POLICY};
 
 fn gguf_path() -> std::path::PathBuf {
     empathy_test_support::require_model(DEFAULT_POLICY)
@@ -81,64 +78,74 @@ fn smollm2_gguf_tokenizer_matches_llama_cpp_and_round_trips() -> Result<()> {
     Ok(())
 }
 
-/// candle_transformers' quantized_llama on the same file with every tensor dequantized (its
-/// batched prefill needs dequantized weights) gives the same last-position logits as our f32
-/// forward, both with and without our KV cache.
-#[test]
-fn smollm2_f32_forward_matches_candle_quantized_llama_dequantized() -> Result<()> {
-    let path = gguf_path();
-    // Read once per thread by candle's QMatMul; each test runs on its own thread.
-    std::env::set_var("CANDLE_DEQUANTIZE_ALL", "1");
-    let dev = Device::Cpu;
-    let m = load_model(&path, &dev, &LoadOptions::default())?;
-    let ids = m.encode_chat(
-        &[ChatMessage::new(
-            Role::User,
-            "I lost my job today and I feel awful.",
-        )],
-        true,
-    )?;
-    let mut file = std::fs::File::open(&path)?;
-    let ct = gguf_file::Content::read(&mut file)?;
-    let mut reference = ModelWeights::from_gguf(ct, &mut file, &dev)?;
-    let n = ids.len();
-    let split = n - 4;
-    // Ours without cache: all positions at once.
-    let x = Tensor::new(ids.as_slice(), &dev)?.unsqueeze(0)?;
-    let full = m
-        .model
-        .logits(
-            &m.model.forward(&x, None, AdapterMode::On, Pass::Infer)?,
-            Pass::Infer,
-        )?
-        .squeeze(0)?;
-    // Ours with cache: prefill then single steps, like the reference.
-    let mut cache = m.model.new_cache(1, n)?;
-    let mut worst = 0f32;
-    for pos in split..=n {
-        let (start, len) = if pos == split {
-            (0, split)
-        } else {
-            (pos - 1, 1)
-        };
-        let step = Tensor::new(&ids[start..start + len], &dev)?.unsqueeze(0)?;
-        let want = reference.forward(&step, start)?.squeeze(0)?;
-        let h = m
+/// Built with `--features reference` only (scripts/test-full.sh runs it): nothing else needs
+/// candle-transformers.
+#[cfg(feature = "reference")]
+mod reference {
+    use super::*;
+    use candle_core::Tensor;
+    use candle_transformers::models::quantized_llama::ModelWeights;
+    use empathy_gym::model::{AdapterMode, Pass};
+
+    /// candle_transformers' quantized_llama on the same file with every tensor dequantized (its
+    /// batched prefill needs dequantized weights) gives the same last-position logits as our f32
+    /// forward, both with and without our KV cache.
+    #[test]
+    fn smollm2_f32_forward_matches_candle_quantized_llama_dequantized() -> Result<()> {
+        let path = gguf_path();
+        // Read once per thread by candle's QMatMul; each test runs on its own thread.
+        std::env::set_var("CANDLE_DEQUANTIZE_ALL", "1");
+        let dev = Device::Cpu;
+        let m = load_model(&path, &dev, &LoadOptions::default())?;
+        let ids = m.encode_chat(
+            &[ChatMessage::new(
+                Role::User,
+                "I lost my job today and I feel awful.",
+            )],
+            true,
+        )?;
+        let mut file = std::fs::File::open(&path)?;
+        let ct = gguf_file::Content::read(&mut file)?;
+        let mut reference = ModelWeights::from_gguf(ct, &mut file, &dev)?;
+        let n = ids.len();
+        let split = n - 4;
+        // Ours without cache: all positions at once.
+        let x = Tensor::new(ids.as_slice(), &dev)?.unsqueeze(0)?;
+        let full = m
             .model
-            .forward(&step, Some(&mut cache), AdapterMode::On, Pass::Infer)?;
-        let cached = m
-            .model
-            .logits(&h.narrow(1, len - 1, 1)?, Pass::Infer)?
-            .flatten_all()?;
-        let uncached = full.get(start + len - 1)?;
-        for got in [cached, uncached] {
-            let d = (got - &want)?.abs()?.max(0)?.to_scalar::<f32>()?;
-            worst = worst.max(d);
+            .logits(
+                &m.model.forward(&x, None, AdapterMode::On, Pass::Infer)?,
+                Pass::Infer,
+            )?
+            .squeeze(0)?;
+        // Ours with cache: prefill then single steps, like the reference.
+        let mut cache = m.model.new_cache(1, n)?;
+        let mut worst = 0f32;
+        for pos in split..=n {
+            let (start, len) = if pos == split {
+                (0, split)
+            } else {
+                (pos - 1, 1)
+            };
+            let step = Tensor::new(&ids[start..start + len], &dev)?.unsqueeze(0)?;
+            let want = reference.forward(&step, start)?.squeeze(0)?;
+            let h = m
+                .model
+                .forward(&step, Some(&mut cache), AdapterMode::On, Pass::Infer)?;
+            let cached = m
+                .model
+                .logits(&h.narrow(1, len - 1, 1)?, Pass::Infer)?
+                .flatten_all()?;
+            let uncached = full.get(start + len - 1)?;
+            for got in [cached, uncached] {
+                let d = (got - &want)?.abs()?.max(0)?.to_scalar::<f32>()?;
+                worst = worst.max(d);
+            }
         }
+        println!("max |logit difference| vs quantized_llama (dequantized): {worst:e}");
+        assert!(worst < 1e-3, "max abs logit difference {worst}");
+        Ok(())
     }
-    println!("max |logit difference| vs quantized_llama (dequantized): {worst:e}");
-    assert!(worst < 1e-3, "max abs logit difference {worst}");
-    Ok(())
 }
 
 /// The name people see for the GGUF is its file stem, not the `general.name` the converter wrote
