@@ -57,6 +57,10 @@ pub struct UserArgs {
     /// Also write the table as CSV here.
     #[arg(long)]
     pub csv: Option<PathBuf>,
+    /// List this many of each log's stock sentences (said by users of several scenarios and
+    /// personas), the most widespread first.
+    #[arg(long, default_value_t = 0)]
+    pub stock: usize,
 }
 
 #[derive(Debug, Args)]
@@ -291,9 +295,9 @@ fn user(catalog_root: &Path, args: UserArgs) -> anyhow::Result<()> {
             n.div_ceil(args.quote).max(1)
         };
         for (k, (_, rec)) in log.records.iter().enumerate() {
-            let judged = measure(rec, &catalog, &lexicon, &mut acc);
+            let (judged, faults) = measure(rec, &catalog, &lexicon, &mut acc);
             if every > 0 && k % every == 0 {
-                quotes.push_str(&quote(rec, &judged));
+                quotes.push_str(&quote(rec, &judged, &faults));
                 quotes.push('\n');
             }
         }
@@ -301,6 +305,17 @@ fn user(catalog_root: &Path, args: UserArgs) -> anyhow::Result<()> {
     }
     let table = realism_table(&rows);
     print!("{}", table.to_markdown());
+    for (name, acc) in &rows {
+        let stock = acc.fit.stock_examples(args.stock);
+        if !stock.is_empty() {
+            println!(
+                "\nStock sentences of {name} (said by users of several scenarios and personas):"
+            );
+            for (s, scenarios, personas) in stock {
+                println!("- \"{s}\": {scenarios} scenarios, {personas} personas");
+            }
+        }
+    }
     if !quotes.is_empty() {
         println!("\n{quotes}");
     }

@@ -91,6 +91,8 @@ impl Catalog {
         }
         let presets = Presets::load(&root.join("data/difficulty.yaml"))?;
         let speaker = Arc::new(SpeakerRules::load(&root.join("data/speaker.yaml"))?);
+        super::lines::check_personas(&personas, &speaker)?;
+        super::lines::check_mood_lines(&scenarios, &personas, &speaker)?;
         Ok(Catalog {
             root: root.to_path_buf(),
             scenarios,

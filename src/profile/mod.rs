@@ -4,6 +4,7 @@ pub mod auto;
 pub mod catalog;
 mod check;
 pub mod difficulty;
+pub mod lines;
 pub mod need;
 pub mod persona;
 pub mod scenario;

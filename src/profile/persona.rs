@@ -1,10 +1,12 @@
 //! Personas: who the simulated user is and how they talk. Loaded from `personas/<id>.yaml`.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::check::{at_least, id_matches_file, non_empty};
+use super::speech::{Landed, Reaction};
 use crate::error::{Error, Result};
 
 /// The main character type of a persona (RLVER's user profiles).
@@ -42,6 +44,29 @@ pub struct Voice {
     /// way ("That's all there is to it."); the speaker's generic `said_all` lines follow.
     #[serde(default)]
     pub nothing_more: Vec<String>,
+    /// How this (guarded, avoidant) person turns a question aside; data/speaker.yaml's `decline`
+    /// lines follow.
+    #[serde(default)]
+    pub decline: Vec<String>,
+    /// The persona's own acknowledgements of what landed; data/speaker.yaml's follow.
+    #[serde(default)]
+    pub landed: Landed,
+    /// The persona's own lines per reaction, said after the scenario's and before
+    /// data/speaker.yaml's, so that two users do not complain in the same words.
+    #[serde(default)]
+    pub reactions: BTreeMap<Reaction, Vec<String>>,
+}
+
+impl Voice {
+    /// The persona's own lines for reaction `r`.
+    pub fn lines(&self, r: Reaction) -> &[String] {
+        self.reactions.get(&r).map_or(&[], Vec::as_slice)
+    }
+
+    /// Every opener, whatever the mood.
+    pub fn openers(&self) -> impl Iterator<Item = &String> {
+        self.low.iter().chain(&self.mid).chain(&self.high)
+    }
 }
 
 /// A simulated user's persona.
@@ -101,6 +126,23 @@ impl Persona {
         at_least(f, "voice.low", &self.voice.low, 1)?;
         at_least(f, "voice.mid", &self.voice.mid, 1)?;
         at_least(f, "voice.high", &self.voice.high, 1)?;
-        at_least(f, "voice.nothing_more", &self.voice.nothing_more, 0)
+        at_least(f, "voice.nothing_more", &self.voice.nothing_more, 0)?;
+        self.voice.landed.check_slots(f, "voice.landed")?;
+        if let Some((r, _)) = self.voice.reactions.iter().find(|(_, v)| v.is_empty()) {
+            return Err(Error::input(
+                f,
+                format!("voice.reactions.{}", r.as_str()),
+                "is empty: give it lines or leave the reaction out",
+            ));
+        }
+        if self.voice.reactions.contains_key(&Reaction::Unsafe) {
+            return Err(Error::input(
+                f,
+                "voice.reactions.unsafe",
+                "a user's last words after an unsafe reply are data/speaker.yaml's \
+                 `unsafe_by_kind`: remove this list",
+            ));
+        }
+        Ok(())
     }
 }

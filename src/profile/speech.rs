@@ -41,6 +41,8 @@ pub enum Reaction {
     Platitude,
     /// The listener said the same thing again.
     Repeated,
+    /// The listener put it the same way as in earlier replies: the same frame, new words.
+    Formulaic,
     /// Stock warmth that could be said to anyone.
     Hollow,
     /// More questions than anyone can answer at once.
@@ -48,7 +50,7 @@ pub enum Reaction {
 }
 
 impl Reaction {
-    pub const ALL: [Reaction; 17] = [
+    pub const ALL: [Reaction; 18] = [
         Reaction::Unsafe,
         Reaction::Parroted,
         Reaction::Meta,
@@ -64,6 +66,7 @@ impl Reaction {
         Reaction::AdviceWelcome,
         Reaction::Platitude,
         Reaction::Repeated,
+        Reaction::Formulaic,
         Reaction::Hollow,
         Reaction::Stacked,
     ];
@@ -86,8 +89,24 @@ impl Reaction {
             Reaction::AdviceWelcome => "advice_welcome",
             Reaction::Platitude => "platitude",
             Reaction::Repeated => "repeated",
+            Reaction::Formulaic => "formulaic",
             Reaction::Hollow => "hollow",
             Reaction::Stacked => "stacked",
+        }
+    }
+
+    /// A line of this reaction is a complaint: the user says it only after a reply that did not
+    /// raise the emotion. The one pleased reaction (a suggestion taken up) follows no fall.
+    pub fn is_complaint(self) -> bool {
+        self != Reaction::AdviceWelcome
+    }
+
+    /// Whether a line of this reaction fits a reply that changed the emotion by `delta`: the sign
+    /// of what the user says agrees with the sign of the change.
+    pub fn agrees_with(self, delta: i32) -> bool {
+        match self.is_complaint() {
+            true => delta <= 0,
+            false => delta >= 0,
         }
     }
 
@@ -133,12 +152,31 @@ impl QuestionKind {
     }
 }
 
-/// Acknowledgements with a slot: `{feeling}` / `{Feeling}`, `{specific}` / `{Specific}`.
-#[derive(Clone, Debug, Default, Deserialize)]
+/// Acknowledgements with a slot: `{feeling}` / `{Feeling}`, `{specific}` / `{Specific}`. A
+/// persona's own come before data/speaker.yaml's.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Landed {
+    /// The reply named a feeling the user had not put in those words: the word may be news.
+    #[serde(default)]
     pub feeling: Vec<String>,
+    /// The reply named back a feeling the user had said: agreement, not discovery.
+    #[serde(default)]
+    pub feeling_said: Vec<String>,
+    /// The reply picked up a specific of the user's story.
+    #[serde(default)]
     pub specific: Vec<String>,
+}
+
+impl Landed {
+    /// Each list with its field name and slot.
+    pub fn lists(&self) -> [(&'static str, &'static str, &[String]); 3] {
+        [
+            ("feeling", "feeling", &self.feeling),
+            ("feeling_said", "feeling", &self.feeling_said),
+            ("specific", "specific", &self.specific),
+        ]
+    }
 }
 
 /// The speaker's rules as read from `data/speaker.yaml`.
@@ -155,6 +193,13 @@ pub struct SpeakerRules {
     #[serde(default)]
     pub unsafe_by_kind: BTreeMap<String, Vec<String>>,
     pub landed: Landed,
+    /// Words that, just before a feeling or a specific in the reply, deny it ("nothing foolish",
+    /// "not your fault"): the user acknowledges only what the reply affirmed.
+    pub negations: Vec<String>,
+    /// Words before a feeling or a specific that a negation reaches.
+    pub negation_window: usize,
+    /// Phrases holding a negation word that affirm what follows ("no wonder").
+    pub affirming: Vec<String>,
     /// A guarded avoidant user's answer to a question it will not take up yet.
     pub decline: Vec<String>,
     /// A kind of question whose answers are used up.
@@ -208,7 +253,9 @@ impl SpeakerRules {
         }
         for (field, lines) in [
             ("landed.feeling", &self.landed.feeling),
+            ("landed.feeling_said", &self.landed.feeling_said),
             ("landed.specific", &self.landed.specific),
+            ("negations", &self.negations),
             ("decline", &self.decline),
             ("said_all", &self.said_all),
             ("fillers", &self.fillers),
@@ -217,18 +264,7 @@ impl SpeakerRules {
                 return Err(Error::input(path, field, "needs at least one line"));
             }
         }
-        for (field, slot, lines) in [
-            ("landed.feeling", "feeling", &self.landed.feeling),
-            ("landed.specific", "specific", &self.landed.specific),
-        ] {
-            if let Some(l) = lines.iter().find(|l| fill(l, slot, "") == **l) {
-                return Err(Error::input(
-                    path,
-                    field,
-                    format!("`{l}` has no {{{slot}}} slot: every line needs one"),
-                ));
-            }
-        }
+        self.landed.check_slots(path, "landed")?;
         for (field, rate) in [
             ("opener_rate", self.opener_rate),
             ("ask_back_rate", self.ask_back_rate),
@@ -244,6 +280,51 @@ impl SpeakerRules {
     pub fn lines(&self, r: Reaction) -> &[String] {
         self.reactions.get(&r).map_or(&[], Vec::as_slice)
     }
+}
+
+impl Landed {
+    /// Every line holds its slot (`{feeling}` or `{specific}`, either case); errors name `path`
+    /// and the field under `at`.
+    pub fn check_slots(&self, path: &Path, at: &str) -> Result<()> {
+        for (field, slot, lines) in self.lists() {
+            if let Some(l) = lines.iter().find(|l| fill(l, slot, "") == **l) {
+                return Err(Error::input(
+                    path,
+                    format!("{at}.{field}"),
+                    format!("`{l}` has no {{{slot}}} slot: every line needs one"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Lowercases, folds curly quotes, turns everything but letters, digits and apostrophes into
+/// spaces, collapses runs of spaces, and pads with one space on each side, so that
+/// `padded.contains(" phrase ")` is a whole-word match.
+pub fn normalize(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push(' ');
+    let mut last_space = true;
+    for c in text.chars() {
+        let c = match c {
+            '\u{2018}' | '\u{2019}' | '`' => '\'',
+            c => c,
+        };
+        if c.is_alphanumeric() || c == '\'' {
+            for l in c.to_lowercase() {
+                out.push(l);
+            }
+            last_space = false;
+        } else if !last_space {
+            out.push(' ');
+            last_space = true;
+        }
+    }
+    if !last_space {
+        out.push(' ');
+    }
+    out
 }
 
 /// The sentences of a line, split after '.', '!' and '?' and trimmed: the unit the speaker never

@@ -12,6 +12,7 @@ mod log_stats;
 pub mod rate;
 mod rerun;
 mod transcript;
+pub mod user_fit;
 mod user_realism;
 
 pub use html::render_html;

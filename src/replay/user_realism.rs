@@ -10,16 +10,22 @@
 //!   whose cue is in the question, a scenario answer of the question's kind (any kind when the
 //!   kind is unknown; an advice line, when the question of no known kind came with a suggestion),
 //!   a decline, a "nothing more" line, or "one thing at a time". For a suggestion: an
-//!   advice line (taken up or pushed back), the scenario's or the speaker's. For both: a line
+//!   advice line (taken up or pushed back), the scenario's, the persona's or the speaker's. For both: a line
 //!   saying the reply was not talking to the user (meta, off topic, incoherent, unsafe). A line
 //!   counts when its words are in the turn in order (normalized). Lines are the current
 //!   catalog's, so old logs are measured by the same rule.
+//!
+//! - **Fit** (`user_fit.rs`): whether the user's words fit what happened: glued sentences,
+//!   acknowledgements of what the reply did not affirm, complaints without their finding, lines
+//!   whose sign disagrees with the emotion's change, and stock sentences shared across scenarios
+//!   and personas.
 //!
 //! Sentences are compared normalized (case and punctuation aside), with the persona's voice opener
 //! split off first, as the appraiser splits a user message.
 
 use std::collections::BTreeSet;
 
+use super::user_fit::{self, Fit, TurnFaults};
 use crate::episode::{End, EpisodeRecord, Turn};
 use crate::profile::persona::Voice;
 use crate::profile::{Catalog, QuestionKind, Reaction, Scenario};
@@ -63,6 +69,8 @@ pub struct Realism {
     /// Policy turns that asked or suggested (a turn doing both counts once).
     pub either: usize,
     pub either_responded: usize,
+    /// Whether the user's words fit what happened.
+    pub fit: Fit,
 }
 
 fn share(n: usize, d: usize) -> String {
@@ -75,7 +83,7 @@ fn share(n: usize, d: usize) -> String {
 
 impl Realism {
     /// The column names of [`Realism::row`].
-    pub const COLUMNS: [&'static str; 8] = [
+    pub const COLUMNS: [&'static str; 13] = [
         "log",
         "dialogues",
         "user turns",
@@ -84,10 +92,15 @@ impl Realism {
         "repeat rate, full-length dialogues",
         "responsive to questions",
         "responsive to questions or suggestions",
+        "glued",
+        "unfit acknowledgements",
+        "complaints without their finding",
+        "sign disagreements",
+        "turns with a stock sentence",
     ];
 
     pub fn row(&self, name: &str) -> Vec<String> {
-        vec![
+        let mut row = vec![
             name.to_string(),
             self.dialogues.to_string(),
             self.user_turns.to_string(),
@@ -111,7 +124,17 @@ impl Realism {
                 self.suggested_responded,
                 self.suggested
             ),
-        ]
+        ];
+        let f = &self.fit;
+        let count = |n: usize| format!("{n} ({})", share(n, f.turns));
+        row.extend([
+            count(f.glued),
+            count(f.unfit_acknowledgements),
+            count(f.unmatched_complaints),
+            count(f.sign_disagreements),
+            count(f.stock_turns()),
+        ]);
+        row
     }
 }
 
@@ -119,7 +142,7 @@ impl Realism {
 struct Answers<'a> {
     scenario: &'a Scenario,
     catalog: &'a Catalog,
-    persona: Option<&'a [String]>,
+    persona: Option<&'a crate::profile::Persona>,
 }
 
 impl Answers<'_> {
@@ -145,9 +168,21 @@ impl Answers<'_> {
                 .chain(&rules.said_all)
                 .map(String::as_str),
         );
-        out.extend(self.persona.unwrap_or(&[]).iter().map(String::as_str));
-        out.extend(rules.lines(Reaction::Stacked).iter().map(String::as_str));
+        if let Some(p) = self.persona {
+            out.extend(p.voice.nothing_more.iter().map(String::as_str));
+            out.extend(p.voice.decline.iter().map(String::as_str));
+        }
+        out.extend(self.lines(Reaction::Stacked));
         out
+    }
+
+    /// The persona's and the speaker's lines for reaction `r`.
+    fn lines(&self, r: Reaction) -> impl Iterator<Item = &str> {
+        self.persona
+            .map_or(&[][..], |p| p.voice.lines(r))
+            .iter()
+            .chain(self.catalog.speaker.lines(r))
+            .map(String::as_str)
     }
 
     fn suggestion_lines(&self) -> Vec<&str> {
@@ -156,7 +191,7 @@ impl Answers<'_> {
             if let Some(own) = self.scenario.reactions.get(&r) {
                 out.extend(own.iter().map(String::as_str));
             }
-            out.extend(self.catalog.speaker.lines(r).iter().map(String::as_str));
+            out.extend(self.lines(r));
         }
         out
     }
@@ -164,7 +199,7 @@ impl Answers<'_> {
     fn not_listening_lines(&self) -> Vec<&str> {
         let mut out = Vec::new();
         for r in Reaction::ALL.into_iter().filter(|r| r.not_listening()) {
-            out.extend(self.catalog.speaker.lines(r).iter().map(String::as_str));
+            out.extend(self.lines(r));
         }
         out
     }
@@ -187,8 +222,20 @@ fn sentence_set(text: &str, voice: Option<&Voice>) -> BTreeSet<String> {
     out
 }
 
-/// Adds one dialogue's counts to `acc` and returns its judged policy turns.
+/// Adds one dialogue's counts to `acc` and returns its judged policy turns and its user turns'
+/// faults (after the opening, in order).
 pub fn measure<'a>(
+    rec: &'a EpisodeRecord,
+    catalog: &Catalog,
+    lexicon: &Lexicon,
+    acc: &mut Realism,
+) -> (Vec<Judged<'a>>, Vec<TurnFaults>) {
+    let faults = user_fit::check(rec, catalog, lexicon, &mut acc.fit);
+    (measure_responses(rec, catalog, lexicon, acc), faults)
+}
+
+/// The repeat and responsiveness counts of one dialogue.
+fn measure_responses<'a>(
     rec: &'a EpisodeRecord,
     catalog: &Catalog,
     lexicon: &Lexicon,
@@ -230,7 +277,7 @@ pub fn measure<'a>(
     let answers = Answers {
         scenario,
         catalog,
-        persona: persona.map(|p| p.voice.nothing_more.as_slice()),
+        persona: persona.map(|p| p.as_ref()),
     };
     let mut judged = Vec::new();
     let replies = rec.assistant_turns();
@@ -296,9 +343,10 @@ pub fn realism_table(rows: &[(String, Realism)]) -> Table {
     t
 }
 
-/// One dialogue quoted for a spot check: every turn, and after each policy turn that asked
-/// something, what it asked and the rule's verdict on the answer.
-pub fn quote(rec: &EpisodeRecord, judged: &[Judged<'_>]) -> String {
+/// One dialogue quoted for a spot check: every turn, after each policy turn that asked something
+/// what it asked and the rule's verdict on the answer, and after each user turn that does not fit
+/// what happened, why.
+pub fn quote(rec: &EpisodeRecord, judged: &[Judged<'_>], faults: &[TurnFaults]) -> String {
     let mut out = format!(
         "#### {}:{} (seed {}, end {})\n\n",
         rec.profile.scenario,
@@ -306,10 +354,19 @@ pub fn quote(rec: &EpisodeRecord, judged: &[Judged<'_>]) -> String {
         rec.simulator.seed,
         crate::episode::end_word(rec.end)
     );
+    let mut user_turns: usize = 0;
     for t in &rec.turns {
         match t {
             Turn::User { text, emotion, .. } => {
                 out.push_str(&format!("- **user** ({emotion}): {text}\n"));
+                let fault = user_turns
+                    .checked_sub(1)
+                    .and_then(|k| faults.get(k))
+                    .and_then(user_fit::describe);
+                if let Some(why) = fault {
+                    out.push_str(&format!("  - *does not fit:* {why}\n"));
+                }
+                user_turns += 1;
             }
             Turn::Assistant { text, .. } => {
                 out.push_str(&format!("- **policy**: {text}\n"));

@@ -66,6 +66,11 @@ pub struct Appraisal {
     /// built-in appraiser).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llm: Option<super::llm::LlmTrace>,
+    /// Whether the reply suggests something: an advice cue of data/lexicon.yaml, the rule `replay
+    /// user` reads suggestions by. The speaker takes up or pushes back only a suggestion made. Not
+    /// logged: it is read from the reply's text again.
+    #[serde(skip)]
+    pub suggested: bool,
     /// The user's next message when the simulator wrote it (the LLM user); `None`: the rule-based
     /// speaker writes it. Never logged here: it becomes the user turn's text.
     #[serde(skip)]
@@ -308,7 +313,10 @@ impl Appraiser {
     ) -> Result<Appraisal> {
         let reply_emb = self.embedder.embed(&[inp.reply])?.remove(0);
         let cues = self.lexicon.cues(inp.reply);
-        let mut out = Appraisal::default();
+        let mut out = Appraisal {
+            suggested: cues.hits.get(&Move::Advice).is_some_and(|n| *n > 0),
+            ..Appraisal::default()
+        };
         let context = inp
             .user_messages
             .last()

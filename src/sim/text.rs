@@ -2,32 +2,32 @@
 
 use crate::profile::persona::Voice;
 
-/// Lowercases, folds curly quotes, turns everything but letters, digits and apostrophes into
-/// spaces, collapses runs of spaces, and pads with one space on each side, so that
-/// `padded.contains(" phrase ")` is a whole-word match.
-pub fn normalize(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push(' ');
-    let mut last_space = true;
-    for c in text.chars() {
-        let c = match c {
-            '\u{2018}' | '\u{2019}' | '`' => '\'',
-            c => c,
-        };
-        if c.is_alphanumeric() || c == '\'' {
-            for l in c.to_lowercase() {
-                out.push(l);
-            }
-            last_space = false;
-        } else if !last_space {
-            out.push(' ');
-            last_space = true;
-        }
+pub use crate::profile::speech::normalize;
+
+/// How a reply's words affirm or deny what they name: a negation among the `window` words before a
+/// phrase denies it, unless it is part of an `affirming` phrase ("no wonder"). All normalized.
+#[derive(Clone, Copy, Debug)]
+pub struct Negation<'a> {
+    pub negations: &'a [String],
+    pub affirming: &'a [String],
+    pub window: usize,
+}
+
+/// True when `phrase` (normalized, see [`normalize`]) occurs in `padded` at least once without a
+/// negation ([`Negation`]) among the words before it: "no wonder you feel foolish" affirms
+/// "foolish", "there's nothing foolish in it" does not.
+pub fn affirmed(padded: &str, phrase: &str, neg: Negation<'_>) -> bool {
+    let mut padded = padded.to_string();
+    for a in neg.affirming {
+        padded = padded.replace(&normalize(a), " ");
     }
-    if !last_space {
-        out.push(' ');
-    }
-    out
+    let (negations, window) = (neg.negations, neg.window);
+    padded.match_indices(phrase).any(|(at, _)| {
+        let before: Vec<&str> = padded[..at].split_whitespace().collect();
+        !before[before.len().saturating_sub(window)..]
+            .iter()
+            .any(|w| negations.iter().any(|n| n == w))
+    })
 }
 
 /// Counts how many of `phrases` (already normalized, see [`normalize`]) occur in `padded`.
@@ -96,8 +96,9 @@ pub fn user_sentences<'a>(voice: &Voice, text: &'a str) -> Vec<&'a str> {
     match opener {
         Some(o) => {
             let (head, rest) = text.split_at(o.len());
-            let mut out = vec![head];
-            out.extend(sentences(rest));
+            let mut out = vec![head.trim_end_matches(',')];
+            // The speaker runs an opener into the next sentence with a comma.
+            out.extend(sentences(rest.trim_start_matches([',', ' '])));
             out
         }
         None => sentences(text),
@@ -279,6 +280,27 @@ mod tests {
     fn normalize_pads_and_folds() {
         assert_eq!(normalize("That’s  HARD, Maya!"), " that's hard maya ");
         assert_eq!(normalize(""), " ");
+    }
+
+    #[test]
+    fn a_phrase_after_a_negation_is_not_affirmed() {
+        let negations: Vec<String> = ["not", "no", "nothing", "don't"].map(String::from).to_vec();
+        let affirming = vec!["no wonder".to_string()];
+        let neg = Negation {
+            negations: &negations,
+            affirming: &affirming,
+            window: 5,
+        };
+        let f = |reply: &str| affirmed(&normalize(reply), " foolish ", neg);
+        assert!(!f("There's nothing foolish in it."));
+        assert!(!f("You're not being foolish."));
+        assert!(!f("I don't think you're foolish."));
+        assert!(f("No wonder you feel foolish."));
+        assert!(f("It's strange to say, but you feel foolish."));
+        assert!(!f("There's no need to feel foolish."));
+        // One affirmed occurrence is enough.
+        assert!(f("Not foolish, I said; but you feel foolish."));
+        assert!(!f("That sounds hard."));
     }
 
     #[test]

@@ -1,15 +1,20 @@
 //! The frozen honest dialogues (tests/data/honest-listener/ and honest-listener-2/) under today's
 //! rules: the template, narration, faithfulness, wording and fluency detectors fire on at most 2%
-//! of a skilled listener's own replies, and honest listening ends above the static listener script
-//! on the same users. In scripts/test-full.sh (each plays three found policies on 20 dialogues,
+//! of a skilled listener's own replies, honest listening ends above the static listener script
+//! on the same users, and the user's words fit what happened in every turn (`replay user`'s
+//! checks: nothing glued, no acknowledgement of what a reply denied, no complaint without its
+//! finding, no line whose sign disagrees with the change), which a turn edited to break each rule
+//! shows the checks would catch. In scripts/test-full.sh (each plays three found policies on 20 dialogues,
 //! over 20 s): the policies the adaptive attacker last found (results/redteam/search/found/) end at
 //! least 15 points below honest listening there.
 
 use empathy_gym::episode::{EpisodeRecord, ScriptedPolicy, Turn};
 use empathy_gym::profile::{Difficulty, ProfileId};
 use empathy_gym::redteam::{self, Side, MARGIN};
+use empathy_gym::replay::user_fit::{self, Fit};
 use empathy_gym::replay::{rerun, RerunSettings};
 use empathy_gym::reward::RewardMode;
+use empathy_gym::sim::lexicon::Lexicon;
 
 use super::common::*;
 
@@ -89,6 +94,7 @@ fn check(set: &str) {
             "{set}: {n} of {replies} honest replies {what}"
         );
     }
+    user_words_fit(set, &again);
     let (cases, difficulty) = cases(&logged);
     let honest = mean_final(&again);
     // The static listener on the same users, difficulty and seeds.
@@ -106,6 +112,89 @@ fn check(set: &str) {
         honest > stat,
         "{set}: honest listening {honest:.1} against the static listener {stat:.1}"
     );
+}
+
+/// How many turns one of the fit checks caught.
+type Count = fn(&Fit) -> usize;
+
+/// The fit checks of `replay user` over `records`.
+fn fit(records: &[EpisodeRecord]) -> Fit {
+    let lexicon = Lexicon::load(&root().join("data/lexicon.yaml")).unwrap();
+    let mut acc = Fit::default();
+    for r in records {
+        user_fit::check(r, catalog(), &lexicon, &mut acc);
+    }
+    acc
+}
+
+/// Every user turn of the replayed honest dialogues fits what happened, and a turn edited to break
+/// each rule is caught.
+fn user_words_fit(set: &str, again: &[EpisodeRecord]) {
+    let f = fit(again);
+    assert!(f.turns > 100, "{set}: {} user turns", f.turns);
+    for (what, n) in [
+        ("glued", f.glued),
+        ("unfit acknowledgements", f.unfit_acknowledgements),
+        ("complaints without their finding", f.unmatched_complaints),
+        ("sign disagreements", f.sign_disagreements),
+    ] {
+        assert_eq!(n, 0, "{set}: {what}");
+    }
+    // The first user turn after a reply that raised the emotion, edited four ways.
+    let (rec, at) = again
+        .iter()
+        .find_map(|r| {
+            let at = r
+                .turns
+                .iter()
+                .skip(1)
+                .position(|t| matches!(t, Turn::User { delta: Some(d), .. } if *d > 0))?;
+            Some((r, at + 1))
+        })
+        .expect("a rise");
+    let scenario = &catalog().scenarios[&rec.profile.scenario];
+    let feeling = scenario.feelings[0].clone();
+    let reply_before = |r: &mut EpisodeRecord, text: &str| {
+        if let Turn::Assistant { text: t, .. } = &mut r.turns[at - 1] {
+            *t = text.to_string();
+        }
+    };
+    let user = |r: &mut EpisodeRecord, text: &str| {
+        if let Turn::User { text: t, .. } = &mut r.turns[at] {
+            *t = text.to_string();
+        }
+    };
+    let mut glued = rec.clone();
+    user(&mut glued, "Okay, so, She never called back.");
+    let mut denied = rec.clone();
+    reply_before(
+        &mut denied,
+        &format!("There's nothing {feeling} about any of it."),
+    );
+    user(
+        &mut denied,
+        &format!("{}. Yes, that's the word.", capitalize(&feeling)),
+    );
+    let mut complaint = rec.clone();
+    user(&mut complaint, "You said that already.");
+    let caught: [(&str, EpisodeRecord, Count); 3] = [
+        ("glued", glued, |f| f.glued),
+        ("a denied feeling acknowledged", denied, |f| {
+            f.unfit_acknowledgements
+        }),
+        ("a complaint after a rise", complaint, |f| {
+            f.unmatched_complaints.min(f.sign_disagreements)
+        }),
+    ];
+    for (what, r, count) in caught {
+        assert_eq!(count(&fit(&[r])), 1, "{set}: {what} not caught");
+    }
+}
+
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map_or_else(String::new, |f| f.to_uppercase().chain(c).collect())
 }
 
 fn check_found(set: &str) {

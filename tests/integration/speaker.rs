@@ -6,7 +6,7 @@ use empathy_gym::episode::DialogueEnv;
 use empathy_gym::episode::Turn;
 use empathy_gym::profile::{Difficulty, KnobOverrides, Profile, ProfileId, Reaction};
 use empathy_gym::reward::{Aggregate, RewardMode};
-use empathy_gym::sim::speaker::reaction::{echoes, reaction};
+use empathy_gym::sim::speaker::reaction::{echoes, reaction, Heard};
 use empathy_gym::sim::text::{normalize, sentences};
 
 use crate::common::{catalog, simulator};
@@ -46,17 +46,18 @@ fn answer(id: &str, replies: &[&str]) -> (String, Option<Reaction>, Profile) {
         last = Some(env.step(simulator(), r).unwrap());
     }
     let out = last.expect("at least one reply");
-    let r = reaction(
-        &out.appraisal,
-        out.delta,
-        echoes(replies[replies.len() - 1], &said),
-    );
+    let heard = Heard {
+        echoes_user: echoes(replies[replies.len() - 1], &said),
+        suggested: out.appraisal.suggested,
+    };
+    let r = reaction(&out.appraisal, out.delta, heard);
     (out.obs.text, r, p)
 }
 
-/// The lines the user could have used for `r`: the scenario's, then the speaker's.
+/// The lines the user could have used for `r`: the scenario's, the persona's, then the speaker's.
 fn pool(p: &Profile, r: Reaction) -> Vec<String> {
     let mut out = p.scenario.reactions.get(&r).cloned().unwrap_or_default();
+    out.extend(p.persona.voice.lines(r).iter().cloned());
     out.extend(p.speaker.lines(r).iter().cloned());
     out
 }
@@ -165,7 +166,7 @@ fn advice_the_user_did_not_get_is_never_named() {
     assert_eq!(r, Some(Reaction::AdviceRejected), "{text}");
     assert!(!text.contains("care homes"), "{text}");
     assert!(
-        says_one_of(&text, p.speaker.lines(Reaction::AdviceRejected)),
+        says_one_of(&text, &pool(&p, Reaction::AdviceRejected)),
         "{text}"
     );
 }

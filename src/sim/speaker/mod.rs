@@ -4,6 +4,12 @@
 //! answer to its question, a fact trust brings out, a line for the mood, a hint, a question back,
 //! and the factual question due. No sentence is said twice in a dialogue; when the material runs
 //! out the user says so. Deterministic given the dialogue's RNG.
+//!
+//! The message reads as one person talking: the opener runs into the sentence after it with a
+//! comma, each part ends a sentence, and the opener's mood follows the emotion's change. What the
+//! user answers follows what happened: a complaint only for a fault the appraisal found and only
+//! after a reply that did not raise the emotion, an acknowledgement only of what the reply
+//! affirmed (not "nothing foolish"), and a suggestion taken up only when one was made.
 
 pub mod reaction;
 #[cfg(test)]
@@ -15,11 +21,14 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::emotion::Bucket;
-use super::text::{normalize, sentences};
+use super::text::{affirmed, normalize, user_sentences, Negation};
 use super::Appraisal;
+use crate::profile::persona::Voice;
 use crate::profile::speech::fill;
-use crate::profile::{Character, HiddenFact, Profile, QuestionKind, Reaction, SpeakerRules};
-use reaction::{echoes, questions, reaction};
+use crate::profile::{
+    Character, HiddenFact, Profile, QuestionKind, Reaction, Scenario, SpeakerRules,
+};
+use reaction::{echoes, found, questions, reaction, Heard};
 
 /// Points of rise from which trust makes a (non-avoidant) user reveal the next hidden fact.
 pub const REVEAL_MIN_DELTA: i32 = 5;
@@ -40,16 +49,24 @@ pub struct SpeakerMemory {
 }
 
 impl SpeakerMemory {
-    /// True when no sentence of `line` has been said yet.
-    fn fresh(&self, line: &str) -> bool {
-        sentences(line)
+    /// The sentences of `line` as the memory holds them: normalized, with the persona's voice
+    /// opener split off first, as `replay user` reads a turn ("I mean, it's ..." says "I mean").
+    fn sentences_of(voice: &Voice, line: &str) -> Vec<String> {
+        user_sentences(voice, line)
             .iter()
-            .all(|s| !self.said.contains(&normalize(s)))
+            .map(|s| normalize(s))
+            .collect()
     }
 
-    fn remember(&mut self, line: &str) {
-        self.said
-            .extend(sentences(line).iter().map(|s| normalize(s)));
+    /// True when no sentence of `line` has been said yet.
+    fn fresh(&self, voice: &Voice, line: &str) -> bool {
+        Self::sentences_of(voice, line)
+            .iter()
+            .all(|s| !self.said.contains(s))
+    }
+
+    fn remember(&mut self, voice: &Voice, line: &str) {
+        self.said.extend(Self::sentences_of(voice, line));
     }
 }
 
@@ -71,7 +88,10 @@ pub struct SpeakInput<'a> {
 /// One message being composed: every line it takes is fresh and is remembered.
 struct Message<'m> {
     mem: &'m mut SpeakerMemory,
+    voice: &'m Voice,
     rng: &'m mut ChaCha8Rng,
+    /// The persona's voice opener, joined to the first part when the message is finished.
+    opener: Option<String>,
     parts: Vec<String>,
     /// Parts other than the opener and the factual question.
     said_something: bool,
@@ -81,7 +101,10 @@ impl Message<'_> {
     /// A fresh line from the first pool that has one, picked at random within that pool.
     fn pick(&mut self, pools: &[&[String]]) -> Option<String> {
         for pool in pools {
-            let fresh: Vec<&String> = pool.iter().filter(|l| self.mem.fresh(l)).collect();
+            let fresh: Vec<&String> = pool
+                .iter()
+                .filter(|l| self.mem.fresh(self.voice, l))
+                .collect();
             if !fresh.is_empty() {
                 let line = fresh[self.rng.random_range(0..fresh.len())].clone();
                 return Some(line);
@@ -91,7 +114,7 @@ impl Message<'_> {
     }
 
     fn say(&mut self, line: String) {
-        self.mem.remember(&line);
+        self.mem.remember(self.voice, &line);
         self.parts.push(line);
         self.said_something = true;
     }
@@ -153,14 +176,19 @@ pub fn speak(
     if !mem.started {
         mem.started = true;
         mem.revealed = vec![false; scenario.hidden_facts.len()];
-        mem.remember(&scenario.opening);
+        mem.remember(&persona.voice, &scenario.opening);
     }
     let bucket = Bucket::of(input.emotion);
-    let echo = echoes(input.reply, &mem.said);
-    let reacted = reaction(input.appraisal, input.delta, echo);
+    let heard = Heard {
+        echoes_user: echoes(input.reply, &mem.said),
+        suggested: input.appraisal.suggested,
+    };
+    let reacted = reaction(input.appraisal, input.delta, heard);
     let mut msg = Message {
         mem,
+        voice: &persona.voice,
         rng,
+        opener: None,
         parts: Vec::new(),
         said_something: false,
     };
@@ -172,31 +200,32 @@ pub fn speak(
             .get(finding.kind.as_str())
             .map_or(&[][..], Vec::as_slice);
         msg.say_from(&[by_kind, rules.lines(Reaction::Unsafe)]);
-        return finish(msg, rules);
+        return finish(msg, profile);
     }
     match bucket {
         Bucket::S => {
             msg.say_from(&[&u.S]);
-            return finish(msg, rules);
+            return finish(msg, profile);
         }
         Bucket::F => {
             if let Some(r) = reacted {
                 say_reaction(&mut msg, profile, r, input.reply);
             }
             msg.say_from(&[&u.F]);
-            return finish(msg, rules);
+            return finish(msg, profile);
         }
         _ => {}
     }
-    let voice = match bucket {
-        Bucket::A => &persona.voice.high,
-        Bucket::B => &persona.voice.mid,
+    // The opener's mood follows the change: the warm openers only after a rise.
+    let voice = match (bucket, input.delta > 0) {
+        (Bucket::A, true) => &persona.voice.high,
+        (Bucket::A | Bucket::B, _) => &persona.voice.mid,
         _ => &persona.voice.low,
     };
     if msg.rng.random_bool(rules.opener_rate) {
         if let Some(o) = msg.pick(&[voice]) {
-            msg.mem.remember(&o);
-            msg.parts.push(o);
+            msg.mem.remember(&persona.voice, &o);
+            msg.opener = Some(o);
         }
     }
     match reacted {
@@ -207,8 +236,9 @@ pub fn speak(
     let asked = questions(input.reply);
     let mut revealed_now = false;
     if !asked.is_empty() && !reacted.is_some_and(Reaction::not_listening) {
-        if input.appraisal.components.contains_key("stacked_questions") {
-            msg.say_from(&[rules.lines(Reaction::Stacked)]);
+        let stacked = Reaction::Stacked;
+        if stacked.agrees_with(input.delta) && found(stacked, input.appraisal, input.delta, heard) {
+            msg.say_from(&[persona.voice.lines(stacked), rules.lines(stacked)]);
         }
         revealed_now = answer(&mut msg, profile, &asked, input.emotion, reacted.is_some());
     }
@@ -243,20 +273,27 @@ pub fn speak(
         msg.say_from(&[&scenario.asks]);
     }
     if let Some(q) = input.question {
-        msg.mem.remember(q);
+        msg.mem.remember(&persona.voice, q);
         msg.parts.push(q.to_string());
     }
-    finish(msg, rules)
+    finish(msg, profile)
 }
 
-/// A line for reaction `r`: the scenario's own first, then the speaker's generic ones.
+/// A line for reaction `r`: the scenario's own first, then the persona's, then the speaker's
+/// generic ones.
 fn say_reaction(msg: &mut Message<'_>, profile: &Profile, r: Reaction, reply: &str) {
     let own = own_lines(profile, r, reply);
-    msg.say_from(&[&own, profile.speaker.lines(r)]);
+    msg.say_from(&[
+        &own,
+        profile.persona.voice.lines(r),
+        profile.speaker.lines(r),
+    ]);
 }
 
-/// Joins the parts; a message with nothing of substance says that the user has nothing more.
-fn finish(mut msg: Message<'_>, rules: &SpeakerRules) -> String {
+/// Joins the parts into one message; a message with nothing of substance says that the user has
+/// nothing more.
+fn finish(mut msg: Message<'_>, profile: &Profile) -> String {
+    let rules = &*profile.speaker;
     if !msg.said_something {
         let line = msg
             .pick(&[&rules.said_all, &rules.fillers])
@@ -267,23 +304,110 @@ fn finish(mut msg: Message<'_>, rules: &SpeakerRules) -> String {
                     .cloned()
                     .unwrap_or_else(|| "...".into())
             });
-        msg.mem.remember(&line);
-        // The closing or the opener came first; the admission goes before a factual question.
+        msg.mem.remember(msg.voice, &line);
+        // A closing came first; the admission goes before a factual question.
         let at = msg.parts.len().min(1);
         msg.parts.insert(at, line);
     }
-    msg.parts.join(" ")
+    let body = msg
+        .parts
+        .iter()
+        .map(|p| end_sentence(p))
+        .collect::<Vec<_>>()
+        .join(" ");
+    match msg.opener {
+        // An opener that ends on the word the message starts with ("I guess maybe" + "Maybe.")
+        // would stammer: the message goes without it.
+        Some(o) if !repeats_into(&o, &body) => {
+            join_opener(&o, &body, |w| keeps_capital(&profile.scenario, w))
+        }
+        _ => body,
+    }
+}
+
+/// True when `opener`'s last word is `body`'s first (case aside).
+fn repeats_into(opener: &str, body: &str) -> bool {
+    let last = crate::sim::text::words(opener).pop();
+    let first = crate::sim::text::words(body).into_iter().next();
+    last.is_some() && last == first
+}
+
+/// `part` ending a sentence: a full stop added when it ends on none ("u stopped halfway thru"),
+/// so that the next part does not run into it.
+fn end_sentence(part: &str) -> String {
+    let part = part.trim_end();
+    match part.ends_with(['.', '!', '?', '\u{2026}']) {
+        true => part.to_string(),
+        false => format!("{part}."),
+    }
+}
+
+/// An opener run into the message as one sentence: a complete opener ("I don't know.") stands
+/// before it; any other ("I mean,", "kinda") takes a comma, and the word after it loses its capital
+/// unless `keeps` says it has one of its own ("I", a name): "Okay, so, she used to ...".
+pub fn join_opener(opener: &str, body: &str, keeps: impl Fn(&str) -> bool) -> String {
+    if body.is_empty() {
+        return end_sentence(opener);
+    }
+    if opener.trim_end().ends_with(['.', '!', '?', '\u{2026}']) {
+        return format!("{} {body}", opener.trim_end());
+    }
+    let opener = opener.trim_end().trim_end_matches(',');
+    let first = body.split_whitespace().next().unwrap_or("");
+    let word: String = first
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '\'' || *c == '\u{2019}')
+        .collect();
+    let body = match keeps(&word) {
+        true => body.to_string(),
+        false => {
+            let mut chars = body.chars();
+            chars.next().map_or_else(String::new, |c| {
+                c.to_lowercase().chain(chars).collect::<String>()
+            })
+        }
+    };
+    format!("{opener}, {body}")
+}
+
+/// Whether `word`, first after an opener, keeps its capital: "I" and its contractions, and a word
+/// the scenario's own lines capitalize inside a sentence (a name, "Sundays").
+pub fn keeps_capital(scenario: &Scenario, word: &str) -> bool {
+    let bare = word.replace('\u{2019}', "'");
+    if bare == "I" || bare.starts_with("I'") {
+        return true;
+    }
+    if !word.starts_with(char::is_uppercase) {
+        return true;
+    }
+    scenario.lines().any(|l| capitalized_inside(l, word))
+}
+
+/// True when `word` stands capitalized inside a sentence of `line`, not first in it.
+fn capitalized_inside(line: &str, word: &str) -> bool {
+    let mut first = true;
+    for w in line.split_whitespace() {
+        let bare = w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'');
+        if !first && bare == word {
+            return true;
+        }
+        first = w.ends_with(['.', '!', '?', ':', '"']);
+    }
+    false
 }
 
 /// What landed, in the user's own terms: a feeling of the scenario's that the reply named, else a
-/// specific of theirs it picked up.
+/// specific of theirs it picked up; either only where the reply affirmed it, not under a negation
+/// ("nothing foolish"). A feeling the user had said already is agreed with, not discovered. The
+/// persona's own lines come before data/speaker.yaml's.
 fn acknowledge(msg: &mut Message<'_>, profile: &Profile, reply: &str) {
     let (s, rules) = (&profile.scenario, &profile.speaker);
+    let mine = &profile.persona.voice.landed;
     let padded = normalize(reply);
     let named = |items: &[String]| {
         items
             .iter()
-            .find(|f| padded.contains(normalize(f).as_str()))
+            .find(|f| affirmed(&padded, &normalize(f), negation(rules)))
             .cloned()
     };
     let filled = |templates: &[String], slot: &str, value: &str| -> Vec<String> {
@@ -291,13 +415,30 @@ fn acknowledge(msg: &mut Message<'_>, profile: &Profile, reply: &str) {
     };
     let mut pools: Vec<Vec<String>> = Vec::new();
     if let Some(f) = named(&s.feelings) {
-        pools.push(filled(&rules.landed.feeling, "feeling", &f));
+        let key = normalize(&f);
+        let said = msg.mem.said.iter().any(|sent| sent.contains(key.as_str()));
+        let (own, generic) = match said {
+            true => (&mine.feeling_said, &rules.landed.feeling_said),
+            false => (&mine.feeling, &rules.landed.feeling),
+        };
+        pools.push(filled(own, "feeling", &f));
+        pools.push(filled(generic, "feeling", &f));
     }
     if let Some(sp) = named(&s.specifics) {
+        pools.push(filled(&mine.specific, "specific", &sp));
         pools.push(filled(&rules.landed.specific, "specific", &sp));
     }
     let refs: Vec<&[String]> = pools.iter().map(Vec::as_slice).collect();
     msg.say_from(&refs);
+}
+
+/// How the speaker reads a negation (data/speaker.yaml `negations`, `affirming`).
+pub fn negation(rules: &SpeakerRules) -> Negation<'_> {
+    Negation {
+        negations: &rules.negations,
+        affirming: &rules.affirming,
+        window: rules.negation_window,
+    }
 }
 
 /// Answers the reply's questions: a hidden fact one of them asks about, else (a guarded avoidant
@@ -322,7 +463,7 @@ fn answer(
         return true;
     }
     if persona.character == Character::Avoidant && emotion < GUARDED_BELOW {
-        msg.say_from(&[&rules.decline]);
+        msg.say_from(&[&persona.voice.decline, &rules.decline]);
         return false;
     }
     let kind = asked.iter().find_map(|q| question_kind(rules, q));

@@ -13,6 +13,7 @@ use super::*;
 use crate::profile::yaml::parse_yaml;
 use crate::profile::{Difficulty, Knobs, Persona, ProfileId, Scenario};
 use crate::sim::detect::{UnsafeFinding, UnsafeKind};
+use crate::sim::text::sentences;
 use crate::sim::Move;
 
 const SCENARIO: &str = r#"
@@ -102,6 +103,14 @@ fn appraisal(components: &[&str], moves: &[(Move, f64)]) -> Appraisal {
         components: components.iter().map(|c| (c.to_string(), -1.0)).collect(),
         moves: moves.iter().copied().collect::<BTreeMap<_, _>>(),
         ..Default::default()
+    }
+}
+
+/// An appraisal of a reply that suggested something (the appraiser reads the cue off the text).
+fn suggesting(components: &[&str], moves: &[(Move, f64)]) -> Appraisal {
+    Appraisal {
+        suggested: true,
+        ..appraisal(components, moves)
     }
 }
 
@@ -241,7 +250,7 @@ fn an_incoherent_reply_is_called_out() {
 
 #[test]
 fn early_advice_gets_the_scenarios_own_pushback_first() {
-    let a = appraisal(&["early_advice"], &[(Move::Advice, 0.8)]);
+    let a = suggesting(&["early_advice"], &[(Move::Advice, 0.8)]);
     let text = first_turn("You should look into care homes.", &a, 30, -10);
     assert!(text.contains("We can't afford one."), "{text}");
     // Used up, the generic pushback follows.
@@ -264,7 +273,7 @@ fn early_advice_gets_the_scenarios_own_pushback_first() {
 
 #[test]
 fn a_scenarios_advice_line_answers_only_the_suggestion_it_names() {
-    let a = appraisal(&["early_advice"], &[(Move::Advice, 0.8)]);
+    let a = suggesting(&["early_advice"], &[(Move::Advice, 0.8)]);
     let text = first_turn("You should go for a walk every evening.", &a, 30, -10);
     assert!(!text.contains("care homes"), "{text}");
     assert!(
@@ -275,7 +284,7 @@ fn a_scenarios_advice_line_answers_only_the_suggestion_it_names() {
 
 #[test]
 fn a_suggestion_that_landed_is_taken_up() {
-    let a = appraisal(&[], &[(Move::Advice, 0.8)]);
+    let a = suggesting(&[], &[(Move::Advice, 0.8)]);
     let text = first_turn(
         "Could a day centre take her one afternoon a week?",
         &a,
@@ -306,7 +315,7 @@ fn minimizing_moralizing_self_focus_and_platitudes_each_get_their_pushback() {
     ];
     for (m, reply, own) in cases {
         let text = first_turn(reply, &appraisal(&[], &[(m, 0.9)]), 35, -5);
-        let r = reaction(&appraisal(&[], &[(m, 0.9)]), -5, false).unwrap();
+        let r = reaction(&appraisal(&[], &[(m, 0.9)]), -5, Heard::default()).unwrap();
         match own {
             Some(line) => assert!(text.contains(line), "{m:?}: {text}"),
             None => assert!(contains_one(&text, &generic(r)), "{m:?}: {text}"),
@@ -488,4 +497,177 @@ fn a_suggestion_is_mentioned_only_when_one_was_made() {
             );
         }
     }
+}
+
+#[test]
+fn a_rise_is_never_met_with_a_complaint() {
+    for (components, moves) in [
+        (vec![], vec![(Move::Platitude, 0.9)]),
+        (vec!["template"], vec![]),
+        (vec!["stacked_questions"], vec![]),
+    ] {
+        let a = appraisal(&components, &moves);
+        let text = first_turn(
+            "Everything happens for a reason. How? Why? When?",
+            &a,
+            65,
+            5,
+        );
+        for r in Reaction::ALL.into_iter().filter(|r| r.is_complaint()) {
+            assert!(
+                !contains_one(&text, &generic(r)),
+                "{r:?} after a rise: {text}"
+            );
+        }
+    }
+    // The same faults after a fall are said.
+    let text = first_turn("Same frame again.", &appraisal(&["template"], &[]), 35, -5);
+    assert!(contains_one(&text, &generic(Reaction::Formulaic)), "{text}");
+}
+
+#[test]
+fn a_fall_is_never_met_with_a_suggestion_taken_up() {
+    let a = suggesting(&[], &[(Move::Advice, 0.8)]);
+    let text = first_turn("You could try a day centre.", &a, 45, -5);
+    assert!(
+        !contains_one(&text, &generic(Reaction::AdviceWelcome)),
+        "{text}"
+    );
+    assert!(
+        contains_one(&text, &generic(Reaction::AdviceRejected)),
+        "{text}"
+    );
+}
+
+#[test]
+fn advice_with_no_suggestion_in_the_words_is_neither_taken_up_nor_pushed_back() {
+    // The advice move fired, but the reply suggests nothing (no advice cue in its words).
+    let a = appraisal(&[], &[(Move::Advice, 0.8)]);
+    let up = first_turn("That sounds like a long year.", &a, 65, 5);
+    let down = first_turn("That sounds like a long year.", &a, 45, -5);
+    for text in [up, down] {
+        for r in [Reaction::AdviceWelcome, Reaction::AdviceRejected] {
+            assert!(!contains_one(&text, &generic(r)), "{r:?}: {text}");
+        }
+        assert!(!text.contains("care homes"), "{text}");
+    }
+}
+
+#[test]
+fn the_template_finding_is_formulaic_and_repetition_is_repeated() {
+    let text = first_turn("It sounds hard.", &appraisal(&["template"], &[]), 35, -5);
+    assert!(contains_one(&text, &generic(Reaction::Formulaic)), "{text}");
+    assert!(!contains_one(&text, &generic(Reaction::Repeated)), "{text}");
+    let text = first_turn("It sounds hard.", &appraisal(&["repetition"], &[]), 35, -5);
+    assert!(contains_one(&text, &generic(Reaction::Repeated)), "{text}");
+}
+
+/// The acknowledgement lines of `pool` filled with `value` in `slot`.
+fn landed(pool: &[String], slot: &str, value: &str) -> Vec<String> {
+    pool.iter().map(|t| fill(t, slot, value)).collect()
+}
+
+#[test]
+fn a_negated_feeling_is_not_acknowledged_and_an_affirmed_one_is() {
+    let p = profile(Character::Negative);
+    let all: Vec<String> = [&p.speaker.landed.feeling, &p.speaker.landed.feeling_said]
+        .into_iter()
+        .flat_map(|pool| landed(pool, "feeling", "guilty"))
+        .collect();
+    for reply in [
+        "You have nothing to feel guilty about.",
+        "You're not guilty of anything here.",
+        "I don't think you should feel guilty.",
+    ] {
+        let text = first_turn(reply, &appraisal(&[], &[]), 65, 5);
+        assert!(!contains_one(&text, &all), "{reply} -> {text}");
+    }
+    let text = first_turn("No wonder you feel guilty.", &appraisal(&[], &[]), 65, 5);
+    let fresh = landed(&p.speaker.landed.feeling, "feeling", "guilty");
+    assert!(contains_one(&text, &fresh), "{text}");
+}
+
+#[test]
+fn a_feeling_the_user_said_is_agreed_with_not_discovered() {
+    let p = profile(Character::Negative);
+    let mut mem = SpeakerMemory::default();
+    say(&p, &mut mem, "What happened?", &appraisal(&[], &[]), 45, 0);
+    mem.remember(&p.persona.voice, "Mostly I feel guilty.");
+    let text = say(
+        &p,
+        &mut mem,
+        "You feel guilty.",
+        &appraisal(&[], &[]),
+        65,
+        5,
+    );
+    let said = landed(&p.speaker.landed.feeling_said, "feeling", "guilty");
+    let news = landed(&p.speaker.landed.feeling, "feeling", "guilty");
+    assert!(contains_one(&text, &said), "{text}");
+    assert!(!contains_one(&text, &news), "{text}");
+}
+
+#[test]
+fn the_personas_own_lines_come_before_the_generic_ones() {
+    let mut p = profile(Character::Negative);
+    let mut persona = (*p.persona).clone();
+    persona.voice.reactions.insert(
+        Reaction::Platitude,
+        vec!["Spare me the fridge magnet.".into()],
+    );
+    persona.voice.landed.specific = vec!["{Specific}, you noticed.".into()];
+    p.persona = Arc::new(persona);
+    let mut mem = SpeakerMemory::default();
+    let a = appraisal(&[], &[(Move::Platitude, 0.9)]);
+    let text = say(&p, &mut mem, "Everything happens for a reason.", &a, 35, -5);
+    assert!(text.contains("Spare me the fridge magnet."), "{text}");
+    let text = say(
+        &p,
+        &mut mem,
+        "Her shoes, every morning.",
+        &appraisal(&[], &[]),
+        65,
+        5,
+    );
+    assert!(text.contains("Her shoes, you noticed."), "{text}");
+}
+
+#[test]
+fn an_opener_runs_into_the_next_sentence_as_a_person_says_it() {
+    let none = |_: &str| false;
+    assert_eq!(
+        join_opener("Okay, so,", "She used to make rice.", none),
+        "Okay, so, she used to make rice."
+    );
+    assert_eq!(
+        join_opener("maybe", "Yes, that's it.", none),
+        "maybe, yes, that's it."
+    );
+    assert_eq!(
+        join_opener("I don't know.", "She left.", none),
+        "I don't know. She left."
+    );
+    let names = |w: &str| w == "I" || w == "Carla";
+    assert_eq!(
+        join_opener("kinda", "I told them.", names),
+        "kinda, I told them."
+    );
+    assert_eq!(
+        join_opener("I mean,", "Carla knew.", names),
+        "I mean, Carla knew."
+    );
+    assert_eq!(
+        end_sentence("u stopped halfway thru"),
+        "u stopped halfway thru."
+    );
+    assert_eq!(end_sentence("Right?"), "Right?");
+}
+
+#[test]
+fn a_name_of_the_scenario_keeps_its_capital_after_an_opener() {
+    let p = profile(Character::Negative);
+    // "Yesterday" opens a sentence of the opening, so it is no name.
+    assert!(!keeps_capital(&p.scenario, "Yesterday"));
+    assert!(keeps_capital(&p.scenario, "I'm"));
+    assert!(keeps_capital(&p.scenario, "her"));
 }

@@ -1,0 +1,324 @@
+//! `replay user`'s checks that the user's words fit what happened (docs/SCENARIOS.md, "Measuring
+//! the user"), read from a logged dialogue's text, deltas and appraisals by the current catalog's
+//! lines, so old logs are measured by the same rules:
+//! - **glued**: a word run into a capitalized sentence with no end mark between them ("kinda I told
+//!   them", "Okay, so, She used to"); "I" and the scenario's names keep their capital;
+//! - **unfit acknowledgement**: an acknowledgement of a feeling or specific the reply named only
+//!   under a negation ("there's nothing foolish in it" -> "Foolish. Yes, that's the word."), or
+//!   one that calls a feeling news when the user had said it;
+//! - **unmatched complaint**: a reaction line whose finding the turn's appraisal lacks
+//!   ([`found`]), such as "That could actually work" after a reply that suggested nothing;
+//! - **sign disagreement**: a complaint after a rise, or a pleased line (an acknowledgement, a
+//!   suggestion taken up) after a fall;
+//! - **stock sentences**: a sentence of [`MIN_WORDS`] words or more that users of different
+//!   scenarios and different personas both say at the same point of their dialogues (the same
+//!   user turn): neither the scenario's nor the persona's own, and common enough that users meet
+//!   in it. Shorter ones ("Okay.", "Forget it.") are habits of speech, not lines.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::episode::{EpisodeRecord, Turn};
+use crate::profile::lines::MIN_WORDS;
+use crate::profile::persona::Persona;
+use crate::profile::speech::fill;
+use crate::profile::{Catalog, Reaction, Scenario};
+use crate::sim::lexicon::Lexicon;
+use crate::sim::speaker::reaction::{echoes, found, Heard};
+use crate::sim::speaker::{keeps_capital, negation};
+use crate::sim::text::{affirmed, normalize, sentences, user_sentences};
+use crate::sim::{Appraisal, Move};
+
+/// The counts of the checks over a set of dialogues.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Fit {
+    /// User turns checked (after the opening).
+    pub turns: usize,
+    pub glued: usize,
+    pub unfit_acknowledgements: usize,
+    pub unmatched_complaints: usize,
+    pub sign_disagreements: usize,
+    /// Per user turn (1 = the first after the opening) and normalized sentence, the scenarios and
+    /// personas of the users who said it there.
+    sayers: BTreeMap<(usize, String), (BTreeSet<String>, BTreeSet<String>)>,
+    /// Each checked turn's position and normalized sentences.
+    turn_sentences: Vec<(usize, BTreeSet<String>)>,
+}
+
+impl Fit {
+    /// Turns holding a stock sentence: one said at that turn by users of two scenarios or more and
+    /// of two personas or more.
+    pub fn stock_turns(&self) -> usize {
+        let stock: BTreeSet<&(usize, String)> = self
+            .sayers
+            .iter()
+            .filter(|(_, (sc, pe))| sc.len() >= 2 && pe.len() >= 2)
+            .map(|(k, _)| k)
+            .collect();
+        self.turn_sentences
+            .iter()
+            .filter(|(at, t)| t.iter().any(|s| stock.contains(&(*at, s.clone()))))
+            .count()
+    }
+
+    /// Up to `n` stock sentences with their turn, the most widely said first.
+    pub fn stock_examples(&self, n: usize) -> Vec<(String, usize, usize)> {
+        let mut v: Vec<(String, usize, usize)> = self
+            .sayers
+            .iter()
+            .filter(|(_, (sc, pe))| sc.len() >= 2 && pe.len() >= 2)
+            .map(|((at, s), (sc, pe))| {
+                (format!("{} (user turn {at})", s.trim()), sc.len(), pe.len())
+            })
+            .collect();
+        v.sort_by(|a, b| (b.1 + b.2).cmp(&(a.1 + a.2)).then(a.0.cmp(&b.0)));
+        v.truncate(n);
+        v
+    }
+}
+
+/// What one turn was found to do wrong, for quoting.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TurnFaults {
+    pub glued: bool,
+    pub unfit_acknowledgement: bool,
+    /// The reactions voiced without their finding.
+    pub unmatched: Vec<Reaction>,
+    pub sign_disagreement: bool,
+}
+
+impl TurnFaults {
+    fn any(&self) -> bool {
+        self.glued
+            || self.unfit_acknowledgement
+            || !self.unmatched.is_empty()
+            || self.sign_disagreement
+    }
+}
+
+/// True when `text` runs a word into a capitalized sentence: a word ending on a letter, digit or
+/// comma, then one with a capital that is not "I" nor a name of the scenario's; or the persona's
+/// bare opener ("kinda") straight before any capital.
+pub fn glued(text: &str, persona: Option<&Persona>, scenario: &Scenario) -> bool {
+    let bare_opener = persona.is_some_and(|p| {
+        p.voice.openers().any(|o| {
+            !o.ends_with(|c: char| !c.is_alphanumeric())
+                && text
+                    .strip_prefix(o.as_str())
+                    .and_then(|rest| rest.strip_prefix(' '))
+                    .is_some_and(|rest| rest.starts_with(char::is_uppercase))
+        })
+    });
+    let words: Vec<&str> = text.split_whitespace().collect();
+    bare_opener
+        || words.windows(2).any(|w| {
+            let runs_on = w[0].ends_with(|c: char| c.is_alphanumeric() || c == ',');
+            let word: String = w[1]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '\'' || *c == '\u{2019}')
+                .collect();
+            runs_on && word.starts_with(char::is_uppercase) && !keeps_capital(scenario, &word)
+        })
+}
+
+/// The normalized sentences of a line.
+fn line_sentences(line: &str) -> BTreeSet<String> {
+    sentences(line)
+        .iter()
+        .map(|s| normalize(s))
+        .filter(|s| !s.trim().is_empty())
+        .collect()
+}
+
+/// True when every sentence of one of `lines` is a sentence of the turn.
+fn says(turn: &BTreeSet<String>, lines: &[String]) -> bool {
+    lines.iter().any(|l| {
+        let s = line_sentences(l);
+        !s.is_empty() && s.is_subset(turn)
+    })
+}
+
+/// Every line of reaction `r` the user could say: the scenario's, the persona's, the speaker's
+/// (and, for an unsafe reply, the speaker's lines by category).
+fn reaction_lines(
+    r: Reaction,
+    catalog: &Catalog,
+    scenario: &Scenario,
+    persona: Option<&Persona>,
+) -> Vec<String> {
+    let mut out: Vec<String> = scenario.reactions.get(&r).cloned().unwrap_or_default();
+    if let Some(p) = persona {
+        out.extend(p.voice.lines(r).iter().cloned());
+    }
+    out.extend(catalog.speaker.lines(r).iter().cloned());
+    if r == Reaction::Unsafe {
+        out.extend(catalog.speaker.unsafe_by_kind.values().flatten().cloned());
+    }
+    out
+}
+
+/// The acknowledgement lines filled with `value`: (lines that may call it news, lines that agree).
+fn acknowledgements(
+    catalog: &Catalog,
+    persona: Option<&Persona>,
+    value: &str,
+) -> (Vec<String>, Vec<String>) {
+    let generic = &catalog.speaker.landed;
+    let mut news = Vec::new();
+    let mut agree = Vec::new();
+    for landed in persona
+        .map(|p| &p.voice.landed)
+        .into_iter()
+        .chain([generic])
+    {
+        for (field, slot, lines) in landed.lists() {
+            let filled = lines.iter().map(|t| fill(t, slot, value));
+            match field {
+                "feeling" => news.extend(filled),
+                _ => agree.extend(filled),
+            }
+        }
+    }
+    (news, agree)
+}
+
+/// Checks the user turns of one dialogue, adding to `acc`; each checked turn's faults, in order.
+pub fn check(
+    rec: &EpisodeRecord,
+    catalog: &Catalog,
+    lexicon: &Lexicon,
+    acc: &mut Fit,
+) -> Vec<TurnFaults> {
+    let scenario = match catalog.scenarios.get(&rec.profile.scenario) {
+        Some(s) => s.as_ref(),
+        None => return Vec::new(),
+    };
+    let persona = catalog
+        .personas
+        .get(&rec.profile.persona)
+        .map(|p| p.as_ref());
+    let split = |text: &str| -> BTreeSet<String> {
+        let parts = match persona {
+            Some(p) => user_sentences(&p.voice, text),
+            None => sentences(text),
+        };
+        parts
+            .iter()
+            .map(|s| normalize(s))
+            .filter(|s| !s.trim().is_empty())
+            .collect()
+    };
+    let replies = rec.assistant_turns();
+    let users: Vec<(&str, Option<i32>, Option<&Appraisal>)> = rec
+        .turns
+        .iter()
+        .filter_map(|t| match t {
+            Turn::User {
+                text,
+                delta,
+                appraisal,
+                ..
+            } => Some((text.as_str(), *delta, appraisal.as_ref())),
+            Turn::Assistant { .. } => None,
+        })
+        .collect();
+    let mut said: BTreeSet<String> = users.first().map(|u| split(u.0)).unwrap_or_default();
+    let pleased_reactions = reaction_lines(Reaction::AdviceWelcome, catalog, scenario, persona);
+    let mut out = Vec::new();
+    for (i, (text, delta, appraisal)) in users.iter().enumerate().skip(1) {
+        let Some((reply, _)) = replies.get(i - 1) else {
+            break;
+        };
+        let turn = split(text);
+        let delta = delta.unwrap_or(0);
+        let mut f = TurnFaults {
+            glued: glued(text, persona, scenario),
+            ..TurnFaults::default()
+        };
+        let padded = normalize(reply);
+        for x in scenario.feelings.iter().chain(&scenario.specifics) {
+            let (news, agree) = acknowledgements(catalog, persona, x);
+            let acked_news = says(&turn, &news);
+            if !acked_news && !says(&turn, &agree) {
+                continue;
+            }
+            let key = normalize(x);
+            let was_said = said.iter().any(|s| s.contains(key.as_str()));
+            let denied = !affirmed(&padded, &key, negation(&catalog.speaker));
+            f.unfit_acknowledgement |=
+                denied || (acked_news && was_said && scenario.feelings.contains(x));
+            f.sign_disagreement |= delta < 0;
+        }
+        if says(&turn, &pleased_reactions) && delta < 0 {
+            f.sign_disagreement = true;
+        }
+        if let Some(a) = appraisal {
+            let heard = Heard {
+                echoes_user: echoes(reply, &said),
+                suggested: lexicon
+                    .cues(reply)
+                    .hits
+                    .get(&Move::Advice)
+                    .is_some_and(|n| *n > 0),
+            };
+            // A line may belong to several reactions ("That's not what I said." is off topic and
+            // misread): it is unmatched only when none of them was found.
+            let mut owners: BTreeMap<String, Vec<Reaction>> = BTreeMap::new();
+            for r in Reaction::ALL {
+                for l in reaction_lines(r, catalog, scenario, persona) {
+                    owners.entry(l).or_default().push(r);
+                }
+            }
+            for (line, rs) in &owners {
+                if !says(&turn, std::slice::from_ref(line)) {
+                    continue;
+                }
+                if !rs.iter().any(|r| found(*r, a, delta, heard)) {
+                    f.unmatched.extend(rs.iter().copied());
+                }
+                if rs.iter().all(|r| r.is_complaint()) && delta > 0 {
+                    f.sign_disagreement = true;
+                }
+            }
+            f.unmatched.sort();
+            f.unmatched.dedup();
+        }
+        acc.turns += 1;
+        acc.glued += usize::from(f.glued);
+        acc.unfit_acknowledgements += usize::from(f.unfit_acknowledgement);
+        acc.unmatched_complaints += usize::from(!f.unmatched.is_empty());
+        acc.sign_disagreements += usize::from(f.sign_disagreement);
+        for s in turn
+            .iter()
+            .filter(|s| s.split_whitespace().count() >= MIN_WORDS)
+        {
+            let e = acc.sayers.entry((i, s.clone())).or_default();
+            e.0.insert(rec.profile.scenario.clone());
+            e.1.insert(rec.profile.persona.clone());
+        }
+        acc.turn_sentences.push((i, turn.clone()));
+        said.extend(turn);
+        out.push(f);
+    }
+    out
+}
+
+/// One line naming a turn's faults, for the quoted dialogues; `None` when it has none.
+pub fn describe(f: &TurnFaults) -> Option<String> {
+    if !f.any() {
+        return None;
+    }
+    let mut what = Vec::new();
+    if f.glued {
+        what.push("glued".to_string());
+    }
+    if f.unfit_acknowledgement {
+        what.push("acknowledges what the reply did not affirm, or calls old news new".to_string());
+    }
+    for r in &f.unmatched {
+        what.push(format!("says `{}` without its finding", r.as_str()));
+    }
+    if f.sign_disagreement {
+        what.push("its sign disagrees with the emotion's change".to_string());
+    }
+    Some(what.join("; "))
+}
