@@ -63,6 +63,17 @@ impl Voice {
         self.reactions.get(&r).map_or(&[], Vec::as_slice)
     }
 
+    /// The persona's own lines beyond the openers: `nothing_more`, `decline`, `landed` and
+    /// `reactions`.
+    pub fn own_lines(&self) -> impl Iterator<Item = &str> {
+        self.nothing_more
+            .iter()
+            .chain(&self.decline)
+            .chain(self.landed.lists().into_iter().flat_map(|(_, _, l)| l))
+            .chain(self.reactions.values().flatten())
+            .map(String::as_str)
+    }
+
     /// Every opener, whatever the mood.
     pub fn openers(&self) -> impl Iterator<Item = &String> {
         self.low.iter().chain(&self.mid).chain(&self.high)

@@ -24,7 +24,7 @@ use crate::profile::speech::fill;
 use crate::profile::{Catalog, Reaction, Scenario};
 use crate::sim::lexicon::Lexicon;
 use crate::sim::speaker::reaction::{echoes, found, Heard};
-use crate::sim::speaker::{keeps_capital, negation};
+use crate::sim::speaker::{capitalized_inside, keeps_capital, negation};
 use crate::sim::text::{affirmed, normalize, sentences, user_sentences};
 use crate::sim::{Appraisal, Move};
 
@@ -96,8 +96,8 @@ impl TurnFaults {
 }
 
 /// True when `text` runs a word into a capitalized sentence: a word ending on a letter, digit or
-/// comma, then one with a capital that is not "I" nor a name of the scenario's; or the persona's
-/// bare opener ("kinda") straight before any capital.
+/// comma, then one with a capital that is not "I" nor a name the scenario's or the persona's lines
+/// capitalize ("English"); or the persona's bare opener ("kinda") straight before any capital.
 pub fn glued(text: &str, persona: Option<&Persona>, scenario: &Scenario) -> bool {
     let bare_opener = persona.is_some_and(|p| {
         p.voice.openers().any(|o| {
@@ -116,7 +116,11 @@ pub fn glued(text: &str, persona: Option<&Persona>, scenario: &Scenario) -> bool
                 .chars()
                 .take_while(|c| c.is_alphanumeric() || *c == '\'' || *c == '\u{2019}')
                 .collect();
-            runs_on && word.starts_with(char::is_uppercase) && !keeps_capital(scenario, &word)
+            let named = |p: &Persona| p.voice.own_lines().any(|l| capitalized_inside(l, &word));
+            runs_on
+                && word.starts_with(char::is_uppercase)
+                && !keeps_capital(scenario, &word)
+                && !persona.is_some_and(named)
         })
 }
 

@@ -384,7 +384,7 @@ pub fn keeps_capital(scenario: &Scenario, word: &str) -> bool {
 }
 
 /// True when `word` stands capitalized inside a sentence of `line`, not first in it.
-fn capitalized_inside(line: &str, word: &str) -> bool {
+pub fn capitalized_inside(line: &str, word: &str) -> bool {
     let mut first = true;
     for w in line.split_whitespace() {
         let bare = w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'');
