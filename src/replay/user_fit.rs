@@ -10,15 +10,15 @@
 //!   ([`found`]), such as "That could actually work" after a reply that suggested nothing;
 //! - **sign disagreement**: a complaint after a rise, or a pleased line (an acknowledgement, a
 //!   suggestion taken up) after a fall;
-//! - **stock sentences**: a sentence of [`MIN_WORDS`] words or more that users of different
+//! - **stock sentences**: a sentence of [`STOCK_MIN_WORDS`] words or more that users of different
 //!   scenarios and different personas both say at the same point of their dialogues (the same
 //!   user turn): neither the scenario's nor the persona's own, and common enough that users meet
-//!   in it. Shorter ones ("Okay.", "Forget it.") are habits of speech, not lines.
+//!   in it. Shorter ones ("Okay.", "Forget it.", "I don't know.") are habits of speech, not
+//!   lines.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::episode::{EpisodeRecord, Turn};
-use crate::profile::lines::MIN_WORDS;
 use crate::profile::persona::Persona;
 use crate::profile::speech::fill;
 use crate::profile::{Catalog, Reaction, Scenario};
@@ -27,6 +27,9 @@ use crate::sim::speaker::reaction::{echoes, found, Heard};
 use crate::sim::speaker::{capitalized_inside, keeps_capital, negation};
 use crate::sim::text::{affirmed, normalize, sentences, user_sentences};
 use crate::sim::{Appraisal, Move};
+
+/// Words from which a sentence is a line rather than a habit of speech, for the stock count.
+pub const STOCK_MIN_WORDS: usize = 4;
 
 /// The counts of the checks over a set of dialogues.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -293,7 +296,7 @@ pub fn check(
         acc.sign_disagreements += usize::from(f.sign_disagreement);
         for s in turn
             .iter()
-            .filter(|s| s.split_whitespace().count() >= MIN_WORDS)
+            .filter(|s| s.split_whitespace().count() >= STOCK_MIN_WORDS)
         {
             let e = acc.sayers.entry((i, s.clone())).or_default();
             e.0.insert(rec.profile.scenario.clone());
