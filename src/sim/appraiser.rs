@@ -67,9 +67,9 @@ pub struct Appraisal {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llm: Option<super::llm::LlmTrace>,
     /// Whether the reply suggests something: an advice cue of data/lexicon.yaml, the rule `replay
-    /// user` reads suggestions by. The speaker takes up or pushes back only a suggestion made. Not
-    /// logged: it is read from the reply's text again.
-    #[serde(skip)]
+    /// user` reads suggestions by. The speaker takes up or pushes back only a suggestion made.
+    /// Logged only when true (absent in older logs).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub suggested: bool,
     /// The user's next message when the simulator wrote it (the LLM user); `None`: the rule-based
     /// speaker writes it. Never logged here: it becomes the user turn's text.
