@@ -230,6 +230,14 @@ pub fn check(
         .collect();
     let mut said: BTreeSet<String> = users.first().map(|u| split(u.0)).unwrap_or_default();
     let pleased_reactions = reaction_lines(Reaction::AdviceWelcome, catalog, scenario, persona);
+    // Every reaction line with the reactions it belongs to: a line may belong to several ("That's
+    // not what I said." is off topic and misread), and is unmatched only when none was found.
+    let mut owners: BTreeMap<String, Vec<Reaction>> = BTreeMap::new();
+    for r in Reaction::ALL {
+        for l in reaction_lines(r, catalog, scenario, persona) {
+            owners.entry(l).or_default().push(r);
+        }
+    }
     let mut out = Vec::new();
     for (i, (text, delta, appraisal)) in users.iter().enumerate().skip(1) {
         let Some((reply, _)) = replies.get(i - 1) else {
@@ -267,14 +275,6 @@ pub fn check(
                     .get(&Move::Advice)
                     .is_some_and(|n| *n > 0),
             };
-            // A line may belong to several reactions ("That's not what I said." is off topic and
-            // misread): it is unmatched only when none of them was found.
-            let mut owners: BTreeMap<String, Vec<Reaction>> = BTreeMap::new();
-            for r in Reaction::ALL {
-                for l in reaction_lines(r, catalog, scenario, persona) {
-                    owners.entry(l).or_default().push(r);
-                }
-            }
             for (line, rs) in &owners {
                 if !says(&turn, std::slice::from_ref(line)) {
                     continue;
