@@ -9,7 +9,7 @@
 //!   mood line answers replies that did not repeat). Shorter ones ("Maybe.") say nothing of the
 //!   reply.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -63,10 +63,9 @@ pub fn check_personas(
         .collect();
     generic.extend(speaker.landed.lists().into_iter().flat_map(|(_, _, l)| l));
     generic.extend(&speaker.decline);
-    let generic: BTreeMap<String, ()> = generic
+    let generic: BTreeSet<String> = generic
         .into_iter()
         .flat_map(|l| sentences(l).map(normalize))
-        .map(|s| (s, ()))
         .collect();
     let mut owner: BTreeMap<String, &str> = BTreeMap::new();
     for p in personas.values() {
@@ -95,7 +94,7 @@ pub fn check_personas(
                 if key.trim().is_empty() {
                     continue;
                 }
-                if generic.contains_key(&key) {
+                if generic.contains(&key) {
                     return Err(Error::input(
                         &p.source,
                         field,
@@ -134,35 +133,86 @@ pub fn check_mood_lines(
 ) -> Result<()> {
     let reactions = reaction_sentences(personas, speaker);
     for s in scenarios.values() {
-        let u = &s.utterances;
-        for (bucket, lines) in [
-            ("S", &u.S),
-            ("A", &u.A),
-            ("B", &u.B),
-            ("C", &u.C),
-            ("F", &u.F),
-        ] {
-            for (i, line) in lines.iter().enumerate() {
-                for sent in sentences(line) {
-                    let key = normalize(sent);
-                    if key.split_whitespace().count() < MIN_WORDS {
-                        continue;
-                    }
-                    if let Some((file, field)) = reactions.get(&key) {
-                        return Err(Error::input(
-                            &s.source,
-                            format!("utterances.{bucket}[{i}]"),
-                            format!(
-                                "`{sent}` is a reaction line ({} `{field}`), which the user says \
-                                 only when the reply did that; a mood line says how the user \
-                                 feels: reword it",
-                                file.display()
-                            ),
-                        ));
-                    }
+        let moods = s
+            .user_lines()
+            .into_iter()
+            .filter(|(at, _)| at.starts_with("utterances."));
+        for (at, line) in moods {
+            for sent in sentences(line) {
+                let key = normalize(sent);
+                if key.split_whitespace().count() < MIN_WORDS {
+                    continue;
+                }
+                if let Some((file, field)) = reactions.get(&key) {
+                    return Err(Error::input(
+                        &s.source,
+                        at,
+                        format!(
+                            "`{sent}` is a reaction line ({} `{field}`), which the user says only \
+                             when the reply did that; a mood line says how the user feels: \
+                             reword it",
+                            file.display()
+                        ),
+                    ));
                 }
             }
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::Catalog;
+
+    fn catalog() -> Catalog {
+        Catalog::load(std::path::Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap()
+    }
+
+    #[test]
+    fn a_mood_line_that_is_a_complaint_is_named_and_a_short_one_is_not() {
+        let c = catalog();
+        check_mood_lines(&c.scenarios, &c.personas, &c.speaker).unwrap();
+        let mut scenarios = c.scenarios.clone();
+        let (id, s) = scenarios.iter_mut().next().unwrap();
+        let id = id.clone();
+        let mut edited = (**s).clone();
+        edited.utterances.C.push("Maybe.".into());
+        *s = Arc::new(edited.clone());
+        check_mood_lines(&scenarios, &c.personas, &c.speaker).unwrap();
+        edited.utterances.C.push("You said that already.".into());
+        scenarios.insert(id, Arc::new(edited));
+        let err = check_mood_lines(&scenarios, &c.personas, &c.speaker)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("utterances.C["), "{err}");
+        assert!(err.contains("reactions.repeated"), "{err}");
+    }
+
+    #[test]
+    fn a_persona_line_that_is_anothers_or_generic_is_named() {
+        let c = catalog();
+        check_personas(&c.personas, &c.speaker).unwrap();
+        let ids: Vec<String> = c.personas.keys().take(2).cloned().collect();
+        // Personas are read in id order: the later one's file is named, with the earlier owner.
+        let theirs = c.personas[&ids[0]].voice.reactions[&Reaction::Hollow][0].clone();
+        for (line, says) in [
+            (theirs, format!("persona `{}`", ids[0])),
+            (
+                "You said that already.".to_string(),
+                "data/speaker.yaml".to_string(),
+            ),
+        ] {
+            let mut personas = c.personas.clone();
+            let mut p = (*personas[&ids[1]]).clone();
+            p.voice.reactions.insert(Reaction::Platitude, vec![line]);
+            personas.insert(ids[1].clone(), Arc::new(p));
+            let err = check_personas(&personas, &c.speaker)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("voice.reactions.platitude"), "{err}");
+            assert!(err.contains(&says), "{err}");
+        }
+    }
 }

@@ -120,20 +120,14 @@ impl Scenario {
         Ok(scenario)
     }
 
-    /// Every line the user can say or that tells their story: the opening, background, hidden
-    /// facts, hints, answers, questions back, own reactions, mood lines and factual questions.
+    /// Every line the user can say or that tells their story: [`Scenario::user_lines`], the
+    /// background and the factual questions.
     pub fn lines(&self) -> impl Iterator<Item = &str> {
-        let u = &self.utterances;
-        [&self.opening, &self.background]
+        self.user_lines()
             .into_iter()
-            .chain(self.hidden_facts.iter().map(|f| &f.text))
-            .chain(&self.hints)
-            .chain(self.answers.values().flatten())
-            .chain(&self.asks)
-            .chain(self.reactions.values().flatten())
-            .chain([&u.S, &u.A, &u.B, &u.C, &u.F].into_iter().flatten())
-            .chain(self.factual.iter().map(|q| &q.question))
-            .map(String::as_str)
+            .map(|(_, l)| l)
+            .chain([self.background.as_str()])
+            .chain(self.factual.iter().map(|q| q.question.as_str()))
     }
 
     /// Checks every field; errors name the file and the field.

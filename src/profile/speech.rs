@@ -177,6 +177,21 @@ impl Landed {
             ("specific", "specific", &self.specific),
         ]
     }
+
+    /// Every line holds its slot (`{feeling}` or `{specific}`, either case); errors name `path`
+    /// and the field under `at`.
+    pub fn check_slots(&self, path: &Path, at: &str) -> Result<()> {
+        for (field, slot, lines) in self.lists() {
+            if let Some(l) = lines.iter().find(|l| fill(l, slot, "") == **l) {
+                return Err(Error::input(
+                    path,
+                    format!("{at}.{field}"),
+                    format!("`{l}` has no {{{slot}}} slot: every line needs one"),
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The speaker's rules as read from `data/speaker.yaml`.
@@ -279,23 +294,6 @@ impl SpeakerRules {
     /// The generic lines for a reaction.
     pub fn lines(&self, r: Reaction) -> &[String] {
         self.reactions.get(&r).map_or(&[], Vec::as_slice)
-    }
-}
-
-impl Landed {
-    /// Every line holds its slot (`{feeling}` or `{specific}`, either case); errors name `path`
-    /// and the field under `at`.
-    pub fn check_slots(&self, path: &Path, at: &str) -> Result<()> {
-        for (field, slot, lines) in self.lists() {
-            if let Some(l) = lines.iter().find(|l| fill(l, slot, "") == **l) {
-                return Err(Error::input(
-                    path,
-                    format!("{at}.{field}"),
-                    format!("`{l}` has no {{{slot}}} slot: every line needs one"),
-                ));
-            }
-        }
-        Ok(())
     }
 }
 

@@ -20,13 +20,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::episode::{EpisodeRecord, Turn};
 use crate::profile::persona::Persona;
+use crate::profile::persona::Voice;
 use crate::profile::speech::fill;
 use crate::profile::{Catalog, Reaction, Scenario};
 use crate::sim::lexicon::Lexicon;
 use crate::sim::speaker::reaction::{echoes, found, Heard};
-use crate::sim::speaker::{capitalized_inside, keeps_capital, negation};
-use crate::sim::text::{affirmed, normalize, sentences, user_sentences};
-use crate::sim::{Appraisal, Move};
+use crate::sim::speaker::{capitalized_inside, keeps_capital, leading_word, negation};
+use crate::sim::text::{affirmed, normalize, said_sentences, sentences};
+use crate::sim::Appraisal;
 
 /// Words from which a sentence is a line rather than a habit of speech, for the stock count.
 pub const STOCK_MIN_WORDS: usize = 4;
@@ -115,16 +116,21 @@ pub fn glued(text: &str, persona: Option<&Persona>, scenario: &Scenario) -> bool
     bare_opener
         || words.windows(2).any(|w| {
             let runs_on = w[0].ends_with(|c: char| c.is_alphanumeric() || c == ',');
-            let word: String = w[1]
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '\'' || *c == '\u{2019}')
-                .collect();
+            let word = leading_word(w[1]);
             let named = |p: &Persona| p.voice.own_lines().any(|l| capitalized_inside(l, &word));
             runs_on
                 && word.starts_with(char::is_uppercase)
                 && !keeps_capital(scenario, &word)
                 && !persona.is_some_and(named)
         })
+}
+
+/// The sentences of a user turn as the speaker remembers them ([`said_sentences`]), without the
+/// empty ones.
+pub fn sentence_set(text: &str, voice: Option<&Voice>) -> BTreeSet<String> {
+    let mut out: BTreeSet<String> = said_sentences(voice, text).into_iter().collect();
+    out.remove(" ");
+    out
 }
 
 /// The normalized sentences of a line.
@@ -136,12 +142,19 @@ fn line_sentences(line: &str) -> BTreeSet<String> {
         .collect()
 }
 
-/// True when every sentence of one of `lines` is a sentence of the turn.
-fn says(turn: &BTreeSet<String>, lines: &[String]) -> bool {
-    lines.iter().any(|l| {
-        let s = line_sentences(l);
-        !s.is_empty() && s.is_subset(turn)
-    })
+/// Each of `lines` as its normalized sentences, read once per dialogue.
+fn sentence_sets(lines: &[String]) -> Vec<BTreeSet<String>> {
+    lines.iter().map(|l| line_sentences(l)).collect()
+}
+
+/// True when the turn says `line` (given as [`line_sentences`]): every sentence of it.
+fn says_line(turn: &BTreeSet<String>, line: &BTreeSet<String>) -> bool {
+    !line.is_empty() && line.is_subset(turn)
+}
+
+/// True when the turn says one of `lines` (each as [`line_sentences`]).
+fn says(turn: &BTreeSet<String>, lines: &[BTreeSet<String>]) -> bool {
+    lines.iter().any(|l| says_line(turn, l))
 }
 
 /// Every line of reaction `r` the user could say: the scenario's, the persona's, the speaker's
@@ -163,12 +176,23 @@ fn reaction_lines(
     out
 }
 
-/// The acknowledgement lines filled with `value`: (lines that may call it news, lines that agree).
-fn acknowledgements(
+/// The acknowledgements of one feeling or specific of the scenario's.
+struct Ack<'a> {
+    value: &'a String,
+    /// `value` normalized.
+    key: String,
+    /// The lines that may call it news, as [`line_sentences`].
+    news: Vec<BTreeSet<String>>,
+    /// The lines that agree with it.
+    agree: Vec<BTreeSet<String>>,
+}
+
+/// The acknowledgement lines filled with `value`.
+fn acknowledgements<'a>(
     catalog: &Catalog,
     persona: Option<&Persona>,
-    value: &str,
-) -> (Vec<String>, Vec<String>) {
+    value: &'a String,
+) -> Ack<'a> {
     let generic = &catalog.speaker.landed;
     let mut news = Vec::new();
     let mut agree = Vec::new();
@@ -178,14 +202,19 @@ fn acknowledgements(
         .chain([generic])
     {
         for (field, slot, lines) in landed.lists() {
-            let filled = lines.iter().map(|t| fill(t, slot, value));
+            let filled = lines.iter().map(|t| line_sentences(&fill(t, slot, value)));
             match field {
                 "feeling" => news.extend(filled),
                 _ => agree.extend(filled),
             }
         }
     }
-    (news, agree)
+    Ack {
+        value,
+        key: normalize(value),
+        news,
+        agree,
+    }
 }
 
 /// Checks the user turns of one dialogue, adding to `acc`; each checked turn's faults, in order.
@@ -203,17 +232,7 @@ pub fn check(
         .personas
         .get(&rec.profile.persona)
         .map(|p| p.as_ref());
-    let split = |text: &str| -> BTreeSet<String> {
-        let parts = match persona {
-            Some(p) => user_sentences(&p.voice, text),
-            None => sentences(text),
-        };
-        parts
-            .iter()
-            .map(|s| normalize(s))
-            .filter(|s| !s.trim().is_empty())
-            .collect()
-    };
+    let voice = persona.map(|p| &p.voice);
     let replies = rec.assistant_turns();
     let users: Vec<(&str, Option<i32>, Option<&Appraisal>)> = rec
         .turns
@@ -228,8 +247,17 @@ pub fn check(
             Turn::Assistant { .. } => None,
         })
         .collect();
-    let mut said: BTreeSet<String> = users.first().map(|u| split(u.0)).unwrap_or_default();
-    let pleased_reactions = reaction_lines(Reaction::AdviceWelcome, catalog, scenario, persona);
+    let mut said: BTreeSet<String> = users
+        .first()
+        .map(|u| sentence_set(u.0, voice))
+        .unwrap_or_default();
+    // The lines the checks look for, each read into sentences once per dialogue.
+    let pleased = sentence_sets(&reaction_lines(
+        Reaction::AdviceWelcome,
+        catalog,
+        scenario,
+        persona,
+    ));
     // Every reaction line with the reactions it belongs to: a line may belong to several ("That's
     // not what I said." is off topic and misread), and is unmatched only when none was found.
     let mut owners: BTreeMap<String, Vec<Reaction>> = BTreeMap::new();
@@ -238,45 +266,50 @@ pub fn check(
             owners.entry(l).or_default().push(r);
         }
     }
+    let owners: Vec<(BTreeSet<String>, Vec<Reaction>)> = owners
+        .into_iter()
+        .map(|(l, rs)| (line_sentences(&l), rs))
+        .collect();
+    let acks: Vec<Ack<'_>> = scenario
+        .feelings
+        .iter()
+        .chain(&scenario.specifics)
+        .map(|x| acknowledgements(catalog, persona, x))
+        .collect();
     let mut out = Vec::new();
     for (i, (text, delta, appraisal)) in users.iter().enumerate().skip(1) {
         let Some((reply, _)) = replies.get(i - 1) else {
             break;
         };
-        let turn = split(text);
+        let turn = sentence_set(text, voice);
         let delta = delta.unwrap_or(0);
         let mut f = TurnFaults {
             glued: glued(text, persona, scenario),
             ..TurnFaults::default()
         };
         let padded = normalize(reply);
-        for x in scenario.feelings.iter().chain(&scenario.specifics) {
-            let (news, agree) = acknowledgements(catalog, persona, x);
-            let acked_news = says(&turn, &news);
-            if !acked_news && !says(&turn, &agree) {
+        for ack in &acks {
+            let acked_news = says(&turn, &ack.news);
+            if !acked_news && !says(&turn, &ack.agree) {
                 continue;
             }
-            let key = normalize(x);
+            let key = &ack.key;
             let was_said = said.iter().any(|s| s.contains(key.as_str()));
-            let denied = !affirmed(&padded, &key, negation(&catalog.speaker));
+            let denied = !affirmed(&padded, key, negation(&catalog.speaker));
             f.unfit_acknowledgement |=
-                denied || (acked_news && was_said && scenario.feelings.contains(x));
+                denied || (acked_news && was_said && scenario.feelings.contains(ack.value));
             f.sign_disagreement |= delta < 0;
         }
-        if says(&turn, &pleased_reactions) && delta < 0 {
+        if says(&turn, &pleased) && delta < 0 {
             f.sign_disagreement = true;
         }
         if let Some(a) = appraisal {
             let heard = Heard {
                 echoes_user: echoes(reply, &said),
-                suggested: lexicon
-                    .cues(reply)
-                    .hits
-                    .get(&Move::Advice)
-                    .is_some_and(|n| *n > 0),
+                suggested: lexicon.cues(reply).suggests(),
             };
             for (line, rs) in &owners {
-                if !says(&turn, std::slice::from_ref(line)) {
+                if !says_line(&turn, line) {
                     continue;
                 }
                 if !rs.iter().any(|r| found(*r, a, delta, heard)) {

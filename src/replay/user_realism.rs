@@ -25,16 +25,14 @@
 
 use std::collections::BTreeSet;
 
-use super::user_fit::{self, Fit, TurnFaults};
+use super::user_fit::{self, sentence_set, Fit, TurnFaults};
 use crate::episode::{End, EpisodeRecord, Turn};
-use crate::profile::persona::Voice;
 use crate::profile::{Catalog, QuestionKind, Reaction, Scenario};
 use crate::report::Table;
 use crate::sim::lexicon::Lexicon;
 use crate::sim::speaker::reaction::questions;
 use crate::sim::speaker::{asks_about, question_kind};
-use crate::sim::text::{normalize, sentences, user_sentences};
-use crate::sim::Move;
+use crate::sim::text::normalize;
 
 /// What the policy's turn asked of the user.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -211,17 +209,6 @@ fn holds(turn: &str, lines: &[&str]) -> bool {
     lines.iter().any(|l| turn.contains(normalize(l).as_str()))
 }
 
-/// The sentences of a user turn, normalized, with the persona's voice opener split off first.
-fn sentence_set(text: &str, voice: Option<&Voice>) -> BTreeSet<String> {
-    let parts = match voice {
-        Some(v) => user_sentences(v, text),
-        None => sentences(text),
-    };
-    let mut out: BTreeSet<String> = parts.iter().map(|s| normalize(s)).collect();
-    out.remove(" ");
-    out
-}
-
 /// Adds one dialogue's counts to `acc` and returns its judged policy turns and its user turns'
 /// faults (after the opening, in order).
 pub fn measure<'a>(
@@ -286,13 +273,7 @@ fn measure_responses<'a>(
             break;
         };
         let asked = questions(reply);
-        let suggestion = lexicon
-            .cues(reply)
-            .hits
-            .get(&Move::Advice)
-            .copied()
-            .unwrap_or(0)
-            > 0;
+        let suggestion = lexicon.cues(reply).suggests();
         if asked.is_empty() && !suggestion {
             continue;
         }

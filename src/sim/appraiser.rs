@@ -314,7 +314,7 @@ impl Appraiser {
         let reply_emb = self.embedder.embed(&[inp.reply])?.remove(0);
         let cues = self.lexicon.cues(inp.reply);
         let mut out = Appraisal {
-            suggested: cues.hits.get(&Move::Advice).is_some_and(|n| *n > 0),
+            suggested: cues.suggests(),
             ..Appraisal::default()
         };
         let context = inp

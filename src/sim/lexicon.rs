@@ -69,6 +69,14 @@ pub struct Cues {
     pub presence: usize,
 }
 
+impl Cues {
+    /// True when the reply suggests something: an advice cue. The one rule by which the
+    /// appraiser flags a suggestion for the speaker and `replay user` reads one.
+    pub fn suggests(&self) -> bool {
+        self.hits.get(&Move::Advice).is_some_and(|n| *n > 0)
+    }
+}
+
 impl Lexicon {
     /// Loads and normalizes `data/lexicon.yaml`.
     pub fn load(path: &Path) -> Result<Self> {

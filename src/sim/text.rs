@@ -105,6 +105,16 @@ pub fn user_sentences<'a>(voice: &Voice, text: &'a str) -> Vec<&'a str> {
     }
 }
 
+/// The sentences of a user message as the speaker remembers them and `replay user` compares them:
+/// normalized, with the persona's voice opener split off first when there is a `voice`.
+pub fn said_sentences(voice: Option<&Voice>, text: &str) -> Vec<String> {
+    let parts = match voice {
+        Some(v) => user_sentences(v, text),
+        None => sentences(text),
+    };
+    parts.iter().map(|s| normalize(s)).collect()
+}
+
 /// True when a reply loops: at least four sentences, fewer than half of them distinct.
 pub fn looping(reply: &str) -> bool {
     let all: Vec<String> = sentences(reply)

@@ -262,10 +262,7 @@ impl Simulator for LlmSimulator {
                 unsafe_reply: unsafe_reply.map(Box::new),
                 factual: None,
                 llm: Some(trace),
-                suggested: cues
-                    .hits
-                    .get(&crate::sim::Move::Advice)
-                    .is_some_and(|n| *n > 0),
+                suggested: cues.suggests(),
                 user_text: reply,
             });
         }

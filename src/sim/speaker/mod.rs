@@ -21,7 +21,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::emotion::Bucket;
-use super::text::{affirmed, normalize, user_sentences, Negation};
+use super::text::{affirmed, normalize, said_sentences, Negation};
 use super::Appraisal;
 use crate::profile::persona::Voice;
 use crate::profile::speech::fill;
@@ -49,24 +49,17 @@ pub struct SpeakerMemory {
 }
 
 impl SpeakerMemory {
-    /// The sentences of `line` as the memory holds them: normalized, with the persona's voice
-    /// opener split off first, as `replay user` reads a turn ("I mean, it's ..." says "I mean").
-    fn sentences_of(voice: &Voice, line: &str) -> Vec<String> {
-        user_sentences(voice, line)
-            .iter()
-            .map(|s| normalize(s))
-            .collect()
-    }
-
-    /// True when no sentence of `line` has been said yet.
+    /// True when no sentence of `line` has been said yet. Sentences are read as `replay user`
+    /// reads a turn ([`said_sentences`]): a line that starts with the persona's opener ("I mean,
+    /// it's ...") says "I mean".
     fn fresh(&self, voice: &Voice, line: &str) -> bool {
-        Self::sentences_of(voice, line)
+        said_sentences(Some(voice), line)
             .iter()
             .all(|s| !self.said.contains(s))
     }
 
     fn remember(&mut self, voice: &Voice, line: &str) {
-        self.said.extend(Self::sentences_of(voice, line));
+        self.said.extend(said_sentences(Some(voice), line));
     }
 }
 
@@ -332,11 +325,14 @@ fn repeats_into(opener: &str, body: &str) -> bool {
     last.is_some() && last == first
 }
 
+/// The marks that end a sentence.
+const END_MARKS: [char; 4] = ['.', '!', '?', '\u{2026}'];
+
 /// `part` ending a sentence: a full stop added when it ends on none ("u stopped halfway thru"),
 /// so that the next part does not run into it.
 fn end_sentence(part: &str) -> String {
     let part = part.trim_end();
-    match part.ends_with(['.', '!', '?', '\u{2026}']) {
+    match part.ends_with(END_MARKS) {
         true => part.to_string(),
         false => format!("{part}."),
     }
@@ -349,15 +345,11 @@ pub fn join_opener(opener: &str, body: &str, keeps: impl Fn(&str) -> bool) -> St
     if body.is_empty() {
         return end_sentence(opener);
     }
-    if opener.trim_end().ends_with(['.', '!', '?', '\u{2026}']) {
+    if opener.trim_end().ends_with(END_MARKS) {
         return format!("{} {body}", opener.trim_end());
     }
     let opener = opener.trim_end().trim_end_matches(',');
-    let first = body.split_whitespace().next().unwrap_or("");
-    let word: String = first
-        .chars()
-        .take_while(|c| c.is_alphanumeric() || *c == '\'' || *c == '\u{2019}')
-        .collect();
+    let word = leading_word(body.split_whitespace().next().unwrap_or(""));
     let body = match keeps(&word) {
         true => body.to_string(),
         false => {
@@ -368,6 +360,15 @@ pub fn join_opener(opener: &str, body: &str, keeps: impl Fn(&str) -> bool) -> St
         }
     };
     format!("{opener}, {body}")
+}
+
+/// The word a whitespace-separated token starts with: its letters, digits and apostrophes up to
+/// the first other mark ("She," -> "She", "I'm" -> "I'm").
+pub fn leading_word(token: &str) -> String {
+    token
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '\'' || *c == '\u{2019}')
+        .collect()
 }
 
 /// Whether `word`, first after an opener, keeps its capital: "I" and its contractions, and a word
