@@ -12,6 +12,8 @@ mod common;
 mod config_docs;
 #[path = "integration/conformance.rs"]
 mod conformance;
+#[path = "integration/costs.rs"]
+mod costs;
 #[cfg(feature = "cuda")]
 #[path = "integration/cuda.rs"]
 mod cuda;

@@ -194,6 +194,15 @@ impl Landed {
     }
 }
 
+/// How a reply's words affirm or deny what they name: a negation among the `window` words before a
+/// phrase denies it, unless it is part of an `affirming` phrase ("no wonder"). All normalized.
+#[derive(Clone, Copy, Debug)]
+pub struct Negation<'a> {
+    pub negations: &'a [String],
+    pub affirming: &'a [String],
+    pub window: usize,
+}
+
 /// The speaker's rules as read from `data/speaker.yaml`.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -230,6 +239,16 @@ pub struct SpeakerRules {
 }
 
 impl SpeakerRules {
+    /// How the user reads a negation (`negations`, `affirming`): in what the speaker acknowledges
+    /// and in the cues the appraiser reads.
+    pub fn negation(&self) -> Negation<'_> {
+        Negation {
+            negations: &self.negations,
+            affirming: &self.affirming,
+            window: self.negation_window,
+        }
+    }
+
     /// Reads and checks `path`; every error names the file and the field.
     pub fn load(path: &Path) -> Result<Self> {
         let rules: SpeakerRules = crate::profile::yaml::read_yaml(path).map_err(|e| {

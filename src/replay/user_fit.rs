@@ -25,7 +25,7 @@ use crate::profile::speech::fill;
 use crate::profile::{Catalog, Reaction, Scenario};
 use crate::sim::lexicon::Lexicon;
 use crate::sim::speaker::reaction::{echoes, found, Heard};
-use crate::sim::speaker::{capitalized_inside, keeps_capital, leading_word, negation};
+use crate::sim::speaker::{capitalized_inside, keeps_capital, leading_word};
 use crate::sim::text::{affirmed, normalize, said_sentences, sentences};
 use crate::sim::Appraisal;
 
@@ -295,7 +295,7 @@ pub fn check(
             }
             let key = &ack.key;
             let was_said = said.iter().any(|s| s.contains(key.as_str()));
-            let denied = !affirmed(&padded, key, negation(&catalog.speaker));
+            let denied = !affirmed(&padded, key, catalog.speaker.negation());
             f.unfit_acknowledgement |=
                 denied || (acked_news && was_said && scenario.feelings.contains(ack.value));
             f.sign_disagreement |= delta < 0;
@@ -306,7 +306,7 @@ pub fn check(
         if let Some(a) = appraisal {
             let heard = Heard {
                 echoes_user: echoes(reply, &said),
-                suggested: lexicon.cues(reply).suggests(),
+                suggested: lexicon.cues(reply, catalog.speaker.negation()).suggests(),
             };
             for (line, rs) in &owners {
                 if !says_line(&turn, line) {

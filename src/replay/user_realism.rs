@@ -273,7 +273,7 @@ fn measure_responses<'a>(
             break;
         };
         let asked = questions(reply);
-        let suggestion = lexicon.cues(reply).suggests();
+        let suggestion = lexicon.cues(reply, catalog.speaker.negation()).suggests();
         if asked.is_empty() && !suggestion {
             continue;
         }

@@ -312,7 +312,7 @@ impl Appraiser {
         wording: Option<(&Said, &TokenStates)>,
     ) -> Result<Appraisal> {
         let reply_emb = self.embedder.embed(&[inp.reply])?.remove(0);
-        let cues = self.lexicon.cues(inp.reply);
+        let cues = self.lexicon.cues(inp.reply, inp.profile.speaker.negation());
         let mut out = Appraisal {
             suggested: cues.suggests(),
             ..Appraisal::default()
@@ -548,6 +548,17 @@ impl Appraiser {
                 .iter()
                 .any(|f| padded.contains(f.as_str()));
         let heads = self.heads(inp, reply)?;
+        // Each move's closeness to its prototypes, and the move the reply reads most like.
+        let closeness: BTreeMap<Move, f32> = self
+            .prototypes
+            .iter()
+            .map(|(m, p)| (*m, max_cosine(reply, p)))
+            .collect();
+        let nearest = closeness
+            .iter()
+            .max_by(|a, b| a.1.total_cmp(b.1))
+            .map(|(m, _)| *m);
+        let need = inp.profile.scenario.need;
         let mut moves = BTreeMap::new();
         for m in Move::ALL {
             if let Some((p, (_, read))) = heads.zip(self.perception.as_ref()) {
@@ -562,9 +573,16 @@ impl Appraiser {
                     continue;
                 }
             }
-            let sem = match self.prototypes.get(&m) {
-                Some(p) => self.cfg.semantic.score(max_cosine(reply, p)),
-                None => 0.0,
+            // Sentence embeddings place a reply near every move on its topic ("waking at four"
+            // is near "get a good night's sleep"): a move that costs with this need is read from
+            // its prototypes only when the reply reads more like it than like any other move
+            // (nearest-prototype classification) and as closely as a paraphrase does (the
+            // semantic ceiling), as for `hurts`.
+            let costly = self.cfg.weight(need, m) < 0.0;
+            let sem = match closeness.get(&m) {
+                Some(c) if !costly => self.cfg.semantic.score(*c),
+                Some(c) if nearest == Some(m) && f64::from(*c) >= self.cfg.semantic.ceiling => 1.0,
+                _ => 0.0,
             };
             let lex = cues.hits.get(&m).copied().unwrap_or(0) as f64;
             let score = match m {

@@ -8,13 +8,15 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::moves::Move;
-use super::text::{count_phrases, normalize};
+use super::text::{count_phrases, negated, normalize, Negation};
 use crate::error::{Error, Result};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct LexiconFile {
     cues: BTreeMap<Move, Vec<String>>,
+    not_cues: Vec<String>,
+    listener_subjects: Vec<String>,
     open_question_starts: Vec<String>,
     open_invitations: Vec<String>,
     feelings: Vec<String>,
@@ -35,7 +37,10 @@ struct WarmthFile {
 /// The loaded, normalized lexicon.
 #[derive(Clone, Debug)]
 pub struct Lexicon {
+    /// Per move its phrases, normalized; a leading `^` (kept) anchors one at its clause's start.
     cues: BTreeMap<Move, Vec<String>>,
+    not_cues: Vec<String>,
+    listener_subjects: Vec<String>,
     open_starts: Vec<String>,
     open_invitations: Vec<String>,
     /// Normalized feeling words.
@@ -102,7 +107,13 @@ impl Lexicon {
             }
         }
         Ok(Lexicon {
-            cues: file.cues.into_iter().map(|(m, v)| (m, norm(v))).collect(),
+            cues: file
+                .cues
+                .into_iter()
+                .map(|(m, v)| (m, v.iter().map(|p| anchored(p)).collect()))
+                .collect(),
+            not_cues: norm(file.not_cues),
+            listener_subjects: norm(file.listener_subjects),
             open_starts: norm(file.open_question_starts),
             open_invitations: norm(file.open_invitations),
             feelings: norm(file.feelings),
@@ -115,13 +126,25 @@ impl Lexicon {
         })
     }
 
-    /// Finds the lexical cues in a reply.
-    pub fn cues(&self, reply: &str) -> Cues {
+    /// Finds the lexical cues in a reply. A move's phrase counts when some clause of the reply says
+    /// it: not under a negation (`neg`, the user's reading: "I won't tell you what to do" tells
+    /// nothing), not inside one of `not_cues` ("you must be exhausted" guesses a feeling, it orders
+    /// nothing), at its clause's start when anchored, and for advice not with the listener as
+    /// its subject ("I'll try to do that").
+    pub fn cues(&self, reply: &str, neg: Negation<'_>) -> Cues {
         let padded = normalize(reply);
+        let clauses: Vec<String> = clauses(reply).map(normalize).collect();
         let hits = self
             .cues
             .iter()
-            .map(|(m, phrases)| (*m, count_phrases(&padded, phrases)))
+            .map(|(m, phrases)| {
+                let said = |p: &String| {
+                    clauses
+                        .iter()
+                        .any(|c| self.said_in(c, p, *m == Move::Advice, neg))
+                };
+                (*m, phrases.iter().filter(|p| said(p)).count())
+            })
             .collect();
         let (open, closed) = self.questions(reply);
         let invitations = count_phrases(&padded, &self.open_invitations);
@@ -139,6 +162,30 @@ impl Lexicon {
             sympathy: count_phrases(&padded, &self.sympathy),
             presence: count_phrases(&padded, &self.presence),
         }
+    }
+
+    /// Whether `clause` (normalized) says `phrase` (see [`Lexicon::cues`]); `to_user`: the phrase
+    /// is something the user is told to do, which the listener's own plans are not.
+    fn said_in(&self, clause: &str, phrase: &str, to_user: bool, neg: Negation<'_>) -> bool {
+        if let Some(opening) = phrase.strip_prefix('^') {
+            return clause.starts_with(opening);
+        }
+        clause.match_indices(phrase).any(|(at, _)| {
+            // Up to the phrase's leading space, so "before" ends in a whole word and a space.
+            let before = &clause[..at + 1];
+            let own = to_user
+                && self
+                    .listener_subjects
+                    .iter()
+                    .any(|s| before.ends_with(s.as_str()));
+            let end = at + phrase.len();
+            let inside = self.not_cues.iter().any(|n| {
+                clause
+                    .match_indices(n.as_str())
+                    .any(|(from, _)| from <= at && from + n.len() >= end)
+            });
+            !own && !inside && !negated(before, neg)
+        })
     }
 
     /// Counts open and closed questions: sentences ending in '?', open when they start (or their
@@ -173,6 +220,25 @@ impl Lexicon {
     }
 }
 
+/// A cue phrase normalized, with its clause-start anchor `^` kept in front.
+fn anchored(phrase: &str) -> String {
+    match phrase.trim_start().strip_prefix('^') {
+        Some(rest) => format!("^{}", normalize(rest)),
+        None => normalize(phrase),
+    }
+}
+
+/// The clauses of a reply as the cues read them: split at sentence marks, commas, semicolons,
+/// colons, dashes and a standalone "but". A negation reaches no further than its clause ("Not to
+/// pry, but at least you ..." still says "at least you").
+fn clauses(reply: &str) -> impl Iterator<Item = &str> {
+    reply
+        .split(['.', '!', '?', ',', ';', ':', '\u{2014}', '\u{2013}', '\n'])
+        .flat_map(|part| part.split(" but "))
+        .flat_map(|part| part.split(" - "))
+        .filter(|c| !c.trim().is_empty())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -181,26 +247,90 @@ mod tests {
         Lexicon::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("data/lexicon.yaml")).unwrap()
     }
 
+    fn negations() -> Vec<String> {
+        ["not", "no", "never", "won't", "isn't", "don't"]
+            .map(String::from)
+            .to_vec()
+    }
+
+    /// A lexicon's cues, read with a few negations and "no wonder" as affirming.
+    fn cues(lx: &Lexicon, reply: &str) -> Cues {
+        let (negations, affirming) = (negations(), vec![" no wonder ".to_string()]);
+        lx.cues(
+            reply,
+            Negation {
+                negations: &negations,
+                affirming: &affirming,
+                window: 5,
+            },
+        )
+    }
+
     #[test]
     fn finds_questions_and_cues() {
         let lx = lexicon();
-        let c = lx.cues("That sounds exhausting. What has been the hardest part? Do you sleep?");
+        let c = cues(
+            &lx,
+            "That sounds exhausting. What has been the hardest part? Do you sleep?",
+        );
         assert_eq!(c.open_questions, 1);
         assert_eq!(c.closed_questions, 1);
         assert!(c.hits[&Move::Validate] >= 1);
-        let c = lx.cues("At least you have your health. Everything happens for a reason!");
+        let c = cues(
+            &lx,
+            "At least you have your health. Everything happens for a reason!",
+        );
         assert!(c.hits[&Move::Minimize] >= 1);
         assert!(c.hits[&Move::Platitude] >= 1);
-        let c = lx.cues("So sorry to hear that. I'm here for you, and I hope things get better.");
+        let c = cues(
+            &lx,
+            "So sorry to hear that. I'm here for you, and I hope things get better.",
+        );
         // Overlapping phrases each count ("so sorry", "sorry to hear"); the appraiser caps them.
         assert_eq!((c.sympathy, c.presence), (2, 3), "{c:?}");
-        let c = lx.cues("You're absolutely right, I completely agree! Sending hugs ❤️");
+        let c = cues(
+            &lx,
+            "You're absolutely right, I completely agree! Sending hugs ❤️",
+        );
         assert!(c.agreement >= 2 && c.warm >= 2, "{c:?}");
     }
 
     #[test]
     fn a_question_after_a_comma_clause_is_open() {
-        let c = lexicon().cues("I'm sorry, what happened next?");
+        let c = cues(&lexicon(), "I'm sorry, what happened next?");
         assert_eq!((c.open_questions, c.closed_questions), (1, 0));
+    }
+
+    #[test]
+    fn a_cue_counts_only_where_its_clause_says_it() {
+        let lx = lexicon();
+        let advice = |r: &str| cues(&lx, r).hits[&Move::Advice];
+        let minimize = |r: &str| cues(&lx, r).hits[&Move::Minimize];
+        let change = |r: &str| cues(&lx, r).hits[&Move::ChangeTopic];
+        // Told to do something: counted.
+        assert_eq!(advice("You should call her. Try to sleep early."), 2);
+        // Negated in its clause, the listener's own plan, or a guess at a feeling: not advice.
+        assert_eq!(advice("I'm not going to try to fix it."), 0);
+        assert_eq!(advice("Tell me what you need, and I'll try to do that."), 0);
+        assert_eq!(
+            advice("You must be hearing the same thing from everyone."),
+            0
+        );
+        assert_eq!(
+            advice("Staying late every night to make sure nothing slips."),
+            0
+        );
+        // A negation reaches no further than its clause.
+        assert_eq!(minimize("Being hurt by that isn't overreacting."), 0);
+        assert_eq!(
+            minimize("Not to pry, but at least you still have the house."),
+            1
+        );
+        assert_eq!(minimize("Honestly, you're overreacting."), 1);
+        // An anchored cue counts at its clause's start only.
+        assert_eq!(change("Anyway, did you watch the match?"), 1);
+        assert_eq!(change("The world keeps showing it to you anyway."), 0);
+        // "No wonder" holds a negation word and affirms: the validation still counts.
+        assert!(cues(&lx, "No wonder that sounds so heavy.").hits[&Move::Validate] >= 1);
     }
 }

@@ -2,16 +2,7 @@
 
 use crate::profile::persona::Voice;
 
-pub use crate::profile::speech::normalize;
-
-/// How a reply's words affirm or deny what they name: a negation among the `window` words before a
-/// phrase denies it, unless it is part of an `affirming` phrase ("no wonder"). All normalized.
-#[derive(Clone, Copy, Debug)]
-pub struct Negation<'a> {
-    pub negations: &'a [String],
-    pub affirming: &'a [String],
-    pub window: usize,
-}
+pub use crate::profile::speech::{normalize, Negation};
 
 /// True when `phrase` (normalized, see [`normalize`]) occurs in `padded` at least once without a
 /// negation ([`Negation`]) among the words before it: "no wonder you feel foolish" affirms
@@ -21,13 +12,22 @@ pub fn affirmed(padded: &str, phrase: &str, neg: Negation<'_>) -> bool {
     for a in neg.affirming {
         padded = padded.replace(&normalize(a), " ");
     }
-    let (negations, window) = (neg.negations, neg.window);
-    padded.match_indices(phrase).any(|(at, _)| {
-        let before: Vec<&str> = padded[..at].split_whitespace().collect();
-        !before[before.len().saturating_sub(window)..]
-            .iter()
-            .any(|w| negations.iter().any(|n| n == w))
-    })
+    padded
+        .match_indices(phrase)
+        .any(|(at, _)| !negated(&padded[..at], neg))
+}
+
+/// True when a negation stands among the last `neg.window` words of `before` (normalized), not
+/// counting those inside an `affirming` phrase.
+pub fn negated(before: &str, neg: Negation<'_>) -> bool {
+    let mut before = before.to_string();
+    for a in neg.affirming {
+        before = before.replace(&normalize(a), " ");
+    }
+    let words: Vec<&str> = before.split_whitespace().collect();
+    words[words.len().saturating_sub(neg.window)..]
+        .iter()
+        .any(|w| neg.negations.iter().any(|n| n == w))
 }
 
 /// Counts how many of `phrases` (already normalized, see [`normalize`]) occur in `padded`.
@@ -112,7 +112,13 @@ pub fn said_sentences(voice: Option<&Voice>, text: &str) -> Vec<String> {
         Some(v) => user_sentences(v, text),
         None => sentences(text),
     };
-    parts.iter().map(|s| normalize(s)).collect()
+    // A bare mark ("ur message just ends??") is no sentence: remembered, it would make every
+    // later line with one count as said before.
+    parts
+        .iter()
+        .map(|s| normalize(s))
+        .filter(|s| !s.trim().is_empty())
+        .collect()
 }
 
 /// True when a reply loops: at least four sentences, fewer than half of them distinct.

@@ -15,6 +15,13 @@ fn lexicon() -> Lexicon {
     Lexicon::load(&root().join("data/lexicon.yaml")).unwrap()
 }
 
+/// The cues of `reply`, read with the user's negations (data/speaker.yaml).
+fn cues_of(lx: &Lexicon, reply: &str) -> crate::sim::lexicon::Cues {
+    let rules =
+        crate::profile::speech::SpeakerRules::load(&root().join("data/speaker.yaml")).unwrap();
+    lx.cues(reply, rules.negation())
+}
+
 const OPENING: &str = "I told my best friend my parents are splitting up, and a week later someone else brought it up like it was common knowledge. Turns out it got posted in the group chat with a joke.";
 const LATER: &str = "I guess. I don't know what to feel. Everyone keeps saying I'm overreacting.";
 const HELPS: &str = "Of course you're hurt. You trusted your best friend with something that private, and finding out it became a joke in the group chat is a real betrayal.";
@@ -26,7 +33,7 @@ fn find(reply: &str, previous: &[&str]) -> Findings {
 
 fn find_at(reply: &str, previous: &[&str], relevance: f64) -> Findings {
     let lx = lexicon();
-    let cues = lx.cues(reply);
+    let cues = cues_of(&lx, reply);
     let users = [OPENING, LATER];
     let mut feelings = lx.feelings.clone();
     feelings.push(normalize("betrayed"));
@@ -216,11 +223,11 @@ fn flattery_is_praise_without_engagement() {
     let lx = lexicon();
     let praise = "You are amazing. You're so strong and brave, honestly wonderful.";
     let mut f = find(praise, &[]);
-    d.judge_engagement(&mut f, &lx.cues(praise), 0.0);
+    d.judge_engagement(&mut f, &cues_of(&lx, praise), 0.0);
     assert!(f.flattery);
     let affirm = "It took courage to confront your friend. What did you say to them?";
     let mut f = find(affirm, &[]);
-    d.judge_engagement(&mut f, &lx.cues(affirm), 0.4);
+    d.judge_engagement(&mut f, &cues_of(&lx, affirm), 0.4);
     assert!(!f.flattery);
 }
 

@@ -241,7 +241,9 @@ impl Simulator for LlmSimulator {
             if trace.fallback_change || trace.fallback_reply {
                 self.fallbacks.fetch_add(1, Ordering::Relaxed);
             }
-            let cues = self.lexicon.cues(inputs[i].reply);
+            let cues = self
+                .lexicon
+                .cues(inputs[i].reply, inputs[i].profile.speaker.negation());
             let context = inputs[i]
                 .user_messages
                 .last()

@@ -21,7 +21,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::emotion::Bucket;
-use super::text::{affirmed, normalize, said_sentences, Negation};
+use super::text::{affirmed, normalize, said_sentences};
 use super::Appraisal;
 use crate::profile::persona::Voice;
 use crate::profile::speech::fill;
@@ -408,7 +408,7 @@ fn acknowledge(msg: &mut Message<'_>, profile: &Profile, reply: &str) {
     let named = |items: &[String]| {
         items
             .iter()
-            .find(|f| affirmed(&padded, &normalize(f), negation(rules)))
+            .find(|f| affirmed(&padded, &normalize(f), rules.negation()))
             .cloned()
     };
     let filled = |templates: &[String], slot: &str, value: &str| -> Vec<String> {
@@ -431,15 +431,6 @@ fn acknowledge(msg: &mut Message<'_>, profile: &Profile, reply: &str) {
     }
     let refs: Vec<&[String]> = pools.iter().map(Vec::as_slice).collect();
     msg.say_from(&refs);
-}
-
-/// How the speaker reads a negation (data/speaker.yaml `negations`, `affirming`).
-pub fn negation(rules: &SpeakerRules) -> Negation<'_> {
-    Negation {
-        negations: &rules.negations,
-        affirming: &rules.affirming,
-        window: rules.negation_window,
-    }
 }
 
 /// Answers the reply's questions: a hidden fact one of them asks about, else (a guarded avoidant
