@@ -577,11 +577,15 @@ impl Appraiser {
             // is near "get a good night's sleep"): a move that costs with this need is read from
             // its prototypes only when the reply reads more like it than like any other move
             // (nearest-prototype classification) and as closely as a paraphrase does (the
-            // semantic ceiling), as for `hurts`.
+            // semantic ceiling), as for `hurts`. Changing the subject is the exception: its
+            // prototypes are about other topics, so being nearest to them is being off the
+            // user's topic, whatever the closeness.
             let costly = self.cfg.weight(need, m) < 0.0;
+            let paraphrase =
+                |c: f32| m == Move::ChangeTopic || f64::from(c) >= self.cfg.semantic.ceiling;
             let sem = match closeness.get(&m) {
                 Some(c) if !costly => self.cfg.semantic.score(*c),
-                Some(c) if nearest == Some(m) && f64::from(*c) >= self.cfg.semantic.ceiling => 1.0,
+                Some(c) if nearest == Some(m) && paraphrase(*c) => self.cfg.semantic.score(*c),
                 _ => 0.0,
             };
             let lex = cues.hits.get(&m).copied().unwrap_or(0) as f64;
