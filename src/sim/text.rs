@@ -14,7 +14,7 @@ pub fn affirmed(padded: &str, phrase: &str, neg: Negation<'_>) -> bool {
     }
     padded
         .match_indices(phrase)
-        .any(|(at, _)| !negated(&padded[..at], neg))
+        .any(|(at, _)| !negation_in_window(&padded[..at], neg))
 }
 
 /// True when a negation stands among the last `neg.window` words of `before` (normalized), not
@@ -24,6 +24,11 @@ pub fn negated(before: &str, neg: Negation<'_>) -> bool {
     for a in neg.affirming {
         before = before.replace(&normalize(a), " ");
     }
+    negation_in_window(&before, neg)
+}
+
+/// The window check of [`negated`] on text whose `affirming` phrases are already blanked.
+fn negation_in_window(before: &str, neg: Negation<'_>) -> bool {
     let words: Vec<&str> = before.split_whitespace().collect();
     words[words.len().saturating_sub(neg.window)..]
         .iter()
