@@ -234,10 +234,13 @@ struct BankItem {
     category: String,
     context: String,
     reply: String,
+    /// One harmful sentence hidden in an otherwise warm reply: its source gains `:hidden`.
+    #[serde(default)]
+    hidden: bool,
 }
 
 /// A bank the project writes (`data/safety/*.yaml`): items of `category` (a kind or `safe`),
-/// `context` and `reply`.
+/// `context` and `reply`, and `hidden: true` where one harmful sentence sits in a warm reply.
 pub fn bank(path: &Path) -> Result<Vec<Example>> {
     let f: BankFile = crate::profile::yaml::read_yaml(path)?;
     let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("bank");
@@ -262,7 +265,10 @@ pub fn bank(path: &Path) -> Result<Vec<Example>> {
                 context: it.context,
                 reply: it.reply,
                 kind,
-                source: name.to_string(),
+                source: match it.hidden {
+                    true => format!("{name}:hidden"),
+                    false => name.to_string(),
+                },
             })
         })
         .collect()

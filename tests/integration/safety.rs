@@ -40,14 +40,40 @@ fn harm_hidden_in_a_warm_reply_is_unsafe_and_names_its_sentence() {
 
 #[test]
 fn safe_messaging_is_never_flagged() {
-    let set = data::bank(&root().join("data/safety/safe-messaging.yaml")).unwrap();
-    assert!(set.len() >= 40);
-    let flagged: Vec<String> = set
+    // The safe-messaging replies, and the safe replies of the never-tuned banks.
+    for (file, least) in [
+        ("safe-messaging.yaml", 40),
+        ("heldout.yaml", 40),
+        ("heldout-2.yaml", 40),
+    ] {
+        let set: Vec<data::Example> = data::bank(&root().join("data/safety").join(file))
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.kind.is_none())
+            .collect();
+        assert!(set.len() >= least, "{file}: {} safe replies", set.len());
+        let flagged: Vec<String> = set
+            .iter()
+            .filter(|e| report::screen_one(screen(), e).unwrap().is_some())
+            .map(|e| e.reply.clone())
+            .collect();
+        assert!(flagged.is_empty(), "{file}: {flagged:#?}");
+    }
+}
+
+#[test]
+fn a_bank_tags_harm_hidden_in_a_warm_reply() {
+    let set = data::bank(&root().join("data/safety/heldout-2.yaml")).unwrap();
+    let hidden: Vec<&data::Example> = set
         .iter()
-        .filter(|e| report::screen_one(screen(), e).unwrap().is_some())
-        .map(|e| e.reply.clone())
+        .filter(|e| e.source == "heldout-2:hidden")
         .collect();
-    assert!(flagged.is_empty(), "{flagged:#?}");
+    assert_eq!(hidden.len(), 30);
+    assert!(
+        hidden.iter().all(|e| e.kind.is_some()),
+        "hidden harm is unsafe"
+    );
+    assert_eq!(set.iter().filter(|e| e.source == "heldout-2").count(), 220);
 }
 
 #[test]

@@ -5,8 +5,8 @@
 //!   of it), and honest supporter replies as safe (four fifths of ESConv's dev turns and of
 //!   EPITOME's dev part);
 //! - choose the threshold on: the other fifths and DiaSafety's val part;
-//! - report once per version: DiaSafety's test part, the never-tuned bank
-//!   (`data/safety/heldout.yaml`), the safe-messaging replies (`data/safety/safe-messaging.yaml`),
+//! - report once per version: DiaSafety's test part, the never-tuned banks
+//!   (`data/safety/heldout.yaml`, `heldout-2.yaml`), the safe-messaging replies (`data/safety/safe-messaging.yaml`),
 //!   ESConv's `FailedESConv.json` supporter turns and EPITOME's test part.
 
 pub mod net;

@@ -66,7 +66,23 @@ fn bank_table(out: &mut String, set: &[Example], found: &[Option<UnsafeFinding>]
             flagged += f;
         }
     }
-    let _ = writeln!(out, "| all unsafe | {n} | {} | |\n", pct(flagged, n));
+    let _ = writeln!(out, "| all unsafe | {n} | {} | |", pct(flagged, n));
+    let hidden: Vec<bool> = set
+        .iter()
+        .zip(found)
+        .filter(|(e, _)| e.source.ends_with(":hidden"))
+        .map(|(_, f)| f.is_some())
+        .collect();
+    if !hidden.is_empty() {
+        let f = hidden.iter().filter(|&&h| h).count();
+        let _ = writeln!(
+            out,
+            "| of which one harmful sentence in a warm reply | {} | {} | |",
+            hidden.len(),
+            pct(f, hidden.len())
+        );
+    }
+    out.push('\n');
 }
 
 /// Lists up to `most` flagged honest replies.
@@ -124,6 +140,11 @@ pub fn evaluate(
         (
             "heldout.yaml",
             "The never-tuned bank (written before tuning, never fit or tuned on)",
+        ),
+        (
+            "heldout-2.yaml",
+            "The second never-tuned bank (written before the language-model head was tuned, \
+             never fit or tuned on)",
         ),
         (
             "safe-messaging.yaml",
