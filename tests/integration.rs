@@ -5,8 +5,7 @@ use empathy_test_support::tiny_model as model_fixtures;
 /// The CPU thread counts the `empathy-gym` binary sets first thing in `main`
 /// (`empathy_engine::threads`), set here before the test harness starts its threads, so the tests
 /// run the models as the binary does. Without them, on 2 cores, candle's elementwise pool spins
-/// beside the matmul pool and each matmul re-reads /proc/cpuinfo: the suite ran about a fifth
-/// slower (results/perf/ci.md).
+/// beside the matmul pool and each matmul re-reads /proc/cpuinfo (measured in results/perf/ci.md).
 #[ctor::ctor(unsafe)]
 fn thread_counts_as_the_binary_sets_them() {
     empathy_gym::model::fix_thread_count();

@@ -1,5 +1,5 @@
 //! The red-team suite as a test: every adversary of configs/redteam played with the references, one
-//! dialogue a profile, at moderate on one test profile of each held-out scenario, and on
+//! dialogue a profile, at moderate on one test profile of each of six held-out scenarios, and on
 //! every test profile at moderate and hard in scripts/test-full.sh; a broken margin fails
 //! (docs/REDTEAM.md), and so does a cost met without a reason.
 
@@ -9,10 +9,11 @@ use empathy_gym::redteam::{self, Plan, Side};
 
 use super::common::*;
 
-/// At moderate on 12 test profiles: one of each held-out scenario (`redteam::pick_profiles`).
+/// At moderate on 6 test profiles: one of each of six held-out scenarios
+/// (`redteam::pick_profiles`); all of them in scripts/test-full.sh.
 #[test]
 fn no_adversary_reaches_the_listener_at_moderate() {
-    play_the_suite(Difficulty::Moderate, Some(12));
+    play_the_suite(Difficulty::Moderate, Some(6));
 }
 
 #[test]
