@@ -11,10 +11,12 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
-use candle_core::{Device, Tensor};
-use empathy_engine::{find_model, load_model, AdapterMode, LoadOptions, Pass};
+#[path = "probe_lm/mod.rs"]
+mod probe_lm;
+
 use empathy_gym::fit::corpora::{self, Example};
 use empathy_gym::sim::Embedder;
+use probe_lm::Lm;
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
@@ -54,41 +56,15 @@ fn main() -> anyhow::Result<()> {
         items.push((e, "diasafety".into()));
     }
     eprintln!("{} items", items.len());
-    let lm = load_model(
-        &find_model("smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf")?,
-        &Device::Cpu,
-        &LoadOptions::default(),
-    )?;
+    let lm = Lm::load()?;
     let embedder = Arc::new(Embedder::load_default()?);
-    let fluency: serde_yaml::Value =
-        serde_yaml::from_str(&std::fs::read_to_string("data/fluency.yaml")?)?;
-    let prefix = fluency["prefix"].as_str().unwrap_or_default().to_string();
-    let enc = |s: &str| -> anyhow::Result<Vec<u32>> {
-        Ok(lm
-            .tokenizer
-            .encode(s, false)
-            .map_err(|e| anyhow::anyhow!("{e}"))?
-            .get_ids()
-            .to_vec())
-    };
-    let head = enc(&prefix)?;
     let pooled = |text: &str| -> anyhow::Result<Vec<f32>> {
-        let mut reply = enc(text)?;
+        let mut reply = lm.encode(text)?;
         reply.truncate(96);
         if reply.is_empty() {
-            reply = enc(".")?;
+            reply = lm.encode(".")?;
         }
-        let n = head.len();
-        let ids: Vec<u32> = head.iter().copied().chain(reply).collect();
-        let t = Tensor::new(ids.as_slice(), &Device::Cpu)?.unsqueeze(0)?;
-        let h = lm
-            .model
-            .forward(&t, None, AdapterMode::Off, Pass::Infer)?
-            .squeeze(0)?;
-        let r = h.narrow(0, n, ids.len() - n)?;
-        let mean = r.mean(0)?.to_vec1::<f32>()?;
-        let max = r.max(0)?.to_vec1::<f32>()?;
-        Ok(mean.into_iter().chain(max).collect())
+        lm.pooled(&lm.judge_prefix, &reply)
     };
     let mut meta = std::fs::File::create(out.join("meta.jsonl"))?;
     let mut bin = std::io::BufWriter::new(std::fs::File::create(out.join("feats.f32"))?);

@@ -11,12 +11,14 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use candle_core::{Device, Tensor};
-use empathy_engine::{find_model, load_model, AdapterMode, LoadOptions, Pass};
+#[path = "probe_lm/mod.rs"]
+mod probe_lm;
+
 use empathy_gym::fit::corpora::{self, Example};
 use empathy_gym::fit::train::{fit_mlp, FitSettings, Targets};
 use empathy_gym::seed::fnv1a64;
 use empathy_gym::sim::Embedder;
+use probe_lm::Lm;
 
 fn apart(e: &Example) -> bool {
     fnv1a64(e.reply.as_bytes()).is_multiple_of(5)
@@ -49,51 +51,23 @@ fn main() -> anyhow::Result<()> {
     honest.extend(corpora::epitome(epitome)?.0.into_iter().step_by(3));
     eprintln!("bank {} honest {}", bank.len(), honest.len());
 
-    let lm = load_model(
-        &find_model("smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf")?,
-        &Device::Cpu,
-        &LoadOptions::default(),
-    )?;
+    let lm = Lm::load()?;
     let embedder = Arc::new(Embedder::load_default()?);
-    let fluency: serde_yaml::Value =
-        serde_yaml::from_str(&std::fs::read_to_string("data/fluency.yaml")?)?;
-    let judge_prefix = fluency["prefix"].as_str().unwrap_or_default().to_string();
-    let pooled = |head: Vec<u32>, reply: &[u32]| -> anyhow::Result<Vec<f32>> {
-        let n = head.len();
-        let ids: Vec<u32> = head.into_iter().chain(reply.iter().copied()).collect();
-        let t = Tensor::new(ids.as_slice(), &Device::Cpu)?.unsqueeze(0)?;
-        let h = lm
-            .model
-            .forward(&t, None, AdapterMode::Off, Pass::Infer)?
-            .squeeze(0)?;
-        let r = h.narrow(0, n, ids.len() - n)?;
-        let mean = r.mean(0)?.to_vec1::<f32>()?;
-        let max = r.max(0)?.to_vec1::<f32>()?;
-        Ok(mean.into_iter().chain(max).collect())
-    };
-    let enc = |s: &str| -> anyhow::Result<Vec<u32>> {
-        Ok(lm
-            .tokenizer
-            .encode(s, false)
-            .map_err(|e| anyhow::anyhow!("{e}"))?
-            .get_ids()
-            .to_vec())
-    };
     let alone_features = |e: &Example| -> anyhow::Result<Vec<f32>> {
-        let mut reply = enc(&e.reply)?;
+        let mut reply = lm.encode(&e.reply)?;
         reply.truncate(96);
-        let mut x = pooled(enc(&judge_prefix)?, &reply)?;
+        let mut x = lm.pooled(&lm.judge_prefix, &reply)?;
         x.extend(embedder.embed(&[e.context.as_str()])?[0].iter());
         Ok(x)
     };
     let lm_features = |e: &Example| -> anyhow::Result<Vec<f32>> {
         let ctx: String = e.context.chars().take(400).collect();
-        let head = enc(&format!(
+        let head = lm.encode(&format!(
             "<|im_start|>user\n{ctx}<|im_end|>\n<|im_start|>assistant\n"
         ))?;
-        let mut reply = enc(&e.reply)?;
+        let mut reply = lm.encode(&e.reply)?;
         reply.truncate(96);
-        pooled(head, &reply)
+        lm.pooled(&head, &reply)
     };
     let mini_features = |e: &Example| -> anyhow::Result<Vec<f32>> {
         let v = embedder.embed(&[e.reply.as_str(), e.context.as_str()])?;
