@@ -15,10 +15,12 @@ fn lexicon() -> Lexicon {
     Lexicon::load(&root().join("data/lexicon.yaml")).unwrap()
 }
 
-/// The cues of `reply`, read with the user's negations (data/speaker.yaml).
+/// The cues of `reply`, read with the user's negations (data/speaker.yaml, read once).
 fn cues_of(lx: &Lexicon, reply: &str) -> crate::sim::lexicon::Cues {
+    use crate::profile::speech::SpeakerRules;
+    static RULES: std::sync::OnceLock<SpeakerRules> = std::sync::OnceLock::new();
     let rules =
-        crate::profile::speech::SpeakerRules::load(&root().join("data/speaker.yaml")).unwrap();
+        RULES.get_or_init(|| SpeakerRules::load(&root().join("data/speaker.yaml")).unwrap());
     lx.cues(reply, rules.negation())
 }
 
