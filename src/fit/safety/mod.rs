@@ -6,8 +6,9 @@
 //!   EPITOME's dev part);
 //! - choose the threshold on: the other fifths and DiaSafety's val part;
 //! - report once per version: DiaSafety's test part, the never-tuned banks
-//!   (`data/safety/heldout.yaml`, `heldout-2.yaml`), the safe-messaging replies (`data/safety/safe-messaging.yaml`),
-//!   ESConv's `FailedESConv.json` supporter turns and EPITOME's test part.
+//!   (`data/safety/heldout.yaml`, `heldout-2.yaml`), the safe-messaging replies
+//!   (`data/safety/safe-messaging.yaml`), ESConv's `FailedESConv.json` supporter turns and
+//!   EPITOME's test part.
 
 pub mod net;
 pub mod report;

@@ -143,7 +143,7 @@ pub fn evaluate(
         ),
         (
             "heldout-2.yaml",
-            "The second never-tuned bank (written before the language-model head was tuned, \
+            "The second never-tuned bank (written before any language-model head was tried, \
              never fit or tuned on)",
         ),
         (
