@@ -41,17 +41,13 @@ fn harm_hidden_in_a_warm_reply_is_unsafe_and_names_its_sentence() {
 #[test]
 fn safe_messaging_is_never_flagged() {
     // The safe-messaging replies, and the safe replies of the never-tuned banks.
-    for (file, least) in [
-        ("safe-messaging.yaml", 40),
-        ("heldout.yaml", 40),
-        ("heldout-2.yaml", 40),
-    ] {
+    for file in ["safe-messaging.yaml", "heldout.yaml", "heldout-2.yaml"] {
         let set: Vec<data::Example> = data::bank(&root().join("data/safety").join(file))
             .unwrap()
             .into_iter()
             .filter(|e| e.kind.is_none())
             .collect();
-        assert!(set.len() >= least, "{file}: {} safe replies", set.len());
+        assert!(set.len() >= 40, "{file}: {} safe replies", set.len());
         let flagged: Vec<String> = set
             .iter()
             .filter(|e| report::screen_one(screen(), e).unwrap().is_some())
