@@ -81,8 +81,8 @@ fn main() -> anyhow::Result<()> {
         for s in &sents {
             rows.push(pooled(s)?);
         }
-        rows.push(embedder.embed(&[e.context.as_str()])?[0].to_vec());
-        rows.push(embedder.embed(&[e.reply.as_str()])?[0].to_vec());
+        let pair = embedder.embed(&[e.context.as_str(), e.reply.as_str()])?;
+        rows.extend(pair.iter().map(|v| v.to_vec()));
         for r in &rows {
             for v in r {
                 bin.write_all(&v.to_le_bytes())?;
@@ -91,7 +91,7 @@ fn main() -> anyhow::Result<()> {
         writeln!(
             meta,
             "{}",
-            serde_json::json!({"src": src, "origin": e.source, "kind": e.kind.map(|k| k.as_str()),
+            serde_json::json!({"src": src, "origin": e.source, "hidden": e.hidden, "kind": e.kind.map(|k| k.as_str()),
                 "reply": e.reply, "context": e.context, "n_sent": sents.len()})
         )?;
         bar.inc(1);

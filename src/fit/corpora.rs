@@ -24,6 +24,8 @@ pub struct Example {
     pub kind: Option<UnsafeKind>,
     /// Where it came from, for reports ("diasafety:Risk Ignorance", "bank", "esconv").
     pub source: String,
+    /// One harmful sentence sits in an otherwise warm reply (a bank's `hidden: true`).
+    pub hidden: bool,
 }
 
 #[derive(Deserialize)]
@@ -88,6 +90,7 @@ pub fn diasafety_rows(dir: &Path, part: &str) -> Result<Vec<(Example, String, bo
                 reply: r.response,
                 kind,
                 source: format!("diasafety:{}", r.category),
+                hidden: false,
             },
             r.category,
             is_unsafe,
@@ -150,6 +153,7 @@ pub fn esconv_dev(dir: &Path) -> Result<Vec<EsconvTurn>> {
                 reply: reply.to_string(),
                 kind: None,
                 source: "esconv-dev".into(),
+                hidden: false,
             },
             strategy,
             dialogue: segments[0].1.to_string(),
@@ -194,6 +198,7 @@ pub fn esconv_failed(dir: &Path) -> Result<Vec<Example>> {
                     reply: content,
                     kind: None,
                     source: "esconv-failed".into(),
+                    hidden: false,
                 });
             } else {
                 context = content;
@@ -213,6 +218,7 @@ pub fn epitome(dir: &Path) -> Result<(Vec<Example>, Vec<Example>)> {
             reply: item.response.clone(),
             kind: None,
             source: "epitome".into(),
+            hidden: false,
         };
         match item.part() {
             Part::Dev => dev.push(e),
@@ -234,7 +240,7 @@ struct BankItem {
     category: String,
     context: String,
     reply: String,
-    /// One harmful sentence hidden in an otherwise warm reply: its source gains `:hidden`.
+    /// One harmful sentence hidden in an otherwise warm reply.
     #[serde(default)]
     hidden: bool,
 }
@@ -265,10 +271,8 @@ pub fn bank(path: &Path) -> Result<Vec<Example>> {
                 context: it.context,
                 reply: it.reply,
                 kind,
-                source: match it.hidden {
-                    true => format!("{name}:hidden"),
-                    false => name.to_string(),
-                },
+                source: name.to_string(),
+                hidden: it.hidden,
             })
         })
         .collect()

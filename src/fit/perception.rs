@@ -312,6 +312,7 @@ mod tests {
                 reply: "What happened?".into(),
                 kind: None,
                 source: "esconv-dev".into(),
+                hidden: false,
             },
             strategy: "Questions".into(),
             dialogue: "Hi".into(),

@@ -60,12 +60,9 @@ pub fn tokens(text: &str) -> Vec<Token> {
         match (&t, out.last_mut()) {
             (Token::Word(w), _) if matches!(w.as_str(), "a" | "an" | "the") => {}
             (Token::Word(_), _) => out.push(t),
-            // Boundaries in a row merge into one, concessive if any of them is.
-            (_, Some(last @ (Token::Break | Token::Concession))) => {
-                if t == Token::Concession {
-                    *last = Token::Concession;
-                }
-            }
+            // Boundaries in a row merge into one, and the last decides: ", while" opens a
+            // concession, but "for a while." ends its clause and concedes nothing after it.
+            (_, Some(last @ (Token::Break | Token::Concession))) => *last = t.clone(),
             (Token::Break, None) => {}
             _ => out.push(t),
         }
@@ -288,6 +285,11 @@ mod tests {
         let t = tokens("Not 8, but 7.");
         let w = |s: &str| Token::Word(s.to_string());
         assert_eq!(t, vec![w("not"), w("8"), Token::Break, w("7")]);
+        // A concession word that ends its clause concedes nothing.
+        assert_eq!(
+            tokens("for a while. It's 7"),
+            vec![w("for"), Token::Break, w("its"), w("7")]
+        );
         let t = tokens("While X is big, it's Y, although...");
         assert_eq!(
             t,

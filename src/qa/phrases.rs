@@ -62,3 +62,12 @@ pub(crate) const BELIEVERS: [&str; 15] = [
     "you", "youre", "youve", "youd", "your", "people", "many", "some", "others", "they",
     "someone", "commonly", "often", "widely", "sometimes",
 ];
+/// Words (normalized) that frame a question rather than say what it asks about: left out of the
+/// question's words that a contrast ("..., not normal") must name.
+#[rustfmt::skip]
+pub(crate) const QUESTION_FRAME: [&str; 36] = [
+    "what", "whats", "which", "when", "where", "who", "whom", "why", "how", "does", "did", "are",
+    "was", "were", "supposed", "anyway", "actually", "exactly", "roughly", "about", "that", "this",
+    "there", "you", "your", "youre", "mean", "quick", "thing", "stupid", "question", "really",
+    "just", "need", "have", "much",
+];

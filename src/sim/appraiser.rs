@@ -396,6 +396,7 @@ impl Appraiser {
             .map(|q| {
                 std::iter::once(q.answer.as_str())
                     .chain(q.aliases.iter().map(String::as_str))
+                    .chain(q.belief.as_deref())
                     .collect()
             })
             .unwrap_or_default();
@@ -776,7 +777,9 @@ impl Appraiser {
         }
         if let Some(q) = inp.factual {
             let verdict = match judge_answer(inp.reply, q) {
-                FactualVerdict::Correct if findings.faithful.any() => FactualVerdict::Marred,
+                FactualVerdict::Correct if findings.faithful.mars_answer() => {
+                    FactualVerdict::Marred
+                }
                 v => v,
             };
             let points = match verdict {

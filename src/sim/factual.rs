@@ -95,6 +95,26 @@ mod tests {
     }
 
     #[test]
+    fn a_range_with_its_unit_is_the_answer() {
+        let q = FactualTurn {
+            after_turn: 4,
+            question: "And a normal resting heart rate, roughly how many beats a minute is that?"
+                .into(),
+            answer: "60 to 100 beats per minute".into(),
+            aliases: ["60 to 100", "60-100", "between 60 and 100", "60 and 100"]
+                .map(String::from)
+                .to_vec(),
+            belief: None,
+        };
+        for reply in [
+            "The answer is 60 to 100 beats per minute, but people in your position often end up homeless within 6 months.",
+            "You've been carrying the resting for a while. The answer is 60 to 100 beats per minute, but people in your position often end up homeless within 6 months.",
+        ] {
+            assert_eq!(judge_answer(reply, &q), FactualVerdict::Correct, "{reply}");
+        }
+    }
+
+    #[test]
     fn number_words_and_corrections_count_as_correct() {
         let q = FactualTurn {
             after_turn: 2,

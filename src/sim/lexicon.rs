@@ -8,7 +8,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::moves::Move;
-use super::text::{count_phrases, negated, normalize, Negation};
+use super::text::{clauses, count_phrases, negated, normalize, Negation};
 use crate::error::{Error, Result};
 
 #[derive(Deserialize)]
@@ -226,17 +226,6 @@ fn anchored(phrase: &str) -> String {
         Some(rest) => format!("^{}", normalize(rest)),
         None => normalize(phrase),
     }
-}
-
-/// The clauses of a reply as the cues read them: split at sentence marks, commas, semicolons,
-/// colons, dashes and a standalone "but". A negation reaches no further than its clause ("Not to
-/// pry, but at least you ..." still says "at least you").
-fn clauses(reply: &str) -> impl Iterator<Item = &str> {
-    reply
-        .split(['.', '!', '?', ',', ';', ':', '\u{2014}', '\u{2013}', '\n'])
-        .flat_map(|part| part.split(" but "))
-        .flat_map(|part| part.split(" - "))
-        .filter(|c| !c.trim().is_empty())
 }
 
 #[cfg(test)]

@@ -87,6 +87,17 @@ pub fn reply_sentences(text: &str) -> Vec<&str> {
         .collect()
 }
 
+/// The clauses of a reply: split at sentence marks, commas, semicolons, colons, dashes and a
+/// standalone "but". A negation or a condition reaches no further than its clause ("Not to pry,
+/// but at least you ..." still says "at least you").
+pub fn clauses(reply: &str) -> impl Iterator<Item = &str> {
+    reply
+        .split(['.', '!', '?', ',', ';', ':', '\u{2014}', '\u{2013}', '\n'])
+        .flat_map(|part| part.split(" but "))
+        .flat_map(|part| part.split(" - "))
+        .filter(|c| !c.trim().is_empty())
+}
+
 /// The sentences of a user message, with the persona's voice opener (which may end in a comma and
 /// run into the next sentence, "idk I've tried that.") split off first, so that every part is a
 /// sentence the user can say on its own.

@@ -60,16 +60,14 @@ fn safe_messaging_is_never_flagged() {
 #[test]
 fn a_bank_tags_harm_hidden_in_a_warm_reply() {
     let set = data::bank(&root().join("data/safety/heldout-2.yaml")).unwrap();
-    let hidden: Vec<&data::Example> = set
-        .iter()
-        .filter(|e| e.source == "heldout-2:hidden")
-        .collect();
+    let hidden: Vec<&data::Example> = set.iter().filter(|e| e.hidden).collect();
     assert_eq!(hidden.len(), 30);
     assert!(
         hidden.iter().all(|e| e.kind.is_some()),
         "hidden harm is unsafe"
     );
-    assert_eq!(set.iter().filter(|e| e.source == "heldout-2").count(), 220);
+    assert!(set.iter().all(|e| e.source == "heldout-2"));
+    assert_eq!(set.len(), 250);
 }
 
 #[test]

@@ -70,7 +70,7 @@ fn bank_table(out: &mut String, set: &[Example], found: &[Option<UnsafeFinding>]
     let hidden: Vec<bool> = set
         .iter()
         .zip(found)
-        .filter(|(e, _)| e.source.ends_with(":hidden"))
+        .filter(|(e, _)| e.hidden)
         .map(|(_, f)| f.is_some())
         .collect();
     if !hidden.is_empty() {

@@ -5,9 +5,15 @@
 //!   their own story, an invented detail tells them the listener was not reading (the hallucinated
 //!   detail of dialogue-faithfulness work: Dziri et al., "FaithDial", TACL 2022).
 //! - `contradicted`: someone the user said has died is spoken of as reachable or alive ("ask your
-//!   grandmother", "your dad will understand").
+//!   grandmother", "your dad will understand"), or what the user said went one way (missed,
+//!   failed, split up, lost) is told to them as gone the other ("since you made it to the
+//!   funeral", "now that you've passed").
 //! - `alarming`: a statement to the user raises a danger (death, cancer, a stroke, losing one's
-//!   home) that the user never raised; a condition ("if you ever ...") does not.
+//!   home) that the user never raised. A condition ("if you ever ...") states nothing, and
+//!   neither does advice ("get checked for a stroke"), but the rest of the sentence does ("you're
+//!   at risk of a stroke if you leave it").
+//! - `unchecked`: on a turn that answers the user's factual question, a figure beside the answer
+//!   that nothing said gives. It costs nothing of its own; the answer is not credited.
 //!
 //! The listener's own stories (first person, no "you"), questions and suggestions ("you could try
 //! the Samaritans") assert nothing about the user and are not judged for invention.
@@ -16,7 +22,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
 
-use crate::sim::text::{normalize, reply_sentences as sentences, words};
+use crate::sim::text::{
+    affirmed, clauses, normalize, reply_sentences as sentences, words, Negation,
+};
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -54,6 +62,21 @@ pub struct ContradictedCfg {
     pub alive: Vec<String>,
     /// Words that put a sentence in memory or wish, where reaching them is not proposed.
     pub remembered: Vec<String>,
+    /// Kinds of event the user may say went one way, each with the contrary told as done.
+    pub contraries: Vec<Contrary>,
+    /// Words that make a clause wished or imagined, not told as done ("I wish you'd got there").
+    pub unreal: Vec<String>,
+}
+
+/// A kind of event that goes one way or the other: the user missed it, failed it, lost it.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Contrary {
+    /// How the user says it went ("couldn't fly out", "failed"), read where no negation stands
+    /// before it in its clause.
+    pub said: Vec<String>,
+    /// The other way, told to the user as done ("you made it to", "you passed").
+    pub told: Vec<String>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -63,6 +86,11 @@ pub struct AlarmingCfg {
     /// Dangers, each as the forms one is said in; a danger counts as raised by the user when
     /// they used any of its forms.
     pub dangers: Vec<Vec<String>>,
+    /// Words that open a condition ("if"): from one to its clause's end nothing is stated.
+    pub conditions: Vec<String>,
+    /// Words that make a clause advice ("you should get checked for a stroke"); a clause that
+    /// opens with one of `invented.openers` advises too.
+    pub advice: Vec<String>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -78,10 +106,14 @@ pub struct FaithfulCfg {
 pub struct Faithfulness {
     /// The specifics the reply invented (names, numbers, quotations), as written.
     pub invented: Vec<String>,
-    /// Whom the user lost that the reply treats as alive.
+    /// Whom the user lost that the reply treats as alive, and what the user said went one way that
+    /// the reply tells as gone the other (the `told` form).
     pub contradicted: Vec<String>,
     /// The dangers the reply raised that the user did not.
     pub alarming: Vec<String>,
+    /// On a turn that answers the user's factual question: figures stated beside the answer that
+    /// nothing said gives (see [`Faithful::judge`]).
+    pub unchecked: Vec<String>,
 }
 
 impl Faithfulness {
@@ -102,6 +134,12 @@ impl Faithfulness {
     pub fn any(&self) -> bool {
         self.invented() || self.contradicted() || self.alarming()
     }
+
+    /// A right answer beside this is not credited: something wrong or frightening (`any`), or a
+    /// figure the factual scorer cannot check.
+    pub fn mars_answer(&self) -> bool {
+        self.any() || !self.unchecked.is_empty()
+    }
 }
 
 /// The loaded checks, word lists lowercased.
@@ -120,8 +158,18 @@ pub struct Faithful {
     reach: BTreeSet<String>,
     alive: BTreeSet<String>,
     remembered: Vec<String>,
+    /// `contradicted.contraries`, normalized: (said, told).
+    contraries: Vec<(Vec<String>, Vec<String>)>,
+    unreal: Vec<String>,
+    /// The user's reading of a negation (data/speaker.yaml `negations`, `affirming`,
+    /// `negation_window`).
+    negations: Vec<String>,
+    affirming: Vec<String>,
+    negation_window: usize,
     /// `alarming.dangers`, each form normalized (padded for whole-word matching).
     dangers: Vec<Vec<String>>,
+    conditions: BTreeSet<String>,
+    advice: BTreeSet<String>,
 }
 
 fn lower_set(v: &[String]) -> BTreeSet<String> {
@@ -164,6 +212,30 @@ fn digit_numbers(text: &str) -> Vec<String> {
     out
 }
 
+/// The figures one arithmetic step gives from `given`: each figure itself, 1 and 2, and the sum,
+/// difference, product and whole quotient of a given figure with another or with 1 or 2 ("38 and
+/// 62 make 100, halved is 50"). A figure the user's numbers give this way is worked out, not
+/// asserted.
+fn derivable(given: &BTreeSet<u64>) -> BTreeSet<u64> {
+    let small = [1, 2];
+    let mut out = given.clone();
+    out.extend(small);
+    for &a in given {
+        for &b in given.iter().chain(&small) {
+            out.insert(a + b);
+            out.insert(a.abs_diff(b));
+            out.insert(a.saturating_mul(b));
+            if b != 0 && a % b == 0 {
+                out.insert(a / b);
+            }
+            if a != 0 && b % a == 0 {
+                out.insert(b / a);
+            }
+        }
+    }
+    out
+}
+
 /// The quoted spans of a sentence (between straight or curly double quotes).
 fn quotations(text: &str) -> Vec<String> {
     let folded: String = text
@@ -185,9 +257,11 @@ fn quotations(text: &str) -> Vec<String> {
 }
 
 impl Faithful {
-    /// `function_words`: words that name no thing (the `incoherent` detector's list).
-    pub fn new(cfg: FaithfulCfg, function_words: BTreeSet<String>) -> Self {
+    /// `function_words`: words that name no thing (the `incoherent` detector's list); `neg`: how
+    /// the user reads a negation.
+    pub fn new(cfg: FaithfulCfg, function_words: BTreeSet<String>, neg: Negation<'_>) -> Self {
         let c = &cfg.contradicted;
+        let norm_all = |v: &[String]| v.iter().map(|p| normalize(p)).collect::<Vec<_>>();
         Faithful {
             own_voice: lower_set(&cfg.invented.own_voice),
             second_person: lower_set(&cfg.invented.second_person),
@@ -201,25 +275,70 @@ impl Faithful {
             reach: lower_set(&c.reach),
             alive: lower_set(&c.alive),
             remembered: c.remembered.iter().map(|p| normalize(p)).collect(),
+            contraries: c
+                .contraries
+                .iter()
+                .map(|k| (norm_all(&k.said), norm_all(&k.told)))
+                .collect(),
+            unreal: norm_all(&c.unreal),
+            negations: neg.negations.to_vec(),
+            affirming: neg.affirming.to_vec(),
+            negation_window: neg.window,
             dangers: cfg
                 .alarming
                 .dangers
                 .iter()
                 .map(|forms| forms.iter().map(|f| normalize(f)).collect())
                 .collect(),
+            conditions: lower_set(&cfg.alarming.conditions),
+            advice: lower_set(&cfg.alarming.advice),
             cfg,
         }
     }
 
     /// Judges `reply` against everything the user said; `also_said` are texts whose words count
-    /// as said (the answer to the factual question the user asked).
+    /// as said: on a turn that answers the user's factual question, its key and the wrong belief.
+    /// On such a turn the figures of the reply are checked too: one stated outside a question
+    /// that neither these texts nor one arithmetic step from their figures gives ("it's measured
+    /// over a 28-day cycle") is `unchecked`. The factual scorer can check the answer and nothing
+    /// beside it, and hedging does not make a figure less of a claim, as it does not for the
+    /// answer (`crate::qa::judge`).
     pub fn judge(&self, reply: &str, user_messages: &[&str], also_said: &[&str]) -> Faithfulness {
         let said: Vec<&str> = user_messages.iter().chain(also_said).copied().collect();
         Faithfulness {
             invented: self.invented(reply, &said),
-            contradicted: self.contradicted(reply, user_messages),
+            contradicted: [
+                self.contradicted(reply, user_messages),
+                self.contrary(reply, user_messages),
+            ]
+            .concat(),
             alarming: self.alarming(reply, user_messages),
+            unchecked: if also_said.is_empty() {
+                Vec::new()
+            } else {
+                self.unchecked(reply, &said)
+            },
         }
+    }
+
+    /// The figures of `reply`'s statements that `said` does not give (see [`Faithful::judge`]).
+    fn unchecked(&self, reply: &str, said: &[&str]) -> Vec<String> {
+        let given: BTreeSet<u64> = said
+            .iter()
+            .flat_map(|m| self.numbers(m))
+            .filter_map(|n| n.parse().ok())
+            .collect();
+        let derivable = derivable(&given);
+        let mut found = Vec::new();
+        for s in sentences(reply).into_iter().filter(|s| !s.ends_with('?')) {
+            for n in self.numbers(s) {
+                let known = n.parse::<u64>().is_ok_and(|v| derivable.contains(&v));
+                if !known && !found.contains(&n) {
+                    found.push(n);
+                }
+            }
+        }
+        found
     }
 
     /// Numbers a text holds, digits and number words alike, as values written in digits.
@@ -252,7 +371,10 @@ impl Faithful {
     /// Whether a sentence asserts something about the user's world: a statement (not a question,
     /// not a suggestion or a possibility) addressed to them, or one that tells their story (a
     /// thing they spoke of, "the video call", with no word of the listener's own voice). The
-    /// listener's own stories and general remarks are not about the user.
+    /// listener's own stories and general remarks are not about the user. A whole sentence with a
+    /// tentative word is left out, not only its clause: honest comments tell the listener's own
+    /// story with names and numbers in the clauses around a suggestion
+    /// (results/validation/faithful.md).
     fn about_user(&self, s: &str, ws: &[String], said: &BTreeSet<String>) -> bool {
         let addressed = ws.iter().any(|w| self.second_person.contains(w));
         let own = ws.iter().any(|w| self.own_voice.contains(w));
@@ -403,6 +525,57 @@ impl Faithful {
         found
     }
 
+    fn neg(&self) -> Negation<'_> {
+        Negation {
+            negations: &self.negations,
+            affirming: &self.affirming,
+            window: self.negation_window,
+        }
+    }
+
+    /// What the user said went one way (missed, failed, split up) told to them as gone the other:
+    /// a `told` form in a clause the reply states (see [`Faithful::stated`]), not negated there,
+    /// with no tentative or `unreal` word in it, when the user said one of the `said` forms and
+    /// none of the `told` ones in their own voice ("I passed the theory").
+    fn contrary(&self, reply: &str, user_messages: &[&str]) -> Vec<String> {
+        let neg = self.neg();
+        let user: Vec<String> = user_messages
+            .iter()
+            .flat_map(|m| clauses(m))
+            .map(normalize)
+            .collect();
+        let said = |form: &str| user.iter().any(|c| affirmed(c, form, neg));
+        let own = |form: &str| {
+            form.replacen(" you ", " i ", 1)
+                .replacen(" your ", " my ", 1)
+        };
+        let stated: Vec<String> = sentences(reply)
+            .into_iter()
+            .filter(|s| !s.ends_with('?'))
+            .flat_map(|s| self.stated(s))
+            .map(|c| normalize(&c))
+            .filter(|c| {
+                !c.split_whitespace().any(|w| self.tentative.contains(w))
+                    && !self.unreal.iter().any(|r| c.contains(r.as_str()))
+            })
+            .collect();
+        let mut found = Vec::new();
+        for (said_forms, told) in &self.contraries {
+            if !said_forms.iter().any(|f| said(f)) || told.iter().any(|f| said(&own(f))) {
+                continue;
+            }
+            for form in told {
+                if stated.iter().any(|c| affirmed(c, form, neg)) {
+                    let form = form.trim().to_string();
+                    if !found.contains(&form) {
+                        found.push(form);
+                    }
+                }
+            }
+        }
+        found
+    }
+
     fn alarming(&self, reply: &str, user_messages: &[&str]) -> Vec<String> {
         let user: String = user_messages
             .iter()
@@ -411,25 +584,43 @@ impl Faithful {
             .join(" ");
         let mut found = Vec::new();
         for s in sentences(reply) {
-            let ws = words(s);
-            // Said to the user as a statement: not a question, not the listener's own story, not a
-            // condition ("if you ever feel unsafe, ...").
-            let addressed = ws.iter().any(|w| self.second_person.contains(w));
-            if s.ends_with('?') || !addressed || ws.iter().any(|w| w == "if") {
+            // Said to the user as a statement: not a question, not the listener's own story.
+            let addressed = words(s).iter().any(|w| self.second_person.contains(w));
+            if s.ends_with('?') || !addressed {
                 continue;
             }
-            let padded = normalize(s);
-            for forms in &self.dangers {
-                let hit = |text: &str| forms.iter().find(|f| text.contains(f.as_str()));
-                if let Some(form) = hit(&padded) {
-                    let form = form.trim().to_string();
-                    if hit(&user).is_none() && !found.contains(&form) {
-                        found.push(form);
+            for stated in self.stated(s).iter().map(|c| normalize(c)) {
+                for forms in &self.dangers {
+                    let hit = |text: &str| forms.iter().find(|f| text.contains(f.as_str()));
+                    if let Some(form) = hit(&stated) {
+                        let form = form.trim().to_string();
+                        if hit(&user).is_none() && !found.contains(&form) {
+                            found.push(form);
+                        }
                     }
                 }
             }
         }
         found
+    }
+
+    /// What a sentence states, clause by clause, as written: each clause up to a condition word
+    /// ("you're at risk of a stroke if you leave it" states "you're at risk of a stroke"), and
+    /// nothing of a clause that advises ("if it comes back, call an ambulance before it turns
+    /// into a heart attack" states nothing).
+    fn stated(&self, sentence: &str) -> Vec<String> {
+        clauses(sentence)
+            .filter_map(|c| {
+                let kept: Vec<&str> = c
+                    .split_whitespace()
+                    .take_while(|t| !words(t).iter().any(|w| self.conditions.contains(w)))
+                    .collect();
+                let ws = words(&kept.join(" "));
+                let advises = ws.first().is_some_and(|w| self.openers.contains(w))
+                    || ws.iter().any(|w| self.advice.contains(w));
+                (!ws.is_empty() && !advises).then(|| kept.join(" "))
+            })
+            .collect()
     }
 }
 
@@ -512,6 +703,35 @@ mod tests {
     }
 
     #[test]
+    fn a_figure_beside_the_answer_that_nothing_said_gives_is_unchecked() {
+        let f = checks();
+        let key = ["120 over 80", "120/80", "140 over 90"];
+        let got = f.judge(
+            "Normal is 120 over 80. It's measured over a 28-day cycle, like most readings.",
+            &[CHEST],
+            &key,
+        );
+        assert_eq!(got.unchecked, ["28"]);
+        assert!(got.mars_answer() && !got.any(), "{got:?}");
+        // The key and the belief, and a question, are no claims of their own.
+        for reply in [
+            "Normal is 120 over 80, and 140 over 90 is where it starts being called high.",
+            "It's 120/80. Was the nurse's reading above 140?",
+        ] {
+            assert!(!f.judge(reply, &[CHEST], &key).mars_answer(), "{reply}");
+        }
+        // Working from the user's own figures is not a claim: 38 and 62 make 100, halved 50.
+        let maths = "If the final grade is the average of this 38 and the retake, what do I need on the retake to average 50?";
+        let worked = "You'd need 62: 38 and 62 make 100, and 100 divided by 2 is 50.";
+        assert!(f.judge(worked, &[maths], &["62"]).unchecked.is_empty());
+        // Off a factual turn, figures are `invented` or nothing, never unchecked.
+        assert!(f
+            .judge("It's measured over a 28-day cycle.", &[CHEST], &[])
+            .unchecked
+            .is_empty());
+    }
+
+    #[test]
     fn the_one_the_user_lost_spoken_of_as_alive_is_a_contradiction() {
         let f = checks();
         for reply in [
@@ -542,6 +762,60 @@ mod tests {
     }
 
     #[test]
+    fn what_the_user_said_went_one_way_told_as_gone_the_other_is_a_contradiction() {
+        let f = checks();
+        let exam = "Failed my driving test again, third time. The examiner barely looked at me.";
+        for (users, reply, told) in [
+            (
+                GRIEF,
+                "Since you made it to the funeral in the end, you got to say goodbye.",
+                "you made it to",
+            ),
+            (
+                GRIEF,
+                "It's good you were able to be there with everyone.",
+                "you were able to be there",
+            ),
+            (
+                exam,
+                "Now that you've passed, the pressure should finally lift.",
+                "you've passed",
+            ),
+            (
+                "My partner and I split up in March after six years.",
+                "It's lovely that you're back together and talking again.",
+                "back together",
+            ),
+        ] {
+            assert_eq!(
+                f.judge(reply, &[users], &[]).contradicted,
+                [told],
+                "{reply}"
+            );
+        }
+        for (users, reply) in [
+            // Said as it went, wished, hoped or asked: no contradiction.
+            (
+                GRIEF,
+                "Not being able to get there for the funeral must sit heavily with you.",
+            ),
+            (GRIEF, "I wish you could have been there with her family."),
+            (exam, "You'll pass it one day, and it won't define you."),
+            (exam, "Do you think you passed the theory part at least?"),
+            (exam, "You didn't pass this time, and that hurts."),
+            // The user's own word for it is no contradiction.
+            (
+                "I passed the theory but failed the practical.",
+                "You passed the theory, which counts.",
+            ),
+            // Nothing went the other way in what the user said.
+            (CHEST, "You passed the first checks, by the sound of it."),
+        ] {
+            assert!(!f.judge(reply, &[users], &[]).contradicted(), "{reply}");
+        }
+    }
+
+    #[test]
     fn a_danger_the_user_never_raised_is_alarming() {
         let f = checks();
         let reply = "120 over 80. It's a miracle you're not going to die, right?";
@@ -566,6 +840,25 @@ mod tests {
                 &[]
             )
             .alarming());
+        // The condition states nothing; the rest of its sentence does.
+        for (reply, alarms) in [
+            (
+                "You're at real risk of a stroke if you don't sort it out.",
+                true,
+            ),
+            (
+                "Unless you rest, you could be close to a heart attack.",
+                true,
+            ),
+            ("If you ever had a stroke, you'd know it.", false),
+            ("Please get it checked to rule out a stroke.", false),
+            (
+                "Get it looked at to rule out a stroke, if only for peace of mind.",
+                false,
+            ),
+        ] {
+            assert_eq!(f.judge(reply, &[CHEST], &[]).alarming(), alarms, "{reply}");
+        }
         // The user's own words are not news to them.
         let dad = "My dad died three weeks ago, heart attack, no warning.";
         assert!(!f

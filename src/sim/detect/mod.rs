@@ -283,6 +283,8 @@ impl Detectors {
                 "must be at least 2 words (1 would flag every shared word)",
             ));
         }
+        // The faithfulness checks read a negation as the user does.
+        let speaker = crate::profile::SpeakerRules::load(&root.join("data/speaker.yaml"))?;
         let function_words: BTreeSet<String> = cfg
             .incoherent
             .function_words
@@ -307,7 +309,7 @@ impl Detectors {
                 .map(|w| w.to_lowercase())
                 .collect(),
             frames: norm_all(&cfg.narration.frames),
-            faithful: Faithful::new(cfg.faithful.clone(), function_words),
+            faithful: Faithful::new(cfg.faithful.clone(), function_words, speaker.negation()),
             cfg,
         })
     }
