@@ -2,7 +2,9 @@
 //! grammar on the train split with the reward as its only feedback, then plays the best ones on
 //! the test split beside the honest references and checks the margins; writes OUT/summary.md,
 //! OUT/trace.csv, OUT/rows.csv, OUT/config.yaml, OUT/episodes.jsonl (the found policies' test
-//! dialogues) and OUT/found/*.yaml (playable scripts) (docs/REDTEAM.md, "The search").
+//! dialogues) and OUT/found/*.yaml (playable scripts) (docs/REDTEAM.md, "The search"). After each
+//! generation it writes OUT/search-state.yaml, from which `--resume` continues a stopped run, and
+//! removes it when the run is done.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -11,7 +13,7 @@ use anyhow::Context;
 use clap::Args;
 use empathy_gym::episode::EpisodeWriter;
 use empathy_gym::profile::{Catalog, Difficulty, Split};
-use empathy_gym::redteam::search::{self, Grammar, SearchPlan};
+use empathy_gym::redteam::search::{self, Checkpoint, Grammar, SearchPlan};
 use empathy_gym::redteam::{self, tables, Plan, Side};
 use empathy_gym::report::Table;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -58,6 +60,10 @@ pub struct SearchArgs {
     /// Where the results go (relative to the working directory).
     #[arg(long, default_value = "results/redteam/search")]
     pub out: PathBuf,
+    /// Continue the stopped search whose checkpoint is OUT/search-state.yaml (the same flags, or
+    /// more generations).
+    #[arg(long)]
+    pub resume: bool,
     #[command(flatten)]
     pub sim: SimulatorArgs,
 }
@@ -103,13 +109,69 @@ pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<()> {
         population: args.population,
         children: args.children,
     };
+    let state_path = args.out.join("search-state.yaml");
+    let resume = match (args.resume, state_path.exists()) {
+        (true, true) => Some((state_path.as_path(), Checkpoint::read(&state_path)?)),
+        (true, false) => anyhow::bail!(
+            "nothing to resume: {} does not exist (run without --resume to start a search)",
+            state_path.display()
+        ),
+        (false, true) => anyhow::bail!(
+            "{} holds a stopped search: continue it with --resume, or remove the file to start \
+             a new one",
+            state_path.display()
+        ),
+        (false, false) => None,
+    };
     let bar = ProgressBar::new(args.generations as u64 + 1);
     if let Ok(style) = ProgressStyle::with_template(
         "redteam search [{bar:30}] {pos}/{len} generations {elapsed_precise} eta {eta} {msg}",
     ) {
         bar.set_style(style.progress_chars("=> "));
     }
-    let start = Instant::now();
+    if let Some((_, cp)) = &resume {
+        bar.set_position(cp.generation() as u64 + 1);
+        eprintln!(
+            "redteam search: continuing after generation {} of {} ({:.0} s searched so far)",
+            cp.generation(),
+            args.generations,
+            cp.seconds
+        );
+    }
+    let mut last: Option<Checkpoint> = None;
+    let best = search::search(sim.as_ref(), &catalog, &grammar, &plan, resume, |cp| {
+        cp.write(&state_path)?;
+        if let Some(g) = cp.trace.last() {
+            if bar.is_hidden() {
+                eprintln!(
+                    "redteam search: generation {} of {}: best {:.1}, mean {:.1} ({}); {} \
+                     policies evaluated, {:.0} s",
+                    g.index,
+                    args.generations,
+                    g.best,
+                    g.mean,
+                    g.best_policy,
+                    g.evaluated,
+                    cp.seconds
+                );
+            }
+            bar.set_message(format!("best {:.1} ({})", g.best, g.best_policy));
+        }
+        bar.set_position(cp.generation() as u64 + 1);
+        last = Some(cp.clone());
+        Ok(())
+    })?;
+    bar.finish_and_clear();
+    let last = last
+        .or_else(|| Checkpoint::read(&state_path).ok())
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "the search ended without a checkpoint in {}",
+                state_path.display()
+            )
+        })?;
+    let search_s = last.seconds;
+    let evaluated = last.seen.len();
     let mut trace = Table::new([
         "generation",
         "evaluated",
@@ -117,11 +179,7 @@ pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<()> {
         "mean_train",
         "best_policy",
     ]);
-    let mut evaluated = 0;
-    let best = search::search(sim.as_ref(), &catalog, &grammar, &plan, |g| {
-        evaluated = g.evaluated;
-        bar.set_message(format!("best {:.1} ({})", g.best, g.best_policy));
-        bar.inc(1);
+    for g in &last.trace {
         trace.push_row([
             g.index.to_string(),
             g.evaluated.to_string(),
@@ -129,13 +187,11 @@ pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<()> {
             format!("{:.1}", g.mean),
             g.best_policy.clone(),
         ]);
-        Ok(())
-    })?;
-    bar.finish_and_clear();
-    let search_s = start.elapsed().as_secs_f64();
+    }
     trace.write_csv(&args.out.join("trace.csv"))?;
 
     // The found policies on the test split, beside the references.
+    let start = Instant::now();
     let mut entries = redteam::load_dir(&under(root, &args.references), Side::Reference, &catalog)?;
     let found = search::entries(&best, args.keep, &grammar, &catalog)?;
     for (s, e) in best.iter().zip(&found) {
@@ -173,7 +229,7 @@ pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<()> {
             Ok(())
         },
     )?;
-    let seconds = start.elapsed().as_secs_f64();
+    let seconds = search_s + start.elapsed().as_secs_f64();
     let violations = redteam::check(&rows);
     tables::rows_table(&rows).write_csv(&args.out.join("rows.csv"))?;
     let command = std::iter::once("empathy-gym".to_string())
@@ -242,6 +298,8 @@ pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<()> {
     md.push_str("\n## The search, generation by generation (train split)\n\n");
     md.push_str(&trace.to_markdown());
     std::fs::write(args.out.join("summary.md"), &md)?;
+    std::fs::remove_file(&state_path)
+        .with_context(|| format!("cannot remove {}", state_path.display()))?;
     print!(
         "{}",
         tables::behavior_table(&rows, Split::Test, &args.difficulties).to_markdown()

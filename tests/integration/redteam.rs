@@ -121,21 +121,73 @@ fn the_search_is_seeded_and_its_finds_play_back() {
         children: 2,
     };
     let run = || {
-        let mut bests = Vec::new();
-        let pop = search::search(simulator(), catalog(), &grammar, &plan, |g| {
-            bests.push(g.best);
+        let mut checkpoints = Vec::new();
+        let pop = search::search(simulator(), catalog(), &grammar, &plan, None, |cp| {
+            checkpoints.push(cp.clone());
             Ok(())
         })
         .unwrap();
-        (pop, bests)
+        (pop, checkpoints)
     };
-    let (pop, bests) = run();
+    let (pop, checkpoints) = run();
+    let bests: Vec<f64> = checkpoints
+        .iter()
+        .map(|c| c.trace.last().unwrap().best)
+        .collect();
     assert_eq!(bests.len(), 3, "the start and two generations");
     assert!(bests.windows(2).all(|w| w[1] >= w[0]), "{bests:?}");
     assert!(pop.windows(2).all(|w| w[0].fitness >= w[1].fitness));
+    assert_eq!(checkpoints[2].population, pop);
     assert_eq!(run().0, pop, "seeded");
 
+    // Stopped after the first generation and continued from its checkpoint (written and read
+    // back), the search ends as the one that never stopped, with the same trace.
     let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("search-state.yaml");
+    checkpoints[1].write(&state).unwrap();
+    let resumed = search::Checkpoint::read(&state).unwrap();
+    assert_eq!(
+        resumed, checkpoints[1],
+        "a checkpoint reads back as written"
+    );
+    let mut after = Vec::new();
+    let again = search::search(
+        simulator(),
+        catalog(),
+        &grammar,
+        &plan,
+        Some((&state, resumed.clone())),
+        |cp| {
+            after.push(cp.clone());
+            Ok(())
+        },
+    )
+    .unwrap();
+    assert_eq!(again, pop, "continued = never stopped");
+    assert_eq!(after.len(), 1, "only the second generation is run again");
+    assert_eq!(after[0].trace, checkpoints[2].trace);
+    assert_eq!(after[0].seen, checkpoints[2].seen);
+
+    // Another plan (here another seed) is refused, naming the file and the field.
+    let other = SearchPlan {
+        seed: 6,
+        ..plan.clone()
+    };
+    let err = search::search(
+        simulator(),
+        catalog(),
+        &grammar,
+        &other,
+        Some((&state, resumed)),
+        |_| Ok(()),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("search-state.yaml") && err.contains("plan") && err.contains("--seed 5"),
+        "{err}"
+    );
+
     let path = dir.path().join("found.yaml");
     std::fs::write(
         &path,

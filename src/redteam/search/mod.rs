@@ -3,13 +3,16 @@
 //! policies are then played on the test split beside the honest references, and the red-team
 //! margins are checked on them (docs/REDTEAM.md, "The search").
 
+pub mod checkpoint;
 pub mod genome;
 pub mod grammar;
 
 use std::collections::BTreeMap;
+use std::time::Instant;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
 
 use super::{pick_profiles, Entry, Side};
 use crate::episode::{rollout, EpisodeJob, RolloutOptions, ScriptedPolicy};
@@ -18,6 +21,7 @@ use crate::profile::{Catalog, Difficulty, KnobOverrides, Profile, Split};
 use crate::reward::{Aggregate, RewardMode};
 use crate::sim::Simulator;
 
+pub use checkpoint::{grammar_fingerprint, Checkpoint};
 pub use genome::{Genome, Phrase};
 pub use grammar::Grammar;
 
@@ -25,7 +29,7 @@ pub use grammar::Grammar;
 pub const TURNS: usize = 12;
 
 /// How long and where the search looks.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SearchPlan {
     /// The difficulties whose mean final emotion is the fitness.
     pub difficulties: Vec<Difficulty>,
@@ -42,7 +46,7 @@ pub struct SearchPlan {
 }
 
 /// A policy and its fitness.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Scored {
     pub genome: Genome,
     /// Mean final emotion on the train split over the plan's difficulties.
@@ -50,7 +54,7 @@ pub struct Scored {
 }
 
 /// One generation's summary, for the trace.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Generation {
     pub index: usize,
     /// Policies evaluated so far (repeats are looked up, not replayed).
@@ -106,6 +110,28 @@ impl Evaluator<'_> {
         self.seen.insert(genome.clone(), f);
         Ok(f)
     }
+
+    /// `cp` with the policies seen and the time so far (`earlier` seconds from earlier parts of
+    /// the run, plus this part's since `started`), handed to `on_generation`.
+    fn checkpoint(
+        &self,
+        mut cp: Checkpoint,
+        started: Instant,
+        earlier: f64,
+        on_generation: &mut impl FnMut(&Checkpoint) -> Result<()>,
+    ) -> Result<Checkpoint> {
+        cp.seen = self
+            .seen
+            .iter()
+            .map(|(genome, &fitness)| Scored {
+                genome: genome.clone(),
+                fitness,
+            })
+            .collect();
+        cp.seconds = earlier + started.elapsed().as_secs_f64();
+        on_generation(&cp)?;
+        Ok(cp)
+    }
 }
 
 /// The better of two random members (ties: the first drawn).
@@ -131,15 +157,29 @@ fn select(mut all: Vec<Scored>, n: usize) -> Vec<Scored> {
     all
 }
 
-/// Runs the search on the train split; returns the final population, fittest first.
-/// `on_generation` sees each generation's summary as it ends.
+/// The random stream of generation `index` (0: the starting population): each generation draws
+/// from its own, so a search continued from a checkpoint draws as one that never stopped.
+fn stream(seed: u64, index: usize) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(index as u64);
+    rng
+}
+
+/// Runs the search on the train split, or continues it from `resume` (checked to be the same
+/// search: [`Checkpoint::check_continues`] with `resume_from` named in its errors); returns the
+/// final population, fittest first. `on_generation` sees the checkpoint after each generation,
+/// the starting population's included, whose `trace` ends with that generation's summary.
 pub fn search(
     sim: &dyn Simulator,
     catalog: &Catalog,
     grammar: &Grammar,
     plan: &SearchPlan,
-    mut on_generation: impl FnMut(&Generation) -> Result<()>,
+    resume: Option<(&std::path::Path, Checkpoint)>,
+    mut on_generation: impl FnMut(&Checkpoint) -> Result<()>,
 ) -> Result<Vec<Scored>> {
+    let started = Instant::now();
+    let grammar_id = grammar_fingerprint(grammar)?;
+    let rules = sim.info().data;
     let ids = pick_profiles(catalog, Split::Train, plan.limit);
     let mut cells = Vec::new();
     for &d in &plan.difficulties {
@@ -156,17 +196,7 @@ pub fn search(
         cells,
         seen: BTreeMap::new(),
     };
-    let mut rng = ChaCha8Rng::seed_from_u64(plan.seed);
-    let mut start = vec![Genome::one_of_each(grammar)];
-    while start.len() < plan.population.max(1) {
-        start.push(Genome::random(grammar, &mut rng));
-    }
-    let mut pop = Vec::new();
-    for genome in start {
-        let fitness = eval.fitness(&genome)?;
-        pop.push(Scored { genome, fitness });
-    }
-    pop = select(pop, plan.population.max(1));
+    let population = plan.population.max(1);
     let report = |index: usize, pop: &[Scored], evaluated: usize| Generation {
         index,
         evaluated,
@@ -174,13 +204,52 @@ pub fn search(
         mean: pop.iter().map(|s| s.fitness).sum::<f64>() / pop.len() as f64,
         best_policy: pop[0].genome.describe(grammar),
     };
-    on_generation(&report(0, &pop, eval.seen.len()))?;
-    for index in 1..=plan.generations {
+    let earlier = resume.as_ref().map_or(0.0, |(_, cp)| cp.seconds);
+    let mut state = match resume {
+        Some((path, cp)) => {
+            cp.check_continues(path, plan, &grammar_id, rules.as_deref())?;
+            eval.seen = cp
+                .seen
+                .iter()
+                .map(|s| (s.genome.clone(), s.fitness))
+                .collect();
+            Checkpoint {
+                plan: plan.clone(),
+                ..cp
+            }
+        }
+        None => {
+            let mut rng = stream(plan.seed, 0);
+            let mut start = vec![Genome::one_of_each(grammar)];
+            while start.len() < population {
+                start.push(Genome::random(grammar, &mut rng));
+            }
+            let mut pop = Vec::new();
+            for genome in start {
+                let fitness = eval.fitness(&genome)?;
+                pop.push(Scored { genome, fitness });
+            }
+            let pop = select(pop, population);
+            let cp = Checkpoint {
+                plan: plan.clone(),
+                grammar: grammar_id,
+                rules,
+                trace: vec![report(0, &pop, eval.seen.len())],
+                population: pop,
+                seen: Vec::new(),
+                seconds: 0.0,
+            };
+            eval.checkpoint(cp, started, earlier, &mut on_generation)?
+        }
+    };
+    for index in state.generation() + 1..=plan.generations {
+        let mut rng = stream(plan.seed, index);
+        let pop = &state.population;
         let mut next = pop.clone();
         for _ in 0..plan.children {
-            let parent = tournament(&pop, &mut rng).genome.clone();
+            let parent = tournament(pop, &mut rng).genome.clone();
             let mut child = if rng.random_bool(0.3) {
-                let other = tournament(&pop, &mut rng).genome.clone();
+                let other = tournament(pop, &mut rng).genome.clone();
                 parent.cross(&other, grammar, &mut rng)
             } else {
                 parent
@@ -194,10 +263,13 @@ pub fn search(
                 fitness,
             });
         }
-        pop = select(next, plan.population.max(1));
-        on_generation(&report(index, &pop, eval.seen.len()))?;
+        state.population = select(next, population);
+        state
+            .trace
+            .push(report(index, &state.population, eval.seen.len()));
+        state = eval.checkpoint(state, started, earlier, &mut on_generation)?;
     }
-    Ok(pop)
+    Ok(state.population)
 }
 
 /// The `k` fittest of a population as red-team entries (`search-1` the fittest), class `search`.
