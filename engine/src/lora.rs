@@ -22,7 +22,17 @@ use rand_chacha::ChaCha8Rng;
 use super::ops::{frozen_matmul, linear_infer, lora_linear_train, plus_low_rank, Bf16Weight};
 
 /// Which projections get adapters. Default: all seven.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum LoraTarget {
     /// Attention query projection.
@@ -55,7 +65,7 @@ impl LoraTarget {
 }
 
 /// LoRA hyper-parameters (Hu et al. 2021): delta W = (alpha / rank) * B A.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoraConfig {
     /// Rank r of the update (default 16).

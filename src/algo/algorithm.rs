@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 
 /// The training algorithm: every one runs the same rollout loop, the same policy loss, the same
 /// checkpoints; they differ only in how advantages are estimated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Algorithm {
     /// Group-relative advantages (DeepSeekMath; RLVER). The default.
@@ -45,7 +47,9 @@ impl std::fmt::Display for Algorithm {
 }
 
 /// How GRPO's group-relative advantage is spread over a dialogue's turns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Credit {
     /// One advantage for every token of the dialogue, from its total reward. The default.

@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::model::{AdapterMode, ChatModel, Pass};
 
 /// `ppo:` in the config (verl's defaults where it has them).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PpoConfig {
     /// Discount gamma of GAE and of REINFORCE++'s returns (default 1, verl).

@@ -15,7 +15,7 @@ use std::collections::HashSet;
 use serde::{Deserialize, Serialize};
 
 /// `stability:` in the config: the subsampled KL estimate and the collapse thresholds.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StabilityConfig {
     /// Dialogues whose k3 KL to the reference (adapters off) is estimated every step, whatever

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use super::difficulty::{Difficulty, Knobs, Presets};
 
 /// `env.auto:` settings of `difficulty: auto`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AutoSettings {
     /// Level of the first step, 0 (easy) to 1 (hard) (default 0.5: moderate).

@@ -10,7 +10,19 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 
 /// A named difficulty preset, or `auto`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Difficulty {
     Easy,
@@ -119,7 +131,7 @@ impl From<&Knobs> for KnobOverrides {
 }
 
 /// Optional per-knob overrides, as a run config or a scenario writes them.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KnobOverrides {
     /// Emotion at the start (presets: easy 50, moderate 40 as in SAGE, hard 30 as in RLVER).

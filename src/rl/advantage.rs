@@ -26,7 +26,9 @@ use crate::error::{Error, Result};
 pub const STD_EPS: f64 = 1e-6;
 
 /// What the centred reward is divided by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum AdvantageScale {
     /// The group's sample std (DeepSeekMath, RLVER). The default.

@@ -21,7 +21,9 @@ use super::policy_loss::{cispo_surrogate, policy_ratio, PolicyLoss};
 use crate::error::{Error, Result};
 
 /// How per-token losses become one scalar.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Aggregation {
     /// Sum over all policy tokens of the batch / number of policy tokens in the batch (DAPO's
@@ -53,7 +55,7 @@ impl std::fmt::Display for Aggregation {
 }
 
 /// Loss hyper-parameters.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LossConfig {
     /// Lower clip bound: ratios below 1 - eps_low stop pushing down (default 0.2, PPO/DAPO).

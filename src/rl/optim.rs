@@ -34,7 +34,7 @@ use crate::error::{Error, Result};
 const CLIP_EPS: f64 = 1e-6;
 
 /// Optimizer hyper-parameters; defaults are PyTorch's `AdamW` except the rate and the clip.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AdamWConfig {
     /// Peak learning rate (default 1e-5, the warmth paper's LoRA rate; RLVER used 1e-6 for

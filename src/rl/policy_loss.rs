@@ -21,7 +21,9 @@ use serde::{Deserialize, Serialize};
 use crate::error::Result;
 
 /// Which policy objective the loss uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum PolicyLoss {
     /// PPO's clipped token-level importance ratio. The default.

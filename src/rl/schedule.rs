@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 /// How the learning rate moves over optimizer steps.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum LrSchedule {
     /// lr * t / warmup_steps for t <= warmup_steps, then lr.

@@ -4,7 +4,9 @@
 use serde::{Deserialize, Serialize};
 
 /// The simulated user a command or a training run builds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum SimulatorKind {
     /// The built-in appraiser (deterministic, explainable; docs/REWARD.md). The default.

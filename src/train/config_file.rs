@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::algo::{Algorithm, Credit, PpoConfig, StabilityConfig};
@@ -16,7 +17,7 @@ use crate::rl::{AdamWConfig, AdvantageScale, LossConfig};
 use crate::sim::SimulatorKind;
 
 /// The whole file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TrainConfigFile {
     /// Run name; results go to `<results_dir>/<run>/` (default "run").
@@ -24,6 +25,7 @@ pub struct TrainConfigFile {
     pub run: String,
     /// Folder holding the runs (default "results").
     #[serde(default = "default_results_dir")]
+    #[schemars(extend("x-path" = true))]
     pub results_dir: PathBuf,
     /// Seed of every random stream of the run (default 0).
     #[serde(default)]
@@ -72,7 +74,7 @@ fn default_results_dir() -> PathBuf {
 }
 
 /// Where the compute runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DeviceKind {
     /// The CPU (default).
@@ -85,7 +87,7 @@ pub enum DeviceKind {
 }
 
 /// Weight precision.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WeightDtype {
     /// 32-bit floats (default; the only sensible choice on CPU).
@@ -96,7 +98,7 @@ pub enum WeightDtype {
 }
 
 /// How the CPU multiplies by the frozen weights (`model.cpu_matmul`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CpuMatmul {
     /// f32 products (default): the same numerics on every CPU.
@@ -118,12 +120,13 @@ impl CpuMatmul {
 }
 
 /// `model:`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelSection {
     /// An HF folder or a `.gguf` file; relative paths are relative to the working directory
     /// (default `null`: SmolLM2-135M-Instruct Q4_1 from the models folder, dequantized to f32).
     #[serde(default)]
+    #[schemars(extend("x-path" = true))]
     pub path: Option<PathBuf>,
     /// `cpu` (default), `cuda` or `auto` (a GPU when there is one).
     #[serde(default)]
@@ -134,6 +137,7 @@ pub struct ModelSection {
     /// `f32` (default) or `bf16`: the frozen weights' products on the CPU in bf16 (AMX, AVX-512
     /// or AVX2; docs/DESIGN.md, "bf16 products on the CPU").
     #[serde(default, skip_serializing_if = "CpuMatmul::is_f32")]
+    #[schemars(extend("default" = CpuMatmul::default()))]
     pub cpu_matmul: CpuMatmul,
     /// Activation checkpointing per layer in the policy update (default false): the training
     /// forward keeps only each block's input and the backward runs the blocks again, for a
@@ -144,7 +148,7 @@ pub struct ModelSection {
 }
 
 /// `env:`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EnvSection {
     /// Which profiles are drawn each step (default `train`).
@@ -202,7 +206,7 @@ impl Default for EnvSection {
 
 /// `simulator:`: the simulated user the run trains against (the `--simulator` and
 /// `--simulator-config` flags of `rollout`, `eval` and `replay`, as config keys).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SimulatorSection {
     /// `appraiser` (default: the built-in, deterministic appraiser) or `llm` (an LLM plays the
@@ -215,6 +219,7 @@ pub struct SimulatorSection {
     /// defaults. The environment (`EMPATHY_GYM_LLM_BASE_URL`, `EMPATHY_GYM_LLM_MODEL`,
     /// `EMPATHY_GYM_LLM_API_KEY`) overrides the file, as for `--simulator llm`.
     #[serde(default)]
+    #[schemars(extend("x-path" = true))]
     pub config: Option<PathBuf>,
     /// For `kind: appraiser`: where its sentence embeddings (all-MiniLM-L6-v2) and its fluency
     /// judge (SmolLM2-135M-Instruct) run, `cpu`, `cuda` or `auto` as `model.device`. Default
@@ -226,7 +231,7 @@ pub struct SimulatorSection {
 }
 
 /// `sampling:`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SamplingSection {
     /// Softmax temperature, > 0 (default 1.0: on-policy samples, as GRPO assumes).
@@ -261,7 +266,7 @@ impl Default for SamplingSection {
 }
 
 /// `grpo:`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GrpoSection {
     /// Training steps (one rollout batch each; default 100).
@@ -336,7 +341,7 @@ impl Default for GrpoSection {
 }
 
 /// `checkpoint:`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckpointSection {
     /// Save every this many steps (default 10); the last step is always saved.
