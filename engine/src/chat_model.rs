@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use candle_core::{Device, Tensor, Var};
 use tokenizers::Tokenizer;
 
+use super::activation_checkpoint::Checkpointed;
 use super::adapters::{load_vars, save_vars};
 use super::chat_template::{ChatMessage, ChatTemplate};
-use super::checkpoint::Checkpointed;
 use super::generate::{generate_continuing, generate_tokens, Continuation, RawGeneration};
 use super::llama::Llama;
 use super::logprobs;

@@ -6,12 +6,12 @@
 //! with hand-written backward and the caching allocator; without it, on their portable
 //! compositions of candle ops.
 
+pub mod activation_checkpoint;
 pub mod adapters;
 pub mod alloc;
 pub mod block;
 pub mod chat_model;
 pub mod chat_template;
-pub mod checkpoint;
 pub mod error;
 pub mod generate;
 pub mod gguf;

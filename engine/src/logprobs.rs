@@ -4,7 +4,7 @@
 
 use candle_core::{DType, Tensor};
 
-use super::checkpoint::Checkpointed;
+use super::activation_checkpoint::Checkpointed;
 use super::llama::Llama;
 use super::lora::{AdapterMode, Pass};
 use super::ops;

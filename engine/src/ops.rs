@@ -6,7 +6,7 @@
 //! forward therefore uses the functions here, which are built from differentiable tensor ops and
 //! agree with the fused kernels in the forward direction (unit tests in `ops/tests.rs` pin that).
 //! On CPU (f32/f64) they run as custom ops with hand-written backward (`ops/cpu_ops.rs`); elsewhere
-//! (CUDA, half precision) as the "lean" ops of `ops/lean.rs`: candle's fused forward kernels and a
+//! (CUDA, half precision) as the "portable" ops of `ops/portable.rs`: candle's fused forward kernels and a
 //! backward from tensor ops, keeping the same tensors alive as the CPU kernels. The compositions
 //! (`*_composed`) are the reference both are tested against.
 //!
@@ -26,19 +26,19 @@ mod decode_attention;
 #[cfg(test)]
 mod decode_attention_tests;
 mod frozen;
-mod lean;
-#[cfg(test)]
-mod lean_tests;
-mod logprob;
 mod lora_linear;
 mod lora_linear_cpu;
 #[cfg(test)]
 mod lora_linear_tests;
+mod portable;
+#[cfg(test)]
+mod portable_tests;
 #[cfg(x86_kernels)]
 mod skinny;
 #[cfg(all(test, x86_kernels))]
 mod skinny_tests;
 mod swiglu;
+mod target_logprob;
 #[cfg(test)]
 pub(crate) mod tests;
 
@@ -52,12 +52,12 @@ use attention::Attention;
 use cpu_ops::{RmsNormCpu, RopeCpu, SoftmaxLastDimTrain};
 use decode_attention::DecodeAttention;
 use frozen::FrozenMatmul;
-use logprob::TargetLogprob;
 use lora_linear::LoraLinear;
 use swiglu::SwiGlu;
+use target_logprob::TargetLogprob;
 
 /// Whether the CPU kernels run for `x`: in a build with the feature `cpu-kernels` unless
-/// `EMPATHY_ENGINE_KERNELS=portable` (`kernels/choice.rs`), on the CPU in f32 or f64 (`lean`
+/// `EMPATHY_ENGINE_KERNELS=portable` (`kernels/choice.rs`), on the CPU in f32 or f64 (`portable`
 /// handles the rest).
 fn cpu_kernel(x: &Tensor) -> bool {
     cfg!(feature = "cpu-kernels")
@@ -92,10 +92,10 @@ pub fn rms_norm_train(x: &Tensor, weight: &Tensor, eps: f64) -> Result<Tensor> {
         return x.contiguous()?.apply_op2(&w, RmsNormCpu { eps });
     }
     if x.dtype() == DType::F64 {
-        // candle's fused rms_norm, which the lean op runs forward, has no f64 kernel.
+        // candle's fused rms_norm, which the portable op runs forward, has no f64 kernel.
         return rms_norm_composed(x, weight, eps);
     }
-    lean::rms_norm(x, weight, eps)
+    portable::rms_norm(x, weight, eps)
 }
 
 /// RMSNorm from candle ops only: the reference of the tests, and the path for f64 without the
@@ -155,7 +155,7 @@ pub fn rope_train(
         };
         return rows_contiguous(x)?.apply_op1(op);
     }
-    lean::rope(x, cos, sin, interleaved, scale)
+    portable::rope(x, cos, sin, interleaved, scale)
 }
 
 /// x * s, as candle's `x * s` rounds; x itself for s = 1 (so plain rope keeps its bits).
@@ -199,13 +199,13 @@ fn rope_composed(x: &Tensor, cos: &Tensor, sin: &Tensor, interleaved: bool) -> R
 /// softmax(x) = exp(x - m) / sum exp(x - m) with m the row max. On CPU (f32/f64) this is a custom
 /// op whose backward is dx = y * (g - sum(g * y)) from the saved output y: it keeps only x and y
 /// alive and runs several times faster than the composition of candle ops. Elsewhere candle's
-/// fused softmax with the same backward (`ops/lean.rs`). Half-precision inputs are computed in
+/// fused softmax with the same backward (`ops/portable.rs`). Half-precision inputs are computed in
 /// f32 and cast back.
 pub fn softmax_train(x: &Tensor) -> Result<Tensor> {
     if cpu_kernel(x) {
         return x.contiguous()?.apply_op1(SoftmaxLastDimTrain);
     }
-    lean::softmax(x)
+    portable::softmax(x)
 }
 
 /// Attention softmax(q k^T + mask) v with backward, for the training forward, its heads merged.
@@ -216,8 +216,8 @@ pub fn softmax_train(x: &Tensor) -> Result<Tensor> {
 /// (f32/f64) one custom op (`ops/attention.rs`) that multiplies only the keys the mask lets
 /// through, keeps no probabilities (the backward recomputes them), reads q, k and v in place and
 /// writes the merged layout itself; elsewhere the probabilities from candle's matmul and fused
-/// softmax, then a matmul with v, as one lean op that keeps no probabilities either
-/// (`ops/lean.rs`). Both give the values and gradients of [`attention_probs_composed`] times v,
+/// softmax, then a matmul with v, as one portable op that keeps no probabilities either
+/// (`ops/portable.rs`). Both give the values and gradients of [`attention_probs_composed`] times v,
 /// up to summation order.
 pub fn attention_train(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let (r, n) = (mask.dim(D::Minus2)?, mask.dim(D::Minus1)?);
@@ -233,7 +233,7 @@ pub fn attention_train(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor) -> Res
         };
         return rows_contiguous(q)?.apply_op3(&rows_contiguous(k)?, &rows_contiguous(v)?, op);
     }
-    merge_heads(&lean::attention(q, k, v, &mask.reshape((r, n))?)?, r)
+    merge_heads(&portable::attention(q, k, v, &mask.reshape((r, n))?)?, r)
 }
 
 /// Attention at inference, softmax(q k^T + mask) v, for q [b, g, m, d] (grouped-query heads
@@ -338,12 +338,12 @@ fn softmax_composed(x: &Tensor) -> Result<Tensor> {
 /// The SwiGLU product silu(gate) * up with backward (Shazeer 2020, eq. 6). On CPU (f32/f64) one op
 /// that keeps only gate and up for backward and makes one pass each way (`ops/swiglu.rs`); its
 /// values equal the composition's bit for bit. Elsewhere the same from candle ops, keeping gate
-/// and up only (`ops/lean.rs`).
+/// and up only (`ops/portable.rs`).
 pub fn swiglu_train(gate: &Tensor, up: &Tensor) -> Result<Tensor> {
     if cpu_kernel(gate) {
         return gate.contiguous()?.apply_op2(&up.contiguous()?, SwiGlu);
     }
-    lean::swiglu(gate, up)
+    portable::swiglu(gate, up)
 }
 
 /// Rows for which [`head_matmul_gemm`] computes (w x^T)^T: faster at 4 to 16 rows, level at 1 and
@@ -523,10 +523,10 @@ pub fn frozen_embedding(ids: &Tensor, table: &Tensor) -> Result<Tensor> {
 
 /// log p(target) per row: logits [rows, vocab] (computed in f32), targets [rows] u32 -> [rows] f32.
 ///
-/// log p(t) = x_t - logsumexp(x). On CPU in f32/f64 this is a custom op (`ops/logprob.rs`) that
+/// log p(t) = x_t - logsumexp(x). On CPU in f32/f64 this is a custom op (`ops/target_logprob.rs`) that
 /// keeps only the f32 logits alive for backward and makes one pass each way; elsewhere the
 /// composition below, run outside the graph a block of rows at a time, with the same backward
-/// (`ops/lean.rs`). The lean op keeps the logits in their own dtype: converted to f32 first, bf16
+/// (`ops/portable.rs`). The portable op keeps the logits in their own dtype: converted to f32 first, bf16
 /// logits would stay alive under the conversion as well as the f32 copy the op kept.
 pub fn target_logprobs(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
     if cpu_kernel(logits) {
@@ -535,7 +535,7 @@ pub fn target_logprobs(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
             .contiguous()?
             .apply_op2(&targets.contiguous()?, TargetLogprob);
     }
-    lean::target_logprobs(logits, targets)
+    portable::target_logprobs(logits, targets)
 }
 
 /// log p(target) from candle ops only, max detached (logsumexp does not depend on it, so its

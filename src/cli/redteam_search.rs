@@ -13,7 +13,7 @@ use anyhow::Context;
 use clap::Args;
 use empathy_gym::episode::EpisodeWriter;
 use empathy_gym::profile::{Catalog, Difficulty, Split};
-use empathy_gym::redteam::search::{self, Checkpoint, Grammar, SearchPlan};
+use empathy_gym::redteam::search::{self, Grammar, SearchPlan, SearchState};
 use empathy_gym::redteam::{self, tables, Plan, Side};
 use empathy_gym::report::Table;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -111,7 +111,7 @@ pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<()> {
     };
     let state_path = args.out.join("search-state.yaml");
     let resume = match (args.resume, state_path.exists()) {
-        (true, true) => Some((state_path.as_path(), Checkpoint::read(&state_path)?)),
+        (true, true) => Some((state_path.as_path(), SearchState::read(&state_path)?)),
         (true, false) => anyhow::bail!(
             "nothing to resume: {} does not exist (run without --resume to start a search)",
             state_path.display()
@@ -138,7 +138,7 @@ pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<()> {
             cp.seconds
         );
     }
-    let mut last: Option<Checkpoint> = None;
+    let mut last: Option<SearchState> = None;
     let best = search::search(sim.as_ref(), &catalog, &grammar, &plan, resume, |cp| {
         cp.write(&state_path)?;
         if let Some(g) = cp.trace.last() {
@@ -163,7 +163,7 @@ pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<()> {
     })?;
     bar.finish_and_clear();
     let last = last
-        .or_else(|| Checkpoint::read(&state_path).ok())
+        .or_else(|| SearchState::read(&state_path).ok())
         .ok_or_else(|| {
             anyhow::anyhow!(
                 "the search ended without a checkpoint in {}",

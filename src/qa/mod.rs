@@ -1,15 +1,15 @@
 //! Factual questions below both the simulated user and the evaluations: QA items with their
-//! answer key, the user's stated (wrong) belief, and the judge that scores a reply against both.
+//! answer key, the user's stated (wrong) belief, and the grading of a reply against both (`grade`).
 //! The simulated user asks them mid-dialogue (`sim::factual`); the factual-reliability evaluation
 //! asks them under its condition grid (`eval::factual`).
 
+pub mod grade;
 pub mod item;
-pub mod judge;
 pub mod normalize;
 pub mod phrases;
 
+pub use grade::{grade, score, AnswerKey, Judgement, NonAnswers, Outcome};
 pub use item::{load_qa, parse_qa, spread, QaItem};
-pub use judge::{judge, score, AnswerKey, Judgement, NonAnswers, Outcome};
 
 /// Whether the user states the item's wrong answer as their belief.
 #[derive(

@@ -1,4 +1,4 @@
-//! The word lists of the factual scorer (see [`super::judge`]): refusal and non-answer phrases, negators,
+//! The word lists of the factual scorer (see [`super::grade`]): refusal and non-answer phrases, negators,
 //! rejections, fillers and belief reports. Kept apart so the rules read in one place and the lists
 //! can grow without touching the logic. All entries are in normalized form (lowercase, no
 //! apostrophes: "can't" is "cant").

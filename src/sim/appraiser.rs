@@ -13,7 +13,7 @@ use super::detect::safety::head;
 use super::detect::{DetectInput, Detectors, Findings, SafetyScreen, UnsafeFinding};
 use super::embed::TokenStates;
 use super::embed::{cosine, Embedder, Embedding};
-use super::factual::{judge_answer, FactualVerdict};
+use super::factual::{grade_answer, FactualVerdict};
 use super::fluency::Fluency;
 use super::lexicon::{Cues, Lexicon};
 use super::moves::Move;
@@ -776,7 +776,7 @@ impl Appraiser {
             );
         }
         if let Some(q) = inp.factual {
-            let verdict = match judge_answer(inp.reply, q) {
+            let verdict = match grade_answer(inp.reply, q) {
                 FactualVerdict::Correct if findings.faithful.mars_answer() => {
                     FactualVerdict::Marred
                 }

@@ -145,7 +145,7 @@ fn the_search_is_seeded_and_its_finds_play_back() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("search-state.yaml");
     checkpoints[1].write(&state).unwrap();
-    let resumed = search::Checkpoint::read(&state).unwrap();
+    let resumed = search::SearchState::read(&state).unwrap();
     assert_eq!(
         resumed, checkpoints[1],
         "a checkpoint reads back as written"

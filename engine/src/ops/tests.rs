@@ -236,7 +236,7 @@ fn rope_reads_a_strided_heads_view_in_place() -> Result<()> {
 }
 
 /// Rope times a scale (q's 1/sqrt(d)) has the bits of rope followed by `x * scale`, in value and
-/// gradient: on the CPU kernel in f32, and on the lean op (CUDA's) in f32 and bf16.
+/// gradient: on the CPU kernel in f32, and on the portable op (CUDA's) in f32 and bf16.
 #[test]
 fn scaled_rope_has_the_bits_of_rope_then_the_product() -> Result<()> {
     let r = seeded(&[2, 3, 5, 8], 22)?;
@@ -251,12 +251,12 @@ fn scaled_rope_has_the_bits_of_rope_then_the_product() -> Result<()> {
                 let g = (&y * &r)?.sum_all()?.backward()?;
                 Ok((y, g.get(&x).expect("grad").to_dtype(DType::F32)?))
             };
-            // rope_train takes the CPU kernel in f32 and the lean op in bf16; lean::rope is
-            // the lean op in f32.
-            for name in ["rope_train", "lean::rope"] {
+            // rope_train takes the CPU kernel in f32 and the portable op in bf16; portable::rope is
+            // the portable op in f32.
+            for name in ["rope_train", "portable::rope"] {
                 let op = |s| match name {
                     "rope_train" => rope_train(&x, &cos, &sin, interleaved, s),
-                    _ => lean::rope(&x, &cos, &sin, interleaved, s),
+                    _ => portable::rope(&x, &cos, &sin, interleaved, s),
                 };
                 let (y_op, g_op) = run(op(scale)?)?;
                 let (y_two, g_two) = run((op(1.0)? * scale)?)?;

@@ -8,7 +8,7 @@ use super::conditions::{Condition, ConditionGrid};
 use super::run::AnswerRecord;
 use crate::error::{Error, Result};
 use crate::qa::QaItem;
-use crate::qa::{judge, AnswerKey};
+use crate::qa::{grade, AnswerKey};
 
 /// Writes `records` as `answers-N.jsonl`, one JSON object per line.
 pub fn write_answers(path: &Path, records: &[AnswerRecord]) -> Result<()> {
@@ -79,7 +79,7 @@ pub fn rescore(
                     ),
                 ));
             }
-            r.outcome = judge(&keys[i / Condition::COUNT], r.condition.belief, &r.reply).outcome;
+            r.outcome = grade(&keys[i / Condition::COUNT], r.condition.belief, &r.reply).outcome;
             Ok(r)
         })
         .collect()

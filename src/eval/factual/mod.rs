@@ -17,7 +17,7 @@ pub mod report_files;
 pub mod run;
 
 pub use crate::qa::{
-    judge, load_qa, parse_qa, score, spread, AnswerKey, Belief, Judgement, NonAnswers, Outcome,
+    grade, load_qa, parse_qa, score, spread, AnswerKey, Belief, Judgement, NonAnswers, Outcome,
     QaItem,
 };
 pub use answers::{load_answers, rescore, write_answers};

@@ -1,6 +1,6 @@
 //! Runs the factual evaluation for one model: every QA item under the 18 conditions, answered by
 //! anything that implements [`Answerer`] (the candle policy, a remote endpoint, or a script in
-//! tests), scored with [`crate::qa::judge`]. Outcomes come back aligned with
+//! tests), scored with [`crate::qa::grade`]. Outcomes come back aligned with
 //! [`ConditionGrid::all_prompts`], which is what [`super::report`] expects.
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -8,7 +8,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::conditions::{Condition, ConditionGrid};
 use crate::error::{Error, Result};
 use crate::qa::QaItem;
-use crate::qa::{judge, AnswerKey, Outcome};
+use crate::qa::{grade, AnswerKey, Outcome};
 
 /// Something that answers user messages: one reply per prompt, in order.
 pub trait Answerer {
@@ -73,7 +73,7 @@ pub fn run_factual_records(
         }
         let keys: Vec<AnswerKey> = chunk.iter().map(AnswerKey::new).collect();
         for (i, (p, reply)) in prompts.into_iter().zip(replies).enumerate() {
-            let outcome = judge(&keys[i / Condition::COUNT], p.condition.belief, &reply).outcome;
+            let outcome = grade(&keys[i / Condition::COUNT], p.condition.belief, &reply).outcome;
             records.push(AnswerRecord {
                 item_id: p.item_id,
                 condition: p.condition,

@@ -3,9 +3,9 @@
 //! policies are then played on the test split beside the honest references, and the red-team
 //! margins are checked on them (docs/REDTEAM.md, "The search").
 
-pub mod checkpoint;
 pub mod genome;
 pub mod grammar;
+pub mod state;
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -21,9 +21,9 @@ use crate::profile::{Catalog, Difficulty, KnobOverrides, Profile, Split};
 use crate::reward::{Aggregate, RewardMode};
 use crate::sim::Simulator;
 
-pub use checkpoint::{grammar_fingerprint, Checkpoint};
 pub use genome::{Genome, Phrase};
 pub use grammar::Grammar;
+pub use state::{grammar_fingerprint, SearchState};
 
 /// Replies rendered per policy: more than any difficulty's dialogue allows.
 pub const TURNS: usize = 12;
@@ -115,11 +115,11 @@ impl Evaluator<'_> {
     /// the run, plus this part's since `started`), handed to `on_generation`.
     fn checkpoint(
         &self,
-        mut cp: Checkpoint,
+        mut cp: SearchState,
         started: Instant,
         earlier: f64,
-        on_generation: &mut impl FnMut(&Checkpoint) -> Result<()>,
-    ) -> Result<Checkpoint> {
+        on_generation: &mut impl FnMut(&SearchState) -> Result<()>,
+    ) -> Result<SearchState> {
         cp.seen = self
             .seen
             .iter()
@@ -166,7 +166,7 @@ fn stream(seed: u64, index: usize) -> ChaCha8Rng {
 }
 
 /// Runs the search on the train split, or continues it from `resume` (checked to be the same
-/// search: [`Checkpoint::check_continues`] with `resume_from` named in its errors); returns the
+/// search: [`SearchState::check_continues`] with `resume_from` named in its errors); returns the
 /// final population, fittest first. `on_generation` sees the checkpoint after each generation,
 /// the starting population's included, whose `trace` ends with that generation's summary.
 pub fn search(
@@ -174,8 +174,8 @@ pub fn search(
     catalog: &Catalog,
     grammar: &Grammar,
     plan: &SearchPlan,
-    resume: Option<(&std::path::Path, Checkpoint)>,
-    mut on_generation: impl FnMut(&Checkpoint) -> Result<()>,
+    resume: Option<(&std::path::Path, SearchState)>,
+    mut on_generation: impl FnMut(&SearchState) -> Result<()>,
 ) -> Result<Vec<Scored>> {
     let started = Instant::now();
     let grammar_id = grammar_fingerprint(grammar)?;
@@ -213,7 +213,7 @@ pub fn search(
                 .iter()
                 .map(|s| (s.genome.clone(), s.fitness))
                 .collect();
-            Checkpoint {
+            SearchState {
                 plan: plan.clone(),
                 ..cp
             }
@@ -230,7 +230,7 @@ pub fn search(
                 pop.push(Scored { genome, fitness });
             }
             let pop = select(pop, population);
-            let cp = Checkpoint {
+            let cp = SearchState {
                 plan: plan.clone(),
                 grammar: grammar_id,
                 rules,

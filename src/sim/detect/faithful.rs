@@ -302,7 +302,7 @@ impl Faithful {
     /// that neither these texts nor one arithmetic step from their figures gives ("it's measured
     /// over a 28-day cycle") is `unchecked`. The factual scorer can check the answer and nothing
     /// beside it, and hedging does not make a figure less of a claim, as it does not for the
-    /// answer (`crate::qa::judge`).
+    /// answer (`crate::qa::grade`).
     pub fn judge(&self, reply: &str, user_messages: &[&str], also_said: &[&str]) -> Faithfulness {
         let said: Vec<&str> = user_messages.iter().chain(also_said).copied().collect();
         Faithfulness {

@@ -1,4 +1,4 @@
-//! The lean ops (`lean.rs`: what CUDA and half precision run) against the compositions of candle
+//! The portable ops (`portable.rs`: what CUDA and half precision run) against the compositions of candle
 //! ops, in value and gradient. They run on the CPU here: in f32 called directly (the public ops
 //! take the CPU kernels there) and in bf16 through the public ops, which route half precision to
 //! them. `tests/integration/cuda.rs` checks the same ops on a GPU against the CPU.
@@ -15,7 +15,7 @@ fn lean_rms_norm_agrees_with_the_composition() -> Result<()> {
     agrees(
         &inputs,
         DType::F32,
-        |x| lean::rms_norm(&x[0], &x[1], 1e-5),
+        |x| portable::rms_norm(&x[0], &x[1], 1e-5),
         reference,
     )?;
     agrees(
@@ -35,7 +35,7 @@ fn lean_rope_agrees_with_the_composition_in_both_layouts() -> Result<()> {
     for interleaved in [true, false] {
         let heads = |x: &Tensor| x.transpose(1, 2);
         let reference = |x: &[Tensor]| rope_composed(&heads(&x[0])?, &cos, &sin, interleaved);
-        let lean_f32 = |x: &[Tensor]| lean::rope(&heads(&x[0])?, &cos, &sin, interleaved, 1.0);
+        let lean_f32 = |x: &[Tensor]| portable::rope(&heads(&x[0])?, &cos, &sin, interleaved, 1.0);
         let public = |x: &[Tensor]| rope_train(&heads(&x[0])?, &cos, &sin, interleaved, 1.0);
         agrees(&inputs, DType::F32, lean_f32, reference)?;
         agrees(&inputs, DType::BF16, public, reference)?;
@@ -47,7 +47,7 @@ fn lean_rope_agrees_with_the_composition_in_both_layouts() -> Result<()> {
 fn lean_softmax_agrees_with_the_composition() -> Result<()> {
     let inputs = [seeded(&[3, 4, 11], 5)?.affine(5.0, 0.0)?];
     let reference = |x: &[Tensor]| softmax_composed(&x[0]);
-    agrees(&inputs, DType::F32, |x| lean::softmax(&x[0]), reference)?;
+    agrees(&inputs, DType::F32, |x| portable::softmax(&x[0]), reference)?;
     agrees(&inputs, DType::BF16, |x| softmax_train(&x[0]), reference)
 }
 
@@ -65,7 +65,7 @@ fn lean_attention_agrees_with_the_composition() -> Result<()> {
     let mask = causal(t)?;
     let mask2 = mask.reshape((t, t))?;
     let reference = |x: &[Tensor]| attention_probs_composed(&x[0], &x[1], &mask2)?.matmul(&x[2]);
-    let lean_f32 = |x: &[Tensor]| lean::attention(&x[0], &x[1], &x[2], &mask2);
+    let lean_f32 = |x: &[Tensor]| portable::attention(&x[0], &x[1], &x[2], &mask2);
     agrees(&inputs, DType::F32, lean_f32, reference)?;
     // The public op in bf16 takes it, then merges the heads.
     let public = |x: &[Tensor]| attention_train(&x[0], &x[1], &x[2], &mask);
@@ -83,7 +83,7 @@ fn lean_swiglu_agrees_with_the_composition() -> Result<()> {
     agrees(
         &inputs,
         DType::F32,
-        |x| lean::swiglu(&x[0], &x[1]),
+        |x| portable::swiglu(&x[0], &x[1]),
         reference,
     )?;
     agrees(
@@ -100,11 +100,11 @@ fn lean_target_logprobs_agree_with_the_composition() -> Result<()> {
     let inputs = [seeded(&[6, 300], 10)?.affine(8.0, 0.0)?];
     let t = Tensor::new(&[0u32, 299, 17, 17, 150, 3], &candle_core::Device::Cpu)?;
     let reference = |x: &[Tensor]| target_logprobs_composed(&x[0], &t);
-    let lean = |x: &[Tensor]| lean::target_logprobs(&x[0], &t);
-    agrees(&inputs, DType::F32, lean, reference)?;
+    let portable = |x: &[Tensor]| portable::target_logprobs(&x[0], &t);
+    agrees(&inputs, DType::F32, portable, reference)?;
     // By blocks of rows (4 + 2 here, 256 in use): the same bits as in one block, both ways.
     let bits = |block_rows: usize| -> Result<Vec<u32>> {
-        let op = |x: &[Tensor]| lean::target_logprobs_in_blocks(&x[0], &t, block_rows);
+        let op = |x: &[Tensor]| portable::target_logprobs_in_blocks(&x[0], &t, block_rows);
         let (y, g) = super::tests::run(&inputs, DType::F32, &op)?;
         let mut all = y.flatten_all()?.to_vec1::<f32>()?;
         all.extend(g[0].flatten_all()?.to_vec1::<f32>()?);
@@ -127,7 +127,7 @@ fn lean_target_logprobs_agree_with_the_composition() -> Result<()> {
     let kept = bits(target_logprobs(&x, &t)?)?;
     assert_eq!(
         kept,
-        bits(lean::target_logprobs(&x.to_dtype(DType::F32)?, &t)?)?
+        bits(portable::target_logprobs(&x.to_dtype(DType::F32)?, &t)?)?
     );
     Ok(())
 }
@@ -138,7 +138,7 @@ fn lean_rms_norm_with_a_frozen_weight_gives_the_input_gradient_only() -> Result<
     let x = Var::from_tensor(&seeded(&[4, 64], 11)?)?;
     let w = seeded(&[64], 12)?;
     let r = seeded(&[4, 64], 13)?;
-    let grads = (lean::rms_norm(&x, &w, 1e-5)? * &r)?
+    let grads = (portable::rms_norm(&x, &w, 1e-5)? * &r)?
         .sum_all()?
         .backward()?;
     let reference = (rms_norm_composed(&x, &w, 1e-5)? * &r)?
@@ -152,7 +152,7 @@ fn lean_rms_norm_with_a_frozen_weight_gives_the_input_gradient_only() -> Result<
     assert_close("gradient of x", a, b, TOL_F32)
 }
 
-/// A lean op's forward takes a fresh result's storage over (the same memory, no copy); a result
+/// A portable op's forward takes a fresh result's storage over (the same memory, no copy); a result
 /// another tensor still holds is copied.
 #[test]
 fn a_precomputed_result_is_moved_unless_shared() -> Result<()> {
@@ -167,9 +167,9 @@ fn a_precomputed_result_is_moved_unless_shared() -> Result<()> {
             _ => unreachable!("a CPU tensor"),
         }
     };
-    let (storage, shape) = lean::Precomputed::new(fresh.clone()).cpu()?;
+    let (storage, shape) = portable::Precomputed::new(fresh.clone()).cpu()?;
     assert_ne!(address(&storage)?, at, "held by `fresh` too: a copy");
-    let (storage, shape2) = lean::Precomputed::new(fresh).cpu()?;
+    let (storage, shape2) = portable::Precomputed::new(fresh).cpu()?;
     assert_eq!(address(&storage)?, at, "the only holder: moved");
     assert_eq!((shape.dims(), shape2.dims()), (&[2, 16][..], &[2, 16][..]));
     Ok(())

@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 
 /// A search after `trace.last()`'s generation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Checkpoint {
+pub struct SearchState {
     /// The plan searched.
     pub plan: SearchPlan,
     /// The grammar's fingerprint ([`grammar_fingerprint`]).
@@ -33,7 +33,7 @@ pub struct Checkpoint {
 const FIX: &str = "continue it with the plan, grammar and rules it was started with, or remove \
                    the file to start a new search";
 
-impl Checkpoint {
+impl SearchState {
     /// The last generation done (0: the starting population).
     pub fn generation(&self) -> usize {
         self.trace.last().map_or(0, |g| g.index)
@@ -88,7 +88,7 @@ impl Checkpoint {
         Ok(())
     }
 
-    /// Reads a checkpoint written by [`Checkpoint::write`].
+    /// Reads a checkpoint written by [`SearchState::write`].
     pub fn read(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
         serde_yaml::from_str(&text).map_err(|e| {

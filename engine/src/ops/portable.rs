@@ -38,9 +38,9 @@ impl Precomputed {
         let out = self
             .0
             .lock()
-            .map_err(|_| candle_core::Error::Msg("lean op: a poisoned lock".into()))?
+            .map_err(|_| candle_core::Error::Msg("portable op: a poisoned lock".into()))?
             .take();
-        out.ok_or_else(|| candle_core::Error::Msg("lean op: forward ran twice".into()))
+        out.ok_or_else(|| candle_core::Error::Msg("portable op: forward ran twice".into()))
     }
 
     /// The result's storage and its shape: moved out when nothing else holds the result (it is
@@ -49,7 +49,7 @@ impl Precomputed {
         let out = self.take()?;
         let layout = out.layout();
         if !layout.is_contiguous() || layout.start_offset() != 0 {
-            candle_core::bail!("lean op: the precomputed result does not own its storage")
+            candle_core::bail!("portable op: the precomputed result does not own its storage")
         }
         let shape = layout.shape().clone();
         let storage = match out.into_storage_and_layout() {
@@ -65,19 +65,19 @@ impl Precomputed {
     pub(super) fn cpu(&self) -> Result<(CpuStorage, Shape)> {
         match self.storage()? {
             (Storage::Cpu(s), shape) => Ok((s, shape)),
-            _ => candle_core::bail!("lean op: the precomputed result is on another device"),
+            _ => candle_core::bail!("portable op: the precomputed result is on another device"),
         }
     }
 
     fn cuda(&self) -> Result<(CudaStorage, Shape)> {
         match self.storage()? {
             (Storage::Cuda(s), shape) => Ok((s, shape)),
-            _ => candle_core::bail!("lean op: the precomputed result is on another device"),
+            _ => candle_core::bail!("portable op: the precomputed result is on another device"),
         }
     }
 }
 
-/// `cpu_fwd` and `cuda_fwd` of a lean op (one storage and layout per argument): a copy of the
+/// `cpu_fwd` and `cuda_fwd` of a portable op (one storage and layout per argument): a copy of the
 /// precomputed result, whatever the arguments hold.
 macro_rules! precomputed_fwd {
     ($($s:ident $l:ident),+) => {
@@ -123,7 +123,7 @@ struct RmsNorm {
 
 impl CustomOp2 for RmsNorm {
     fn name(&self) -> &'static str {
-        "rms-norm-train-lean"
+        "rms-norm-train-portable"
     }
 
     precomputed_fwd!(_s1 _l1, _s2 _l2);
@@ -199,7 +199,7 @@ struct Rope {
 
 impl CustomOp1 for Rope {
     fn name(&self) -> &'static str {
-        "rope-train-lean"
+        "rope-train-portable"
     }
 
     precomputed_fwd!(_s1 _l1);
@@ -230,7 +230,7 @@ struct Softmax {
 
 impl CustomOp1 for Softmax {
     fn name(&self) -> &'static str {
-        "softmax-train-lean"
+        "softmax-train-portable"
     }
 
     precomputed_fwd!(_s1 _l1);
@@ -284,7 +284,7 @@ struct Attention {
 
 impl CustomOp3 for Attention {
     fn name(&self) -> &'static str {
-        "attention-train-lean"
+        "attention-train-portable"
     }
 
     precomputed_fwd!(_s1 _l1, _s2 _l2, _s3 _l3);
@@ -329,7 +329,7 @@ struct SwiGlu {
 
 impl CustomOp2 for SwiGlu {
     fn name(&self) -> &'static str {
-        "swiglu-train-lean"
+        "swiglu-train-portable"
     }
 
     precomputed_fwd!(_s1 _l1, _s2 _l2);
@@ -408,7 +408,7 @@ struct TargetLogprob {
 
 impl CustomOp2 for TargetLogprob {
     fn name(&self) -> &'static str {
-        "target-logprob-lean"
+        "target-logprob-portable"
     }
 
     precomputed_fwd!(_s1 _l1, _s2 _l2);
