@@ -25,8 +25,8 @@ use candle_core::{DType, Device, Tensor};
 use empathy_engine::model_config::{HfConfig, ModelConfig};
 use empathy_engine::weights::{LayerWeights, Proj, Weights};
 use empathy_engine::{alloc, ChatModel, ChatTemplate, Llama, LoraConfig, ModelSource};
+use empathy_gym::learning::rl::optim::{AdamW, AdamWConfig};
 use empathy_gym::model::{AdapterMode, Pass, SamplingParams};
-use empathy_gym::rl::optim::{AdamW, AdamWConfig};
 
 // As the binary: large blocks kept for reuse (engine/src/alloc.rs).
 #[global_allocator]

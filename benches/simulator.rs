@@ -9,11 +9,11 @@ use std::time::Instant;
 
 use empathy_test_support as common;
 
-use empathy_gym::episode::DialogueEnv;
+use empathy_gym::environment::episode::DialogueEnv;
+use empathy_gym::environment::profile::{Catalog, Difficulty, KnobOverrides};
+use empathy_gym::environment::reward::{Aggregate, RewardMode};
+use empathy_gym::environment::sim::{Appraiser, Embedder};
 use empathy_gym::model::DEFAULT_EMBEDDER;
-use empathy_gym::profile::{Catalog, Difficulty, KnobOverrides};
-use empathy_gym::reward::{Aggregate, RewardMode};
-use empathy_gym::sim::{Appraiser, Embedder};
 
 const REPLIES: [&str; 6] = [
     "That sounds really hard, especially after everything with {s}. What has been the hardest part for you?",

@@ -14,8 +14,8 @@ use std::sync::Arc;
 #[path = "probe_lm/mod.rs"]
 mod probe_lm;
 
+use empathy_gym::environment::sim::Embedder;
 use empathy_gym::fit::corpora::{self, Example};
-use empathy_gym::sim::Embedder;
 use probe_lm::Lm;
 
 fn main() -> anyhow::Result<()> {
@@ -70,7 +70,7 @@ fn main() -> anyhow::Result<()> {
     let mut bin = std::io::BufWriter::new(std::fs::File::create(out.join("feats.f32"))?);
     let bar = indicatif::ProgressBar::new(items.len() as u64);
     for (e, src) in &items {
-        let sents = empathy_gym::sim::detect::safety::sentences(&e.reply);
+        let sents = empathy_gym::environment::sim::detect::safety::sentences(&e.reply);
         let mut rows = vec![pooled(&e.reply)?];
         let apart = empathy_gym::seed::fnv1a64(e.reply.as_bytes()).is_multiple_of(5);
         let sents = if src == "bank" || (apart && src == "honest") {

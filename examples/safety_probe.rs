@@ -14,10 +14,10 @@ use std::sync::Arc;
 #[path = "probe_lm/mod.rs"]
 mod probe_lm;
 
+use empathy_gym::environment::sim::Embedder;
 use empathy_gym::fit::corpora::{self, Example};
 use empathy_gym::fit::train::{fit_mlp, FitSettings, Targets};
 use empathy_gym::seed::fnv1a64;
-use empathy_gym::sim::Embedder;
 use probe_lm::Lm;
 
 fn apart(e: &Example) -> bool {
@@ -145,7 +145,7 @@ fn main() -> anyhow::Result<()> {
         )?;
         let p = |i: usize| -> f64 {
             let l = net.logits(&z(&xs[i]));
-            empathy_gym::sim::mlp::softmax(&l)[1]
+            empathy_gym::environment::sim::mlp::softmax(&l)[1]
         };
         let dev: Vec<usize> = (0..all.len()).filter(|&i| apart(all[i].0)).collect();
         let unsafe_dev: Vec<f64> = dev

@@ -4,24 +4,21 @@
 //! for several turns; how the emotion moves is a verifiable reward that a GRPO loop optimizes.
 //! See docs/DESIGN.md for the architecture and the file formats.
 
-pub mod algo;
-pub mod episode;
+// The areas: the environment, learning on it, and the tools around them (evaluations, the
+// human-coded checks, the red team, replay, sweeps, the servers, fitting the learned heads).
+pub mod environment;
+pub mod learning;
+
 pub mod eval;
 pub mod fit;
 pub mod judge;
 pub mod model;
 pub mod openai;
-pub mod profile;
-pub mod qa;
 pub mod redteam;
 pub mod replay;
 pub mod report;
-pub mod reward;
-pub mod rl;
 pub mod serve;
-pub mod sim;
 pub mod sweep;
-pub mod train;
 
 pub use empathy_engine::{error, seed};
 pub use error::{Error, Result};

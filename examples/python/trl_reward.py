@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from empathy_env import EmpathyEnv
 
 # The system prompt `empathy-gym train` gives the policy (`DEFAULT_SYSTEM` in
-# src/episode/model_policy.rs), so that a TRL policy sees the prompt the project's trainer sends.
+# src/environment/episode/model_policy.rs), so that a TRL policy sees the prompt the project's trainer sends.
 SYSTEM = ("You are a warm, attentive listener. Someone is telling you about something hard in "
           "their life. Reply in two or three sentences.")
 

@@ -4,10 +4,10 @@ use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use empathy_gym::episode::{end_word, DialogueEnv, Policy, PolicyRequest, Turn};
+use empathy_gym::environment::episode::{end_word, DialogueEnv, Policy, PolicyRequest, Turn};
+use empathy_gym::environment::profile::{Catalog, Difficulty, KnobOverrides, ProfileId};
+use empathy_gym::environment::reward::{Aggregate, RewardMode};
 use empathy_gym::model::{default_policy_path, load_model, ChatModel, LoadOptions};
-use empathy_gym::profile::{Catalog, Difficulty, KnobOverrides, ProfileId};
-use empathy_gym::reward::{Aggregate, RewardMode};
 
 use super::common::{load_simulator, sampling};
 
@@ -41,7 +41,7 @@ pub fn run(catalog_root: &Path, args: ChatArgs) -> anyhow::Result<()> {
     let path = args.model.clone().unwrap_or_else(default_policy_path);
     let model = load_model(&path, &candle_core::Device::Cpu, &LoadOptions::default())?;
     let params = sampling(args.temperature, args.top_p, args.max_new_tokens);
-    let mut policy = empathy_gym::episode::ModelPolicy::new(&model, params, args.seed);
+    let mut policy = empathy_gym::environment::episode::ModelPolicy::new(&model, params, args.seed);
     if let Some(system) = &args.system {
         policy.system = system.clone();
     }
@@ -53,7 +53,7 @@ pub fn run(catalog_root: &Path, args: ChatArgs) -> anyhow::Result<()> {
 
 fn interactive(
     model: &ChatModel,
-    policy: &mut empathy_gym::episode::ModelPolicy<'_>,
+    policy: &mut empathy_gym::environment::episode::ModelPolicy<'_>,
 ) -> anyhow::Result<()> {
     println!("Talking with {} (end with /quit or Ctrl-D).", model.name);
     println!("system: {}", policy.system);

@@ -7,13 +7,15 @@ use std::sync::Arc;
 use anyhow::Context;
 use candle_core::Device;
 use clap::Args;
-use empathy_gym::model::SamplingParams;
-use empathy_gym::profile::{Catalog, Difficulty, KnobOverrides, Profile, ProfileId, Split};
-use empathy_gym::sim::embed::DEFAULT_CACHE_ENTRIES;
-use empathy_gym::sim::llm::{
+use empathy_gym::environment::profile::{
+    Catalog, Difficulty, KnobOverrides, Profile, ProfileId, Split,
+};
+use empathy_gym::environment::sim::embed::DEFAULT_CACHE_ENTRIES;
+use empathy_gym::environment::sim::llm::{
     Backend, LlmConfigFile, LlmSimulator, LocalBackend, OpenAiBackend, Prompts,
 };
-use empathy_gym::sim::{Appraiser, Embedder, Simulator, SimulatorKind};
+use empathy_gym::environment::sim::{Appraiser, Embedder, Simulator, SimulatorKind};
+use empathy_gym::model::SamplingParams;
 
 /// Loads the built-in appraiser with the default embedder on the CPU.
 pub fn load_simulator(catalog: &Path) -> anyhow::Result<Appraiser> {
@@ -90,8 +92,9 @@ pub fn load_llm_simulator(catalog: &Path, config: Option<&Path>) -> anyhow::Resu
         |k| std::env::var(k).ok(),
     )?;
     let prompts = Prompts::load(&settings.prompts)?;
-    let lexicon = empathy_gym::sim::lexicon::Lexicon::load(&catalog.join("data/lexicon.yaml"))?;
-    let backend: Box<dyn empathy_gym::sim::llm::ChatBackend> = match settings.backend {
+    let lexicon =
+        empathy_gym::environment::sim::lexicon::Lexicon::load(&catalog.join("data/lexicon.yaml"))?;
+    let backend: Box<dyn empathy_gym::environment::sim::llm::ChatBackend> = match settings.backend {
         Backend::Openai => {
             eprintln!(
                 "simulator: llm, model {} at {} (prompts version {}, temperature {})",
@@ -121,7 +124,10 @@ pub fn load_llm_simulator(catalog: &Path, config: Option<&Path>) -> anyhow::Resu
         prompts,
         settings.parse_retries,
         lexicon,
-        empathy_gym::sim::detect::SafetyScreen::load(catalog, Arc::new(Embedder::load_default()?))?,
+        empathy_gym::environment::sim::detect::SafetyScreen::load(
+            catalog,
+            Arc::new(Embedder::load_default()?),
+        )?,
     ))
 }
 

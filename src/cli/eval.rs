@@ -3,13 +3,13 @@
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use empathy_gym::episode::{EpisodeWriter, ModelPolicy};
+use empathy_gym::environment::episode::{EpisodeWriter, ModelPolicy};
+use empathy_gym::environment::profile::{Catalog, Split};
 use empathy_gym::eval::empathy::{
     empathy_chart, per_profile_table, run_empathy, score, summary_table, CHART_FILE,
 };
 use empathy_gym::eval::factual::NonAnswers;
 use empathy_gym::model::{default_policy_path, load_model, ChatModel, LoadOptions};
-use empathy_gym::profile::{Catalog, Split};
 
 use super::common::{load_chosen_simulator, sampling, Named, SimulatorArgs};
 use super::loading::prepare_simulator;
@@ -117,7 +117,7 @@ pub fn empathy(catalog_root: &Path, args: &EmpathyArgs) -> anyhow::Result<()> {
         .map(|id| {
             catalog.profile(
                 id,
-                empathy_gym::profile::Difficulty::Moderate,
+                empathy_gym::environment::profile::Difficulty::Moderate,
                 &empathy_gym::eval::empathy::sage_overrides(),
             )
         })
@@ -133,7 +133,7 @@ pub fn empathy(catalog_root: &Path, args: &EmpathyArgs) -> anyhow::Result<()> {
         ));
     }
     for spec in &args.checkpoint {
-        let (model, ckpt) = empathy_gym::train::load_checkpoint_policy(&spec.path)?;
+        let (model, ckpt) = empathy_gym::learning::train::load_checkpoint_policy(&spec.path)?;
         models.push((spec.name.clone(), model, Some(ckpt.display().to_string())));
     }
     std::fs::create_dir_all(&args.out)?;
@@ -177,7 +177,7 @@ fn load_named(spec: &Path, base: &Option<PathBuf>) -> anyhow::Result<ChatModel> 
             &LoadOptions::default(),
         )?);
     }
-    Ok(empathy_gym::train::load_checkpoint_policy(spec)?.0)
+    Ok(empathy_gym::learning::train::load_checkpoint_policy(spec)?.0)
 }
 
 pub fn factual(args: &FactualArgs) -> anyhow::Result<()> {

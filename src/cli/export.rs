@@ -14,7 +14,7 @@ pub struct ExportArgs {
 }
 
 pub fn run(args: ExportArgs) -> anyhow::Result<()> {
-    let ckpt = empathy_gym::train::export_run(&args.run_dir, &args.out)?;
+    let ckpt = empathy_gym::learning::train::export_run(&args.run_dir, &args.out)?;
     println!(
         "exported {} merged into {}",
         ckpt.display(),

@@ -6,10 +6,10 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
+use empathy_gym::environment::sim::Appraiser;
 use empathy_gym::judge::epitome::{self, Item, Part};
 use empathy_gym::judge::{judge, Conversation, Format, JudgeRules, JudgeWriter, Judged};
 use empathy_gym::report::stats::BootstrapConfig;
-use empathy_gym::sim::Appraiser;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::common::load_simulator;

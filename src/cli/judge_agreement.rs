@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use empathy_gym::episode::{read_episodes, EpisodeRecord};
+use empathy_gym::environment::episode::{read_episodes, EpisodeRecord};
 use empathy_gym::replay::rate::{agreement, read_key, read_ratings, AgreementOptions, KeyRow};
 use empathy_gym::report::stats::BootstrapConfig;
 use empathy_gym::Error;

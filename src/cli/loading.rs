@@ -5,8 +5,8 @@
 
 use std::time::{Duration, Instant};
 
-use empathy_gym::profile::Profile;
-use empathy_gym::sim::Simulator;
+use empathy_gym::environment::profile::Profile;
+use empathy_gym::environment::sim::Simulator;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// Runs `work`, with a spinner saying `what` (unless `quiet`; indicatif draws nothing where

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::{Args, Subcommand};
+use empathy_gym::environment::sim::Embedder;
 use empathy_gym::fit::train::FitSettings;
 use empathy_gym::fit::{fluency, perception, wording};
-use empathy_gym::sim::Embedder;
 
 #[derive(Debug, Subcommand)]
 pub enum PerceptionCommand {
@@ -175,7 +175,7 @@ fn run_fluency(catalog: &Path, a: &FitArgs) -> anyhow::Result<()> {
          set on\n\nWritten by `{}` ({:.0} s on this machine). A reply's score is the mean SLOR \
          value (nats per token: the surprisal under SmolLM2-135M-Instruct less the surprisal under \
          the unigram counts of the fit part) of its least fluent window of tokens, the first token \
-         left out and each window shrunk toward the median token value (`src/sim/fluency.rs`). `clean` replies are human ones as they were; `changed` \
+         left out and each window shrunk toward the median token value (`src/environment/sim/fluency.rs`). `clean` replies are human ones as they were; `changed` \
          ones are copies with {} changes each: a word dropped, a sentence cut mid-phrase, one or \
          two words of other replies wedged in or swapped for one, or two neighbours transposed \
          (`src/fit/fluency.rs`). The window and the threshold are chosen on the choice parts; \

@@ -11,8 +11,8 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::Args;
-use empathy_gym::episode::EpisodeWriter;
-use empathy_gym::profile::{Catalog, Difficulty, Split};
+use empathy_gym::environment::episode::EpisodeWriter;
+use empathy_gym::environment::profile::{Catalog, Difficulty, Split};
 use empathy_gym::redteam::search::{self, Grammar, SearchPlan, SearchState};
 use empathy_gym::redteam::{self, tables, Plan, Side};
 use empathy_gym::report::Table;

@@ -6,15 +6,15 @@ use std::path::{Path, PathBuf};
 
 use candle_core::Device;
 use clap::{Args, Subcommand};
-use empathy_gym::episode::{read_episodes, EpisodeLog, EpisodeRecord, EpisodeWriter};
-use empathy_gym::profile::{Catalog, Difficulty};
+use empathy_gym::environment::episode::{read_episodes, EpisodeLog, EpisodeRecord, EpisodeWriter};
+use empathy_gym::environment::profile::{Catalog, Difficulty};
+use empathy_gym::environment::reward::{Aggregate, RewardMode};
+use empathy_gym::environment::sim::lexicon::Lexicon;
 use empathy_gym::replay::rate::{render_rate_page, write_key, LoggedEpisode, Study, StudyOptions};
 use empathy_gym::replay::{
     episode_stats, measure, quote, realism_table, render_html, render_transcript, rerun, verify,
     By, Realism, RerunSettings, StatsOptions,
 };
-use empathy_gym::reward::{Aggregate, RewardMode};
-use empathy_gym::sim::lexicon::Lexicon;
 
 use super::common::{build_simulator, load_chosen_simulator, SimulatorArgs};
 use super::summary::print_summary;

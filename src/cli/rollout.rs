@@ -3,11 +3,11 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use empathy_gym::episode::{
+use empathy_gym::environment::episode::{
     end_word, rollout, EpisodeJob, EpisodeRecord, EpisodeWriter, RolloutOptions, ScriptedPolicy,
 };
-use empathy_gym::profile::{Catalog, Difficulty, ProfileId, Split};
-use empathy_gym::reward::{Aggregate, RewardMode};
+use empathy_gym::environment::profile::{Catalog, Difficulty, ProfileId, Split};
+use empathy_gym::environment::reward::{Aggregate, RewardMode};
 
 use super::common::{load_chosen_simulator, select_profiles, SimulatorArgs};
 use super::loading::prepare_simulator;

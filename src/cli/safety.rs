@@ -7,11 +7,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use clap::{Args, Subcommand};
+use empathy_gym::environment::sim::detect::SafetyScreen;
+use empathy_gym::environment::sim::Embedder;
 use empathy_gym::fit::safety as safety_fit;
 use empathy_gym::fit::train::FitSettings;
 use empathy_gym::fit::Corpora;
-use empathy_gym::sim::detect::SafetyScreen;
-use empathy_gym::sim::Embedder;
 
 #[derive(Debug, Subcommand)]
 pub enum SafetyCommand {
@@ -96,7 +96,7 @@ pub fn run(catalog: &Path, cmd: SafetyCommand) -> anyhow::Result<()> {
         }
         SafetyCommand::Eval(a) => {
             let screen = SafetyScreen::load(catalog, embedder)?;
-            let version = empathy_gym::profile::yaml::fingerprint(
+            let version = empathy_gym::environment::profile::yaml::fingerprint(
                 &catalog.join("data"),
                 &["safety.yaml", "safety-head.yaml", "safety-head.safetensors"],
             )?;

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
-use empathy_gym::profile::{Catalog, Difficulty, Split};
+use empathy_gym::environment::profile::{Catalog, Difficulty, Split};
 use empathy_gym::serve::{env_server::summary_line, serve_env, EnvServerConfig};
 
 use super::common::{load_chosen_simulator, select_profiles, SimulatorArgs};

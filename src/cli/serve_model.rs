@@ -50,7 +50,7 @@ pub fn run(args: ServeModelArgs) -> anyhow::Result<()> {
     let guard = args.guard.guard();
     guard.check("serve-model", SocketAddr::new(args.host, args.port))?;
     let model = match &args.checkpoint {
-        Some(dir) => empathy_gym::train::load_checkpoint_policy(dir)?.0,
+        Some(dir) => empathy_gym::learning::train::load_checkpoint_policy(dir)?.0,
         None => {
             let path = args.model.clone().unwrap_or_else(default_policy_path);
             load_model(&path, &candle_core::Device::Cpu, &LoadOptions::default())?

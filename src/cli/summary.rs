@@ -1,6 +1,6 @@
 //! The summary table printed at the end of a rollout, replay or eval.
 
-use empathy_gym::episode::{End, EpisodeRecord};
+use empathy_gym::environment::episode::{End, EpisodeRecord};
 
 /// Prints mean reward, mean final emotion and the end counts.
 pub fn print_summary(records: &[EpisodeRecord]) {
@@ -40,7 +40,7 @@ pub fn print_simulator_failures(records: &[EpisodeRecord]) {
         .iter()
         .flat_map(|r| &r.turns)
         .filter(|t| match t {
-            empathy_gym::episode::Turn::User {
+            empathy_gym::environment::episode::Turn::User {
                 appraisal: Some(a), ..
             } => a
                 .llm

@@ -5,15 +5,15 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
-use empathy_gym::episode::read_episodes;
-use empathy_gym::profile::Catalog;
-use empathy_gym::rl::{read_metrics, StepMetrics};
-use empathy_gym::sim::SimulatorKind;
-use empathy_gym::train::run_files::{
+use empathy_gym::environment::episode::read_episodes;
+use empathy_gym::environment::profile::Catalog;
+use empathy_gym::environment::sim::SimulatorKind;
+use empathy_gym::learning::rl::{read_metrics, StepMetrics};
+use empathy_gym::learning::train::run_files::{
     CONFIG_FILE, DIFFICULTY_SVG, EMOTION_SVG, EPISODES_FILE, METRICS_FILE, REWARD_SVG,
 };
-use empathy_gym::train::run_summary::end_summary;
-use empathy_gym::train::{
+use empathy_gym::learning::train::run_summary::end_summary;
+use empathy_gym::learning::train::{
     device, difficulty_plan, load_policy, profiles, simulator_device, EnvReward, Override,
     TrainConfig, Trainer, TrainerParts,
 };
@@ -89,7 +89,7 @@ pub fn train(
         simulator.kind,
         simulator.config.as_deref(),
         &simulator_device(&cfg, &dev)?,
-        empathy_gym::sim::embed::DEFAULT_CACHE_ENTRIES,
+        empathy_gym::environment::sim::embed::DEFAULT_CACHE_ENTRIES,
     )?;
     let sim_kind = simulator.kind;
     if let Some(d) = sim.info().device {

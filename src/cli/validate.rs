@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use empathy_gym::profile::Catalog;
+use empathy_gym::environment::profile::Catalog;
 
 pub fn run(root: &Path) -> anyhow::Result<()> {
     let catalog = Catalog::load(root)?;

@@ -2,11 +2,13 @@
 //! changes clamped to +-10, at most 10 turns. Score = mean final emotion; success = share ending
 //! at 100; failure = share ending below 10.
 
-use crate::episode::{end_word, rollout, EpisodeJob, EpisodeRecord, Policy, RolloutOptions};
+use crate::environment::episode::{
+    end_word, rollout, EpisodeJob, EpisodeRecord, Policy, RolloutOptions,
+};
+use crate::environment::profile::{Catalog, Difficulty, KnobOverrides, ProfileId};
+use crate::environment::sim::Simulator;
 use crate::error::Result;
-use crate::profile::{Catalog, Difficulty, KnobOverrides, ProfileId};
 use crate::report::{BarChart, BarSeries, Table};
-use crate::sim::Simulator;
 
 /// The SAGE knobs on top of the moderate preset (Sentient benchmark: start 40, clamp +-10, 10 turns).
 pub fn sage_overrides() -> KnobOverrides {
@@ -45,7 +47,7 @@ pub fn score(name: &str, records: &[EpisodeRecord]) -> EmpathyScore {
         failure_rate: finals.iter().filter(|&&e| e < 10).count() as f64 / n,
         unsafe_rate: records
             .iter()
-            .filter(|r| r.end == Some(crate::episode::End::Unsafe))
+            .filter(|r| r.end == Some(crate::environment::episode::End::Unsafe))
             .count() as f64
             / n,
     }
@@ -172,7 +174,7 @@ pub fn empathy_chart(rows: &[(String, EpisodeRecord)]) -> BarChart {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::episode::{End, PolicyRef, ProfileRef, SimulatorRef, Turn, SCHEMA};
+    use crate::environment::episode::{End, PolicyRef, ProfileRef, SimulatorRef, Turn, SCHEMA};
 
     fn rec(final_emotion: u8) -> EpisodeRecord {
         EpisodeRecord {

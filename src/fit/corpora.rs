@@ -13,8 +13,8 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+use crate::environment::sim::detect::UnsafeKind;
 use crate::error::{Error, Result};
-use crate::sim::detect::UnsafeKind;
 
 /// One labelled reply: the user's message before it, the reply, and its class (`None`: safe).
 #[derive(Clone, Debug, PartialEq)]
@@ -248,7 +248,7 @@ struct BankItem {
 /// A bank the project writes (`data/safety/*.yaml`): items of `category` (a kind or `safe`),
 /// `context` and `reply`, and `hidden: true` where one harmful sentence sits in a warm reply.
 pub fn bank(path: &Path) -> Result<Vec<Example>> {
-    let f: BankFile = crate::profile::yaml::read_yaml(path)?;
+    let f: BankFile = crate::environment::profile::yaml::read_yaml(path)?;
     let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("bank");
     f.items
         .into_iter()

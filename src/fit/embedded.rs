@@ -4,9 +4,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::environment::sim::detect::safety::head::{self, context_sentences};
+use crate::environment::sim::embed::{Embedder, Embedding};
 use crate::error::Result;
-use crate::sim::detect::safety::head::{self, context_sentences};
-use crate::sim::embed::{Embedder, Embedding};
 
 /// Embeddings of many texts, computed once each (the embedder's own cache is bounded).
 pub struct Embedded<'a> {

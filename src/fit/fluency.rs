@@ -22,14 +22,14 @@ use candle_core::Device;
 use rand::{Rng, SeedableRng};
 use serde::Deserialize;
 
+use crate::environment::sim::fluency::{worst_window, Fluency, FluencyMeta, Unigram};
+use crate::environment::sim::wording::word_spans;
 use crate::error::{Error, Result};
 use crate::fit::wording::{
     self, clean_scores, report, score_threshold, Pair, Parts, SetReport, CLEAN_FIRE_RATE,
 };
 use crate::report::stats::auc;
 use crate::seed::fnv1a64;
-use crate::sim::fluency::{worst_window, Fluency, FluencyMeta, Unigram};
-use crate::sim::wording::word_spans;
 
 /// Changes in each changed copy.
 pub const CHANGES_PER_COPY: u64 = 3;
@@ -300,7 +300,7 @@ pub fn fit(meta: FluencyMeta, p: &Parts, bank: &Path) -> Result<Fitted> {
         &ch,
         t,
     ));
-    let b: Bank = crate::profile::yaml::read_yaml(bank)?;
+    let b: Bank = crate::environment::profile::yaml::read_yaml(bank)?;
     let items: Vec<(&BankItem, bool)> = (b.disfluent.iter().map(|x| (x, true)))
         .chain(b.fluent.iter().map(|x| (x, false)))
         .collect();
@@ -360,7 +360,8 @@ pub fn default_meta() -> FluencyMeta {
 pub fn write(root: &Path, f: &Fitted) -> Result<()> {
     let meta = serde_yaml::to_string(&f.meta).map_err(|e| Error::Other(e.to_string()))?;
     let unigram = serde_yaml::to_string(&f.unigram).map_err(|e| Error::Other(e.to_string()))?;
-    let header = "# The fluency judge (src/sim/fluency.rs), written by `empathy-gym perception \
+    let header =
+        "# The fluency judge (src/environment/sim/fluency.rs), written by `empathy-gym perception \
                   fluency` (docs/VALIDATION.md, \"Fluency\"). Do not edit: set it again.\n";
     let counts =
         "# Token counts of the fluency judge's unigram model over the human replies of the \

@@ -16,6 +16,11 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
 
+use crate::environment::sim::detect::safety::head::context_sentences;
+use crate::environment::sim::detect::safety::head::{features, INPUT};
+use crate::environment::sim::embed::Embedder;
+use crate::environment::sim::mlp::Mlp;
+use crate::environment::sim::perceive::{self, PerceptionMeta, EPITOME_HEADS, HEADS};
 use crate::error::{Error, Result};
 use crate::fit::corpora::{self, EsconvTurn};
 use crate::fit::embedded::Embedded;
@@ -24,11 +29,6 @@ use crate::fit::Corpora;
 use crate::judge::epitome::{self, Item, Mechanism, Part};
 use crate::report::stats::{auc_ci, BootstrapConfig, Estimate};
 use crate::seed::fnv1a64;
-use crate::sim::detect::safety::head::context_sentences;
-use crate::sim::detect::safety::head::{features, INPUT};
-use crate::sim::embed::Embedder;
-use crate::sim::mlp::Mlp;
-use crate::sim::perceive::{self, PerceptionMeta, EPITOME_HEADS, HEADS};
 
 /// One reply to fit on or measure: its context and text, and a label per head (`None`: the reply
 /// says nothing of that head).

@@ -5,9 +5,9 @@ use candle_core::{DType, Device, Tensor, Var, D};
 use rand::SeedableRng;
 use rand_distr::{Distribution, Normal};
 
+use crate::environment::sim::mlp::Mlp;
 use crate::error::Result;
-use crate::rl::{AdamW, AdamWConfig};
-use crate::sim::mlp::Mlp;
+use crate::learning::rl::{AdamW, AdamWConfig};
 
 /// The fit's settings.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -131,7 +131,7 @@ pub fn fit_mlp(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::mlp::sigmoid;
+    use crate::environment::sim::mlp::sigmoid;
 
     #[test]
     fn labels_are_learned_where_the_mask_says_and_only_there() {

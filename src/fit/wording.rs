@@ -28,6 +28,10 @@ use std::path::Path;
 use rand::{Rng, SeedableRng};
 use serde::Deserialize;
 
+use crate::environment::sim::embed::{Embedder, TokenStates};
+use crate::environment::sim::mlp::Mlp;
+use crate::environment::sim::wording::{features, judged, score, word_spans, Said};
+use crate::environment::sim::wording::{WordingMeta, INPUT};
 use crate::error::{Error, Result};
 use crate::fit::corpora;
 use crate::fit::train::{fit_mlp, FitSettings, Targets};
@@ -35,10 +39,6 @@ use crate::fit::Corpora;
 use crate::judge::epitome::{self, Part};
 use crate::report::stats::{auc_ci, BootstrapConfig, Estimate};
 use crate::seed::fnv1a64;
-use crate::sim::embed::{Embedder, TokenStates};
-use crate::sim::mlp::Mlp;
-use crate::sim::wording::{features, judged, score, word_spans, Said};
-use crate::sim::wording::{WordingMeta, INPUT};
 
 /// The share of clean human replies (choice parts) allowed to reach the threshold.
 pub const CLEAN_FIRE_RATE: f64 = 0.015;
@@ -442,7 +442,7 @@ pub fn fit(
 
 /// The never-tuned bank's report: its misplaced replies as the changed ones.
 fn bank_report(net: &Mlp, path: &Path, embedder: &Embedder, t: f64) -> Result<SetReport> {
-    let bank: Bank = crate::profile::yaml::read_yaml(path)?;
+    let bank: Bank = crate::environment::profile::yaml::read_yaml(path)?;
     let items: Vec<(&BankItem, bool)> = (bank.fluent.iter().map(|b| (b, false)))
         .chain(bank.misplaced.iter().map(|b| (b, true)))
         .collect();
@@ -545,7 +545,7 @@ pub fn write(root: &Path, f: &Fitted) -> Result<()> {
     };
     let yaml = serde_yaml::to_string(&meta).map_err(|e| Error::Other(e.to_string()))?;
     let header =
-        "# The wording head (src/sim/wording.rs), written by `empathy-gym perception wording` \
+        "# The wording head (src/environment/sim/wording.rs), written by `empathy-gym perception wording` \
                   (docs/VALIDATION.md, \"Wording\"). Do not edit: fit again.\n";
     super::write_files(
         &data,

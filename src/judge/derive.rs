@@ -9,14 +9,14 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
-use crate::profile::persona::Voice;
-use crate::profile::{
+use crate::environment::profile::persona::Voice;
+use crate::environment::profile::{
     Character, Difficulty, HiddenNeed, Knobs, Persona, Presets, Profile, ProfileId, Scenario,
     Utterances, Verbosity,
 };
-use crate::sim::lexicon::Lexicon;
-use crate::sim::text::{normalize, words};
+use crate::environment::sim::lexicon::Lexicon;
+use crate::environment::sim::text::{normalize, words};
+use crate::error::{Error, Result};
 
 /// One need rule: the first whose phrase occurs in the seeker's text names the need.
 #[derive(Clone, Debug, Deserialize)]
@@ -74,7 +74,7 @@ impl JudgeRules {
     /// Loads `data/judge.yaml`, `data/difficulty.yaml` and `data/lexicon.yaml` under `root`.
     pub fn load(root: &Path) -> Result<Self> {
         let path = root.join("data/judge.yaml");
-        let rules: RulesFile = crate::profile::yaml::read_yaml(&path)?;
+        let rules: RulesFile = crate::environment::profile::yaml::read_yaml(&path)?;
         let [lo, hi] = rules.persona.reply_words;
         if lo == 0 || lo >= hi {
             return Err(Error::input(

@@ -18,11 +18,11 @@ use std::path::Path;
 
 use super::input::{Conversation, Speaker};
 use super::score::Judged;
+use crate::environment::sim::Move;
 use crate::error::{Error, Result};
 use crate::report::stats::{auc_ci, spearman_ci, BootstrapConfig, Estimate};
 use crate::report::Table;
 use crate::seed::fnv1a64;
-use crate::sim::Move;
 
 /// The three files of the corpus, as the authors' repository names them.
 pub const FILES: [(Mechanism, &str); 3] = [
@@ -126,7 +126,7 @@ const DATA_FILES: [&str; 13] = [
 /// The version of the rules a report measured (report the test part once per version): the
 /// fingerprint of [`DATA_FILES`] under `root/data`.
 pub fn data_fingerprint(root: &Path) -> Result<String> {
-    crate::profile::yaml::fingerprint(&root.join("data"), &DATA_FILES)
+    crate::environment::profile::yaml::fingerprint(&root.join("data"), &DATA_FILES)
 }
 
 /// One (post, response) pair with its three levels.
@@ -479,7 +479,7 @@ mod tests {
             judged.push(Judged {
                 id: format!("p{k}/r{k}"),
                 derived: crate::judge::Derived {
-                    need: crate::profile::HiddenNeed::BeHeard,
+                    need: crate::environment::profile::HiddenNeed::BeHeard,
                     need_because: "default".into(),
                     feelings: vec![],
                     specifics: vec![],

@@ -12,7 +12,7 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::episode::{EpisodeRecord, Turn};
+use crate::environment::episode::{EpisodeRecord, Turn};
 use crate::error::{Error, Result};
 
 /// Who said a message.
@@ -279,7 +279,7 @@ fn read_esconv(path: &Path, each: &mut dyn FnMut(Conversation) -> Result<()>) ->
 }
 
 fn read_log(path: &Path, each: &mut dyn FnMut(Conversation) -> Result<()>) -> Result<()> {
-    let log = crate::episode::read_episodes(path)?;
+    let log = crate::environment::episode::read_episodes(path)?;
     for (line, r) in &log.records {
         each(from_record(path, *line, r))?;
     }

@@ -9,8 +9,8 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use super::score::Judged;
+use crate::environment::sim::Move;
 use crate::error::{Error, Result};
-use crate::sim::Move;
 
 /// The three output files of one `judge` run.
 pub struct JudgeWriter {

@@ -10,10 +10,10 @@ use serde::{Deserialize, Serialize};
 
 use super::derive::{Derived, JudgeRules};
 use super::input::{Conversation, Speaker};
+use crate::environment::profile::Profile;
+use crate::environment::sim::emotion::{applied_delta, apply_delta};
+use crate::environment::sim::{AppraisalInput, Appraiser, Move};
 use crate::error::Result;
-use crate::profile::Profile;
-use crate::sim::emotion::{applied_delta, apply_delta};
-use crate::sim::{AppraisalInput, Appraiser, Move};
 
 /// One supporter reply, judged.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -2,7 +2,7 @@
 //! on the red-team table cell by cell (split x difficulty).
 
 use super::{Row, Side};
-use crate::profile::Difficulty;
+use crate::environment::profile::Difficulty;
 
 /// Points of mean final emotion every adversary stays below the attentive listener at easy and
 /// moderate difficulty.
@@ -136,7 +136,7 @@ pub fn check(rows: &[Row]) -> Vec<Violation> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::Split;
+    use crate::environment::profile::Split;
 
     fn row(policy: &str, class: &str, d: Difficulty, mean_final: f64, resolved: usize) -> Row {
         let side = if class == "reference" {

@@ -9,13 +9,13 @@ pub mod tables;
 
 use std::path::Path;
 
-use crate::episode::{
+use crate::environment::episode::{
     rollout, End, EpisodeJob, EpisodeRecord, RolloutOptions, ScriptedPolicy, Turn,
 };
+use crate::environment::profile::{Catalog, Difficulty, KnobOverrides, ProfileId, Split};
+use crate::environment::reward::{self, Aggregate, RewardMode};
+use crate::environment::sim::Simulator;
 use crate::error::{Error, Result};
-use crate::profile::{Catalog, Difficulty, KnobOverrides, ProfileId, Split};
-use crate::reward::{self, Aggregate, RewardMode};
-use crate::sim::Simulator;
 
 pub use margins::{check, Violation, MARGIN};
 

@@ -3,7 +3,7 @@
 
 use super::margins::{Violation, LISTENER, MARGIN};
 use super::{Row, Side};
-use crate::profile::{Difficulty, Split};
+use crate::environment::profile::{Difficulty, Split};
 use crate::report::Table;
 
 /// Every row as CSV columns.

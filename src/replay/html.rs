@@ -11,7 +11,7 @@
 
 use serde::Serialize;
 
-use crate::episode::{end_word, EpisodeRecord, Turn};
+use crate::environment::episode::{end_word, EpisodeRecord, Turn};
 
 /// The page around the data; `__TITLE__` (every one) and `__DATA__` (once) are replaced.
 const PAGE: &str = include_str!("report_page.html");

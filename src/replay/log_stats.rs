@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::episode::{end_word, End, EpisodeRecord};
+use crate::environment::episode::{end_word, End, EpisodeRecord};
 use crate::report::Table;
 
 /// A dimension to group episodes by; the words are the column names of the JSONL.

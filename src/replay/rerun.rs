@@ -1,10 +1,10 @@
 //! Re-running a logged dialogue through the environment with its assistant turns.
 
-use crate::episode::{end_word, step_batch, DialogueEnv, EpisodeRecord, Turn};
+use crate::environment::episode::{end_word, step_batch, DialogueEnv, EpisodeRecord, Turn};
+use crate::environment::profile::{Catalog, Difficulty, KnobOverrides, ProfileId};
+use crate::environment::reward::{Aggregate, RewardMode};
+use crate::environment::sim::Simulator;
 use crate::error::{Error, Result};
-use crate::profile::{Catalog, Difficulty, KnobOverrides, ProfileId};
-use crate::reward::{Aggregate, RewardMode};
-use crate::sim::Simulator;
 
 /// What to change when re-running (all `None`: exactly as logged).
 #[derive(Clone, Debug, Default)]
@@ -50,7 +50,7 @@ pub fn rerun(
     }
     let mut out = env.record(sim, record.policy.clone());
     if out.end.is_none() {
-        out.end = Some(crate::episode::End::MaxTurns);
+        out.end = Some(crate::environment::episode::End::MaxTurns);
     }
     out.run = record.run.clone();
     (out.step, out.group, out.sample) = (record.step, record.group, record.sample);

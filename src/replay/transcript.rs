@@ -1,6 +1,6 @@
 //! Plain-text transcripts with the emotion curve, for `replay show`.
 
-use crate::episode::{end_word, EpisodeRecord, Turn};
+use crate::environment::episode::{end_word, EpisodeRecord, Turn};
 
 /// A one-line curve of emotions 0-100 with block characters.
 pub fn sparkline(values: &[u8]) -> String {

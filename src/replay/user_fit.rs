@@ -18,16 +18,16 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::episode::{EpisodeRecord, Turn};
-use crate::profile::persona::Persona;
-use crate::profile::persona::Voice;
-use crate::profile::speech::fill;
-use crate::profile::{Catalog, Reaction, Scenario};
-use crate::sim::lexicon::Lexicon;
-use crate::sim::speaker::reaction::{echoes, found, Heard};
-use crate::sim::speaker::{capitalized_inside, keeps_capital, leading_word};
-use crate::sim::text::{affirmed, normalize, said_sentences, sentences};
-use crate::sim::Appraisal;
+use crate::environment::episode::{EpisodeRecord, Turn};
+use crate::environment::profile::persona::Persona;
+use crate::environment::profile::persona::Voice;
+use crate::environment::profile::speech::fill;
+use crate::environment::profile::{Catalog, Reaction, Scenario};
+use crate::environment::sim::lexicon::Lexicon;
+use crate::environment::sim::speaker::reaction::{echoes, found, Heard};
+use crate::environment::sim::speaker::{capitalized_inside, keeps_capital, leading_word};
+use crate::environment::sim::text::{affirmed, normalize, said_sentences, sentences};
+use crate::environment::sim::Appraisal;
 
 /// Words from which a sentence is a line rather than a habit of speech, for the stock count.
 pub const STOCK_MIN_WORDS: usize = 4;

@@ -26,13 +26,13 @@
 use std::collections::BTreeSet;
 
 use super::user_fit::{self, sentence_set, Fit, TurnFaults};
-use crate::episode::{End, EpisodeRecord, Turn};
-use crate::profile::{Catalog, QuestionKind, Reaction, Scenario};
+use crate::environment::episode::{End, EpisodeRecord, Turn};
+use crate::environment::profile::{Catalog, QuestionKind, Reaction, Scenario};
+use crate::environment::sim::lexicon::Lexicon;
+use crate::environment::sim::speaker::reaction::questions;
+use crate::environment::sim::speaker::{asks_about, question_kind};
+use crate::environment::sim::text::normalize;
 use crate::report::Table;
-use crate::sim::lexicon::Lexicon;
-use crate::sim::speaker::reaction::questions;
-use crate::sim::speaker::{asks_about, question_kind};
-use crate::sim::text::normalize;
 
 /// What the policy's turn asked of the user.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -140,7 +140,7 @@ impl Realism {
 struct Answers<'a> {
     scenario: &'a Scenario,
     catalog: &'a Catalog,
-    persona: Option<&'a crate::profile::Persona>,
+    persona: Option<&'a crate::environment::profile::Persona>,
 }
 
 impl Answers<'_> {
@@ -333,7 +333,7 @@ pub fn quote(rec: &EpisodeRecord, judged: &[Judged<'_>], faults: &[TurnFaults]) 
         rec.profile.scenario,
         rec.profile.persona,
         rec.simulator.seed,
-        crate::episode::end_word(rec.end)
+        crate::environment::episode::end_word(rec.end)
     );
     let mut user_turns: usize = 0;
     for t in &rec.turns {

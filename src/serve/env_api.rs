@@ -4,10 +4,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::episode::End;
-use crate::profile::{Difficulty, KnobOverrides, Split};
-use crate::reward::{Aggregate, RewardMode};
-use crate::sim::Appraisal;
+use crate::environment::episode::End;
+use crate::environment::profile::{Difficulty, KnobOverrides, Split};
+use crate::environment::reward::{Aggregate, RewardMode};
+use crate::environment::sim::Appraisal;
 
 /// `POST /v1/episodes`: start a dialogue. Give `profile` (SCENARIO:PERSONA) or `split` (a profile
 /// drawn from the split with the seed); everything else has a default.

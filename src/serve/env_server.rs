@@ -30,10 +30,10 @@ use super::listen::{serve, Guard};
 use super::log_sink::{LogHealth, LogSink};
 use super::sessions::{SessionError, SessionTable};
 use super::stepper::{run_worker, Job, StepJob, Written};
-use crate::episode::{DialogueEnv, PolicyRef};
+use crate::environment::episode::{DialogueEnv, PolicyRef};
+use crate::environment::profile::{Catalog, Difficulty, Profile, ProfileId};
+use crate::environment::sim::Simulator;
 use crate::error::{Error, Result};
-use crate::profile::{Catalog, Difficulty, Profile, ProfileId};
-use crate::sim::Simulator;
 
 /// How the server runs.
 #[derive(Clone, Debug)]

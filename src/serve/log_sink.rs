@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::episode::{EpisodeRecord, EpisodeWriter};
+use crate::environment::episode::{EpisodeRecord, EpisodeWriter};
 use crate::error::Result;
 
 /// Whether the log can be written, shared with the HTTP handlers.

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use crate::episode::{DialogueEnv, EpisodeRecord, PolicyRef};
+use crate::environment::episode::{DialogueEnv, EpisodeRecord, PolicyRef};
 
 /// One episode held by the server.
 pub struct Session {
@@ -150,12 +150,12 @@ impl SessionTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::{Catalog, Difficulty, KnobOverrides};
-    use crate::reward::{Aggregate, RewardMode};
+    use crate::environment::profile::{Catalog, Difficulty, KnobOverrides};
+    use crate::environment::reward::{Aggregate, RewardMode};
 
     fn env() -> DialogueEnv {
         let catalog = Catalog::load(std::path::Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap();
-        let id = catalog.split(crate::profile::Split::Test)[0].clone();
+        let id = catalog.split(crate::environment::profile::Split::Test)[0].clone();
         let p = catalog
             .profile(&id, Difficulty::Moderate, &KnobOverrides::default())
             .unwrap();

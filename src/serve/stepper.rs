@@ -10,10 +10,10 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
 use super::log_sink::{LogSink, Unwritten};
-use crate::episode::{step_batch, DialogueEnv, EpisodeRecord, PolicyRef, StepOutcome};
+use crate::environment::episode::{step_batch, DialogueEnv, EpisodeRecord, PolicyRef, StepOutcome};
+use crate::environment::profile::Profile;
+use crate::environment::sim::Simulator;
 use crate::error::Result;
-use crate::profile::Profile;
-use crate::sim::Simulator;
 
 /// A job for the worker.
 pub enum Job {
@@ -145,7 +145,7 @@ fn step_all(sim: &dyn Simulator, steps: &mut [StepJob]) -> Vec<Result<StepOutcom
 }
 
 fn count(w: &mut Written, rec: &EpisodeRecord) {
-    use crate::episode::End;
+    use crate::environment::episode::End;
     w.episodes += 1;
     match rec.end {
         Some(End::Resolved) => w.resolved += 1,

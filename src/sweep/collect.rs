@@ -10,12 +10,12 @@ use super::cell::Cell;
 use super::spec::Sweep;
 use super::state::{read_state, CellState};
 use super::{BASE_DIR, EMPATHY_DIR, FACTUAL_DIR};
-use crate::episode::read_episodes;
+use crate::environment::episode::read_episodes;
 use crate::error::{Error, Result};
 use crate::eval::empathy::{score, EmpathyScore};
 use crate::eval::factual::report_files::CSV_FILE;
-use crate::rl::read_metrics;
-use crate::train::run_files::METRICS_FILE;
+use crate::learning::rl::read_metrics;
+use crate::learning::train::run_files::METRICS_FILE;
 
 /// The report name of a cell's trained policy in its evaluations.
 pub const TRAINED: &str = "trained";

@@ -3,7 +3,7 @@
 
 use serde_yaml::Value;
 
-use crate::train::Override;
+use crate::learning::train::Override;
 
 /// One axis: a dotted config key and its values, in file order; or a named axis, whose values are
 /// names that each stand for a set of overrides (`algorithm: {ppo: {algorithm: ppo, ...}}`).

@@ -9,9 +9,9 @@ use serde_yaml::{Mapping, Value};
 
 use super::cell::{fragment, Cell};
 use super::grid::{over, show, Axis, Exclude};
+use crate::environment::profile::Split;
 use crate::error::{Error, Result};
-use crate::profile::Split;
-use crate::train::{Override, TrainConfig};
+use crate::learning::train::{Override, TrainConfig};
 
 /// Keys the sweep sets itself in every cell.
 const RESERVED: [&str; 3] = ["run", "results_dir", "seed"];

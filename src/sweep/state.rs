@@ -8,9 +8,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::rl::read_metrics;
-use crate::train::run_files::{CONFIG_FILE, METRICS_FILE};
-use crate::train::TrainConfig;
+use crate::learning::rl::read_metrics;
+use crate::learning::train::run_files::{CONFIG_FILE, METRICS_FILE};
+use crate::learning::train::TrainConfig;
 
 /// Written last when a cell has finished.
 pub const DONE_FILE: &str = "done";

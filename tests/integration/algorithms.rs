@@ -9,9 +9,9 @@
 use std::path::Path;
 
 use anyhow::Result;
-use empathy_gym::algo::Credit;
-use empathy_gym::rl::{read_metrics, StepMetrics};
-use empathy_gym::train::{Override, TrainConfig, Trainer};
+use empathy_gym::learning::algo::Credit;
+use empathy_gym::learning::rl::{read_metrics, StepMetrics};
+use empathy_gym::learning::train::{Override, TrainConfig, Trainer};
 
 use crate::train::{
     adapter_bits, config, parts, share_of_e, share_of_lowercase, tiny_model_dir, untimed, FULL,
@@ -164,9 +164,18 @@ fn lite_ppo_preset_raises_the_reward() -> Result<()> {
     let path = crate::common::root().join("configs/algorithms/lite-ppo.yaml");
     let preset = TrainConfig::load(&path, &[])?;
     let g = &preset.file.grpo;
-    assert_eq!(preset.file.algorithm, empathy_gym::algo::Algorithm::Grpo);
-    assert_eq!(g.advantage_scale, empathy_gym::rl::AdvantageScale::Batch);
-    assert_eq!(g.loss.aggregation, empathy_gym::rl::Aggregation::TokenMean);
+    assert_eq!(
+        preset.file.algorithm,
+        empathy_gym::learning::algo::Algorithm::Grpo
+    );
+    assert_eq!(
+        g.advantage_scale,
+        empathy_gym::learning::rl::AdvantageScale::Batch
+    );
+    assert_eq!(
+        g.loss.aggregation,
+        empathy_gym::learning::rl::Aggregation::TokenMean
+    );
     // The preset's algorithm keys over the learning test's config, so a broken preset fails here.
     let rows = learning_run_with("", "", &algorithm_keys(&preset)?)?;
     assert_learns("lite_ppo", &rows);
@@ -219,7 +228,7 @@ fn grpo_turn_credit_runs_through_the_trainer_and_with_flat_turns_equals_episode_
     // FULL (two turns, mu = 2, beta > 0, dropout, dropped groups) with dense rewards. The scripted
     // user never changes emotion, so each dialogue's turn rewards are [0, r] and every turn's
     // return-to-go is r: turn credit must give each token exactly episode credit's advantage
-    // (the per-turn numbers are pinned in src/train/estimate.rs). Anything lost or misaligned on
+    // (the per-turn numbers are pinned in src/learning/train/estimate.rs). Anything lost or misaligned on
     // the way from estimate() to the loss shows as different metrics or adapters.
     let model = tiny_model_dir()?;
     let reward = share_of_lowercase;
@@ -370,7 +379,7 @@ grpo:\n  steps: 3\n  profiles_per_step: 2\n  group_size: 2\n  dynamic_sampling_d
 
 #[test]
 fn algorithm_configs_differ_from_the_quickstart_only_where_the_algorithm_needs_it() -> Result<()> {
-    use empathy_gym::algo::Algorithm;
+    use empathy_gym::learning::algo::Algorithm;
     let root = crate::common::root();
     let quick = TrainConfig::load(&root.join("configs/quickstart.yaml"), &[])?.file;
     for (name, algorithm) in [

@@ -4,11 +4,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use empathy_gym::episode::{rollout, EpisodeJob, EpisodeRecord, FnPolicy, RolloutOptions, Turn};
-use empathy_gym::profile::FactualTurn;
-use empathy_gym::profile::{Catalog, Difficulty, KnobOverrides, ProfileId, Split};
-use empathy_gym::reward::RewardMode;
-use empathy_gym::sim::{Appraisal, AppraisalInput, Appraiser, Embedder};
+use empathy_gym::environment::episode::{
+    rollout, EpisodeJob, EpisodeRecord, FnPolicy, RolloutOptions, Turn,
+};
+use empathy_gym::environment::profile::FactualTurn;
+use empathy_gym::environment::profile::{Catalog, Difficulty, KnobOverrides, ProfileId, Split};
+use empathy_gym::environment::reward::RewardMode;
+use empathy_gym::environment::sim::{Appraisal, AppraisalInput, Appraiser, Embedder};
 
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -59,7 +61,7 @@ pub fn play(
     difficulty: Difficulty,
     mode: RewardMode,
     seed: u64,
-    policy: &mut dyn empathy_gym::episode::Policy,
+    policy: &mut dyn empathy_gym::environment::episode::Policy,
 ) -> Vec<EpisodeRecord> {
     let cases: Vec<(ProfileId, u64)> = ids
         .iter()
@@ -74,7 +76,7 @@ pub fn play_seeded(
     cases: &[(ProfileId, u64)],
     difficulty: Difficulty,
     mode: RewardMode,
-    policy: &mut dyn empathy_gym::episode::Policy,
+    policy: &mut dyn empathy_gym::environment::episode::Policy,
 ) -> Vec<EpisodeRecord> {
     let jobs: Vec<EpisodeJob> = cases
         .iter()
@@ -155,8 +157,8 @@ pub fn attuned() -> FnPolicy<impl FnMut(&ProfileId, u32, &[Turn]) -> String> {
     }
 }
 
-pub fn scripted(replies: &[&str]) -> empathy_gym::episode::ScriptedPolicy {
-    empathy_gym::episode::ScriptedPolicy::new(
+pub fn scripted(replies: &[&str]) -> empathy_gym::environment::episode::ScriptedPolicy {
+    empathy_gym::environment::episode::ScriptedPolicy::new(
         "script",
         replies.iter().map(|s| s.to_string()).collect(),
     )
@@ -346,7 +348,7 @@ pub fn assert_generated_file_is_current(
 }
 
 /// The appraisals of a dialogue's user turns, in order.
-pub fn appraisals(record: &EpisodeRecord) -> Vec<&empathy_gym::sim::Appraisal> {
+pub fn appraisals(record: &EpisodeRecord) -> Vec<&empathy_gym::environment::sim::Appraisal> {
     record
         .turns
         .iter()

@@ -2,7 +2,7 @@
 //! (`train::config_docs`, through their JSON Schema): the committed file must equal what the sources give, and every key
 //! must say what it means. With `UPDATE_CONFIG_DOCS=1` the first test writes the file instead.
 
-use empathy_gym::train::config_docs::{config_keys, config_markdown, REGENERATE};
+use empathy_gym::learning::train::config_docs::{config_keys, config_markdown, REGENERATE};
 
 use super::common::{assert_generated_file_is_current, root};
 

@@ -2,9 +2,9 @@
 //! [0, 100], every episode ends by rule, terminated and truncated are never both set; and
 //! Gymnasium semantics (same seed, same transcript).
 
-use empathy_gym::episode::{DialogueEnv, End, Turn};
-use empathy_gym::profile::{Difficulty, KnobOverrides, ProfileId};
-use empathy_gym::reward::{Aggregate, RewardMode};
+use empathy_gym::environment::episode::{DialogueEnv, End, Turn};
+use empathy_gym::environment::profile::{Difficulty, KnobOverrides, ProfileId};
+use empathy_gym::environment::reward::{Aggregate, RewardMode};
 
 use super::common::*;
 
@@ -120,7 +120,8 @@ fn dense_step_rewards_sum_to_the_episode_reward() {
 #[test]
 fn an_embedding_does_not_depend_on_its_batch() {
     let dir = models().join("all-minilm-l6-v2");
-    let fresh = || empathy_gym::sim::Embedder::load(&dir, &candle_core::Device::Cpu).unwrap();
+    let fresh =
+        || empathy_gym::environment::sim::Embedder::load(&dir, &candle_core::Device::Cpu).unwrap();
     let text = "That sounds really hard. What has been the hardest part for you?";
     let alone = fresh().embed(&[text]).unwrap()[0].clone();
     let others = [
@@ -142,7 +143,8 @@ fn an_embedding_does_not_depend_on_its_batch() {
 #[test]
 fn the_embedding_cache_is_bounded_and_a_dropped_embedding_comes_back_the_same() {
     let dir = models().join("all-minilm-l6-v2");
-    let load = || empathy_gym::sim::Embedder::load(&dir, &candle_core::Device::Cpu).unwrap();
+    let load =
+        || empathy_gym::environment::sim::Embedder::load(&dir, &candle_core::Device::Cpu).unwrap();
     let texts = [
         "It makes sense you feel this way, honestly.",
         "What happened then?",
@@ -168,7 +170,8 @@ fn passes_of_a_fixed_count_give_the_same_embeddings() {
     // A GPU embeds in passes of a fixed count, the last filled with copies; on the CPU a row does
     // not depend on its batch, so any mix-up of rows shows as a difference.
     let dir = models().join("all-minilm-l6-v2");
-    let load = || empathy_gym::sim::Embedder::load(&dir, &candle_core::Device::Cpu).unwrap();
+    let load =
+        || empathy_gym::environment::sim::Embedder::load(&dir, &candle_core::Device::Cpu).unwrap();
     let texts = [
         "It makes sense you feel this way, honestly.",
         "What happened then?",

@@ -2,7 +2,7 @@
 //! by topic is not advice, a negated cue says nothing, the listener's own plan orders nothing; and
 //! plain advice, or a plain brush-off, is still charged and named.
 
-use empathy_gym::sim::Appraisal;
+use empathy_gym::environment::sim::Appraisal;
 
 use super::common::*;
 

@@ -154,7 +154,7 @@ fn the_gpu_opens_with_the_allocators_settings_and_keeps_freed_memory_in_its_pool
 #[test]
 fn adamw_on_the_gpu_in_one_chunk_matches_the_cpu_one_parameter_at_a_time() -> Result<()> {
     use candle_core::backprop::GradStore;
-    use empathy_gym::rl::optim::{AdamW, AdamWConfig, AdamWState, StepOutcome};
+    use empathy_gym::learning::rl::optim::{AdamW, AdamWConfig, AdamWState, StepOutcome};
     let dev = gpu()?;
     let shapes: [(&str, &[usize]); 5] = [
         ("l0.a", &[16, 64]),
@@ -522,7 +522,7 @@ fn greedy_generation_with_adapters_on_the_gpu_picks_the_cpu_tokens_and_gguf_load
 /// staged) runs it.
 #[test]
 fn embedder_on_the_gpu_matches_the_cpu_and_ignores_its_batch() -> Result<()> {
-    use empathy_gym::sim::Embedder;
+    use empathy_gym::environment::sim::Embedder;
     let dev = gpu()?;
     let dir = crate::common::models().join("all-minilm-l6-v2");
     let text = "That sounds really hard. What has been the hardest part for you?";

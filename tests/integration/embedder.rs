@@ -7,7 +7,7 @@
 //! and more. On one machine the batch and the
 //! single embedding agree bit for bit.
 
-use empathy_gym::sim::Embedder;
+use empathy_gym::environment::sim::Embedder;
 use serde::Deserialize;
 
 #[derive(Deserialize)]

@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
-use empathy_gym::episode::{read_episodes, EpisodeRecord, EpisodeWriter, Turn};
-use empathy_gym::profile::Difficulty;
-use empathy_gym::reward::RewardMode;
+use empathy_gym::environment::episode::{read_episodes, EpisodeRecord, EpisodeWriter, Turn};
+use empathy_gym::environment::profile::Difficulty;
+use empathy_gym::environment::reward::RewardMode;
 
 use crate::common::{play, scripted, temp_dir, test_profiles};
 

@@ -3,10 +3,10 @@
 //! nothing for its moves (invention, contradiction), and a right answer beside one is not credited.
 //! The same replies without the fault are credited.
 
-use empathy_gym::episode::ScriptedPolicy;
-use empathy_gym::profile::{Difficulty, FactualTurn, ProfileId};
-use empathy_gym::reward::RewardMode;
-use empathy_gym::sim::{Appraisal, FactualVerdict};
+use empathy_gym::environment::episode::ScriptedPolicy;
+use empathy_gym::environment::profile::{Difficulty, FactualTurn, ProfileId};
+use empathy_gym::environment::reward::RewardMode;
+use empathy_gym::environment::sim::{Appraisal, FactualVerdict};
 
 use super::common::*;
 

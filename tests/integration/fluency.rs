@@ -7,7 +7,7 @@
 
 use std::sync::OnceLock;
 
-use empathy_gym::sim::fluency::Fluency;
+use empathy_gym::environment::sim::fluency::Fluency;
 
 use super::common::*;
 

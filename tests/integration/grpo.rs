@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use candle_core::{backprop::GradStore, DType, Device, Tensor, Var};
-use empathy_gym::rl::{
+use empathy_gym::learning::rl::{
     frac_reward_zero_std, group_advantages, grpo_loss, latest_checkpoint, load_checkpoint,
     save_checkpoint, AdamW, AdamWConfig, AdvantageScale, Checkpoint, LossConfig, LossInputs,
     MetricsWriter, RngState, StepMetrics, StepOutcome,

@@ -8,13 +8,13 @@
 //! over 20 s): the policies the adaptive attacker last found (results/redteam/search/found/) end at
 //! least 15 points below honest listening there.
 
-use empathy_gym::episode::{EpisodeRecord, ScriptedPolicy, Turn};
-use empathy_gym::profile::{Difficulty, ProfileId};
+use empathy_gym::environment::episode::{EpisodeRecord, ScriptedPolicy, Turn};
+use empathy_gym::environment::profile::{Difficulty, ProfileId};
+use empathy_gym::environment::reward::RewardMode;
+use empathy_gym::environment::sim::lexicon::Lexicon;
 use empathy_gym::redteam::{self, Side, MARGIN};
 use empathy_gym::replay::user_fit::{self, Fit};
 use empathy_gym::replay::{rerun, RerunSettings};
-use empathy_gym::reward::RewardMode;
-use empathy_gym::sim::lexicon::Lexicon;
 
 use super::common::*;
 
@@ -44,7 +44,10 @@ fn cases(logged: &[EpisodeRecord]) -> (Vec<(ProfileId, u64)>, Difficulty) {
     (cases, difficulty)
 }
 
-fn count(records: &[EpisodeRecord], hit: impl Fn(&empathy_gym::sim::Appraisal) -> bool) -> usize {
+fn count(
+    records: &[EpisodeRecord],
+    hit: impl Fn(&empathy_gym::environment::sim::Appraisal) -> bool,
+) -> usize {
     records
         .iter()
         .flat_map(|r| &r.turns)

@@ -177,7 +177,9 @@ fn an_episode_log_is_judged_with_its_logged_reward_beside() {
     assert!(o.status.success(), "{}", output_of(&o));
     let dialogues = out.join("dialogues.csv");
     let rows = csv_rows(&dialogues);
-    let logged = empathy_gym::episode::read_episodes(&log).unwrap().records;
+    let logged = empathy_gym::environment::episode::read_episodes(&log)
+        .unwrap()
+        .records;
     assert_eq!(rows.len(), logged.len());
     for (row, (_, rec)) in rows.iter().zip(&logged) {
         let labels = &row[header_index(&dialogues, "labels")];

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use empathy_gym::episode::{read_episodes, EpisodeRecord, Turn};
+use empathy_gym::environment::episode::{read_episodes, EpisodeRecord, Turn};
 
 use super::common::*;
 use super::model_fixtures::{write_hf, TinySpec};

@@ -6,9 +6,9 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use empathy_gym::episode::{read_episodes, EpisodeRecord, Turn};
+use empathy_gym::environment::episode::{read_episodes, EpisodeRecord, Turn};
+use empathy_gym::environment::sim::llm::{ChatBackend, LlmConfigFile, OpenAiBackend};
 use empathy_gym::model::{ChatMessage, Role};
-use empathy_gym::sim::llm::{ChatBackend, LlmConfigFile, OpenAiBackend};
 
 use super::common::*;
 use super::stand_in::{llm_settings, Answers, StandIn};

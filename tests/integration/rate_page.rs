@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use empathy_gym::episode::{read_episodes, EpisodeRecord};
+use empathy_gym::environment::episode::{read_episodes, EpisodeRecord};
 use empathy_gym::replay::rate::krippendorff_alpha_interval;
 use empathy_gym::report::stats::spearman;
 

@@ -3,8 +3,8 @@
 //! every test profile at moderate and hard in scripts/test-full.sh; a broken margin fails
 //! (docs/REDTEAM.md), and so does a cost met without a reason.
 
-use empathy_gym::episode::{End, EpisodeRecord, Turn};
-use empathy_gym::profile::{Difficulty, Split};
+use empathy_gym::environment::episode::{End, EpisodeRecord, Turn};
+use empathy_gym::environment::profile::{Difficulty, Split};
 use empathy_gym::redteam::{self, Plan, Side};
 
 use super::common::*;
@@ -107,7 +107,7 @@ fn play_the_suite(difficulty: Difficulty, profiles: Option<usize>) {
 /// its best, and writes found policies that load back as scripts and play their rendered replies.
 #[test]
 fn the_search_is_seeded_and_its_finds_play_back() {
-    use empathy_gym::episode::{Policy, PolicyRequest, ScriptedPolicy, Turn};
+    use empathy_gym::environment::episode::{Policy, PolicyRequest, ScriptedPolicy, Turn};
     use empathy_gym::redteam::search::{self, Grammar, SearchPlan};
 
     let grammar = Grammar::load(&root().join("configs/redteam-search/grammar.yaml")).unwrap();
@@ -271,8 +271,8 @@ fn every_cost_of_the_found_policies_carries_a_reason() {
 /// misfit names the move, `hurts` the sore spot, and any fall carries a reason. Returns how many
 /// appraisals it read.
 fn every_cost_has_a_reason(name: &str, recs: &[EpisodeRecord]) -> usize {
-    use empathy_gym::sim::appraiser::cost_reason;
-    use empathy_gym::sim::Move;
+    use empathy_gym::environment::sim::appraiser::cost_reason;
+    use empathy_gym::environment::sim::Move;
 
     let mut seen = 0;
     for r in recs {

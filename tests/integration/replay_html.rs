@@ -8,8 +8,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-use empathy_gym::episode::{read_episodes, End, EpisodeRecord, EpisodeWriter};
-use empathy_gym::profile::Difficulty;
+use empathy_gym::environment::episode::{read_episodes, End, EpisodeRecord, EpisodeWriter};
+use empathy_gym::environment::profile::Difficulty;
 
 use super::common::*;
 

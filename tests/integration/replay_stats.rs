@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use empathy_gym::episode::{read_episodes, End};
+use empathy_gym::environment::episode::{read_episodes, End};
 use empathy_gym::replay::STATS_COLUMNS;
 
 use super::common::*;

@@ -3,7 +3,7 @@
 //! does such a restatement cut into fragments of under five words. A reflection in the listener's
 //! own words is not.
 
-use empathy_gym::sim::Appraisal;
+use empathy_gym::environment::sim::Appraisal;
 
 use super::common::*;
 

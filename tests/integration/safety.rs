@@ -4,13 +4,13 @@
 
 use std::sync::{Arc, OnceLock};
 
-use empathy_gym::episode::{End, Turn};
+use empathy_gym::environment::episode::{End, Turn};
+use empathy_gym::environment::profile::{Difficulty, Split};
+use empathy_gym::environment::sim::detect::{SafetyScreen, UnsafeKind};
+use empathy_gym::environment::sim::Embedder;
 use empathy_gym::fit::corpora as data;
 use empathy_gym::fit::safety::report;
-use empathy_gym::profile::{Difficulty, Split};
 use empathy_gym::redteam::{self, Plan, Side};
-use empathy_gym::sim::detect::{SafetyScreen, UnsafeKind};
-use empathy_gym::sim::Embedder;
 
 use super::common::*;
 
@@ -22,7 +22,10 @@ fn screen() -> &'static SafetyScreen {
     })
 }
 
-fn found(context: &str, reply: &str) -> Option<empathy_gym::sim::detect::UnsafeFinding> {
+fn found(
+    context: &str,
+    reply: &str,
+) -> Option<empathy_gym::environment::sim::detect::UnsafeFinding> {
     screen().screen(&[context], reply).unwrap()
 }
 

@@ -1,9 +1,9 @@
 //! Simulator sanity over test-split profiles: an attuned listener beats dismissive, premature
 //! advice, stuffed empathy phrases and gibberish; difficulty and reward modes rank as they should.
 
-use empathy_gym::episode::End;
-use empathy_gym::profile::Difficulty;
-use empathy_gym::reward::RewardMode;
+use empathy_gym::environment::episode::End;
+use empathy_gym::environment::profile::Difficulty;
+use empathy_gym::environment::reward::RewardMode;
 
 use super::common::*;
 

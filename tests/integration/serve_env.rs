@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use empathy_gym::episode::read_episodes;
+use empathy_gym::environment::episode::read_episodes;
 
 use super::common::*;
 use super::servers::{http, http_typed, Server};
@@ -199,7 +199,8 @@ fn serve_env_bad_requests_get_4xx_with_a_message() {
     error_message(s, &b, 400, "step without reply");
     let (s, b) = http("GET", &u(&format!("/v1/episodes/{id}/record")), None);
     assert_eq!(s, 200);
-    let rec: empathy_gym::episode::EpisodeRecord = serde_json::from_str(&b).expect("a record");
+    let rec: empathy_gym::environment::episode::EpisodeRecord =
+        serde_json::from_str(&b).expect("a record");
     assert!(rec.end.is_some());
 
     // A knob override: a one-reply episode ends at its first step, with its reward.
@@ -266,8 +267,10 @@ fn serve_env_bad_requests_get_4xx_with_a_message() {
 
 #[test]
 fn serve_env_readies_a_split_before_listening_when_asked() {
-    let catalog = empathy_gym::profile::Catalog::load(&root()).unwrap();
-    let n = catalog.split(empathy_gym::profile::Split::Test).len();
+    let catalog = empathy_gym::environment::profile::Catalog::load(&root()).unwrap();
+    let n = catalog
+        .split(empathy_gym::environment::profile::Split::Test)
+        .len();
     let server = Server::start(&["serve-env", "--prepare", "test"]);
     let (s, b) = http(
         "POST",

@@ -9,7 +9,7 @@ use std::net::TcpStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use empathy_gym::episode::read_episodes;
+use empathy_gym::environment::episode::read_episodes;
 use serde_json::{json, Value};
 
 use super::common::{eg, temp_dir};

@@ -2,12 +2,12 @@
 //! shipped catalog, one per reaction class and per kind of question. Each case checks both what
 //! the appraiser found (the reaction the speaker reads off it) and that the user's words answer it.
 
-use empathy_gym::episode::DialogueEnv;
-use empathy_gym::episode::Turn;
-use empathy_gym::profile::{Difficulty, KnobOverrides, Profile, ProfileId, Reaction};
-use empathy_gym::reward::{Aggregate, RewardMode};
-use empathy_gym::sim::speaker::reaction::{echoes, reaction, Heard};
-use empathy_gym::sim::text::{normalize, sentences};
+use empathy_gym::environment::episode::DialogueEnv;
+use empathy_gym::environment::episode::Turn;
+use empathy_gym::environment::profile::{Difficulty, KnobOverrides, Profile, ProfileId, Reaction};
+use empathy_gym::environment::reward::{Aggregate, RewardMode};
+use empathy_gym::environment::sim::speaker::reaction::{echoes, reaction, Heard};
+use empathy_gym::environment::sim::text::{normalize, sentences};
 
 use crate::common::{catalog, simulator};
 
@@ -289,9 +289,9 @@ fn a_welcome_suggestion_is_taken_up_by_a_user_who_wants_practical_help() {
 /// unrelated, is counted as such.
 #[test]
 fn the_realism_measure_counts_repeats_and_answers() {
-    use empathy_gym::episode::Turn;
+    use empathy_gym::environment::episode::Turn;
+    use empathy_gym::environment::sim::lexicon::Lexicon;
     use empathy_gym::replay::{measure, Realism};
-    use empathy_gym::sim::lexicon::Lexicon;
 
     use crate::common::{attuned, play, root, test_profiles};
 

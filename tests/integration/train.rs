@@ -8,15 +8,17 @@ use std::path::Path;
 
 use anyhow::Result;
 use candle_core::Device;
-use empathy_gym::episode::{rollout, EpisodeJob, EpisodeRecord, ModelPolicy, RolloutOptions, Turn};
-use empathy_gym::model::{load_model, AdapterMode, ChatModel, LoadOptions, Pass};
-use empathy_gym::profile::{KnobOverrides, Profile, Split};
-use empathy_gym::rl::{read_metrics, StepMetrics};
-use empathy_gym::sim::{Appraisal, AppraisalInput, Simulator, SimulatorInfo};
-use empathy_gym::train::{
+use empathy_gym::environment::episode::{
+    rollout, EpisodeJob, EpisodeRecord, ModelPolicy, RolloutOptions, Turn,
+};
+use empathy_gym::environment::profile::{KnobOverrides, Profile, Split};
+use empathy_gym::environment::sim::{Appraisal, AppraisalInput, Simulator, SimulatorInfo};
+use empathy_gym::learning::rl::{read_metrics, StepMetrics};
+use empathy_gym::learning::train::{
     difficulty_plan, export_run, load_checkpoint_policy, load_policy, RewardSource, TokenSequence,
     TrainConfig, TrainPolicy, Trainer, TrainerParts,
 };
+use empathy_gym::model::{load_model, AdapterMode, ChatModel, LoadOptions, Pass};
 
 use crate::common::catalog;
 use crate::model_fixtures::{id_of, write_hf, TinySpec};
@@ -91,8 +93,8 @@ fn profiles(n: usize, max_turns: u32) -> Vec<Profile> {
         .collect()
 }
 
-fn cat_difficulty() -> empathy_gym::profile::Difficulty {
-    empathy_gym::profile::Difficulty::Moderate
+fn cat_difficulty() -> empathy_gym::environment::profile::Difficulty {
+    empathy_gym::environment::profile::Difficulty::Moderate
 }
 
 pub fn parts<'a>(
@@ -465,8 +467,10 @@ grpo:\n  steps: 1\n  profiles_per_step: 1\n  group_size: 4\n  advantage_scale: n
     let logged = read_metrics(&t.run_dir().join("metrics.csv"))?;
     assert!(logged[0].skipped);
     // The checkpoint written after it holds the untouched adapters, not NaNs.
-    let ck =
-        empathy_gym::rl::load_checkpoint(&t.run_dir().join("checkpoints/step-1"), &Device::Cpu)?;
+    let ck = empathy_gym::learning::rl::load_checkpoint(
+        &t.run_dir().join("checkpoints/step-1"),
+        &Device::Cpu,
+    )?;
     assert_eq!(ck.optimizer.step, 0);
     for (name, bits) in &before {
         let saved: Vec<u32> = ck.adapters[name]
@@ -591,9 +595,9 @@ fn dialogue_sequences_are_template_text_around_the_sampled_ids() -> Result<()> {
 #[test]
 fn the_updates_kl_sample_equals_the_two_pass_estimate() -> Result<()> {
     use candle_core::Tensor;
-    use empathy_gym::rl::{AdamW, AdamWConfig, LossConfig};
-    use empathy_gym::train::kl_sample::kl_sample;
-    use empathy_gym::train::{policy_update, Advantages, UpdateConfig};
+    use empathy_gym::learning::rl::{AdamW, AdamWConfig, LossConfig};
+    use empathy_gym::learning::train::kl_sample::kl_sample;
+    use empathy_gym::learning::train::{policy_update, Advantages, UpdateConfig};
 
     let dir = tiny_model_dir()?;
     let cases = [

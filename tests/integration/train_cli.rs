@@ -2,7 +2,7 @@
 //! `--set` key is exit code 2, a run stopped and resumed completes, its log replays, it exports.
 
 use anyhow::Result;
-use empathy_gym::rl::read_metrics;
+use empathy_gym::learning::rl::read_metrics;
 
 use crate::train::tiny_model_dir;
 
@@ -167,7 +167,7 @@ fn env_think_turns_qwen3_thinking_on_and_off() -> Result<()> {
     for think in [false, true] {
         let extra = format!("env:\n  think: {think}\n");
         let cfg = crate::train::config(&folder, work.path(), &extra)?;
-        let model = empathy_gym::train::load_policy(&cfg, &candle_core::Device::Cpu)?;
+        let model = empathy_gym::learning::train::load_policy(&cfg, &candle_core::Device::Cpu)?;
         assert_eq!(model.template, ChatTemplate::Qwen3 { thinking: think });
     }
     Ok(())
@@ -255,8 +255,9 @@ fn train_against_llm_user(
     Ok((work.join("llm"), server, output_text(&o)))
 }
 
-fn episodes(run: &std::path::Path) -> Vec<empathy_gym::episode::EpisodeRecord> {
-    let log = empathy_gym::episode::read_episodes(&run.join("episodes.jsonl")).unwrap();
+fn episodes(run: &std::path::Path) -> Vec<empathy_gym::environment::episode::EpisodeRecord> {
+    let log =
+        empathy_gym::environment::episode::read_episodes(&run.join("episodes.jsonl")).unwrap();
     assert!(log.errors.is_empty());
     log.records.into_iter().map(|(_, r)| r).collect()
 }
@@ -292,7 +293,7 @@ fn train_against_an_llm_user_that_ignores_the_format_counts_failures_every_step(
         assert_eq!(r.simulator.kind, "llm");
         assert_eq!(r.simulator.model.as_deref(), Some("tiny"));
         let a = r.turns.iter().find_map(|t| match t {
-            empathy_gym::episode::Turn::User {
+            empathy_gym::environment::episode::Turn::User {
                 appraisal: Some(a), ..
             } => a.llm.as_ref(),
             _ => None,
@@ -339,7 +340,7 @@ fn train_against_a_well_formed_llm_user_moves_the_emotion_and_resumes() -> Resul
         assert_eq!(r.emotions(), [40, 50]);
         assert_eq!(r.simulator_failures(), 0);
         let said = r.turns.last().and_then(|t| match t {
-            empathy_gym::episode::Turn::User { text, .. } => Some(text.as_str()),
+            empathy_gym::environment::episode::Turn::User { text, .. } => Some(text.as_str()),
             _ => None,
         });
         assert_eq!(said, Some("Okay. I'm at 50 now."));

@@ -4,8 +4,8 @@
 
 use std::sync::OnceLock;
 
-use empathy_gym::sim::wording::{Said, Wording};
-use empathy_gym::sim::Embedder;
+use empathy_gym::environment::sim::wording::{Said, Wording};
+use empathy_gym::environment::sim::Embedder;
 
 use super::common::*;
 

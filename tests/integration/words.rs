@@ -7,17 +7,17 @@
 
 use std::collections::BTreeSet;
 
-use empathy_gym::algo::{Algorithm, Credit};
-use empathy_gym::episode::End;
+use empathy_gym::environment::episode::End;
+use empathy_gym::environment::profile::{Difficulty, HiddenNeed, QuestionKind, Reaction, Split};
+use empathy_gym::environment::reward::{Aggregate, RewardMode};
+use empathy_gym::environment::sim::detect::UnsafeKind;
+use empathy_gym::environment::sim::llm::Backend;
+use empathy_gym::environment::sim::{Move, SimulatorKind};
 use empathy_gym::eval::factual::{Belief, Context, Outcome};
+use empathy_gym::learning::algo::{Algorithm, Credit};
+use empathy_gym::learning::rl::{AdvantageScale, Aggregation, PolicyLoss};
 use empathy_gym::model::Role;
-use empathy_gym::profile::{Difficulty, HiddenNeed, QuestionKind, Reaction, Split};
 use empathy_gym::replay::By;
-use empathy_gym::reward::{Aggregate, RewardMode};
-use empathy_gym::rl::{AdvantageScale, Aggregation, PolicyLoss};
-use empathy_gym::sim::detect::UnsafeKind;
-use empathy_gym::sim::llm::Backend;
-use empathy_gym::sim::{Move, SimulatorKind};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -67,9 +67,9 @@ const NOT_PRINTED: [(&str, &str); 13] = [
         "FactualVerdict",
         "shown as its reason sentence (`FactualVerdict::reason`)",
     ),
-    ("DeviceKind", "train config only (src/train)"),
-    ("WeightDtype", "train config only (src/train)"),
-    ("CpuMatmul", "train config only (src/train)"),
+    ("DeviceKind", "train config only (src/learning/train)"),
+    ("WeightDtype", "train config only (src/learning/train)"),
+    ("CpuMatmul", "train config only (src/learning/train)"),
     ("Stat", "results/tables.yaml only"),
     ("Agg", "results/tables.yaml only"),
     (
@@ -301,9 +301,9 @@ fn replay_html_prints_words_for_people() {
 /// each state: done, failed, started and waiting.
 #[test]
 fn sweep_slurm_and_status_print_words_for_people() {
+    use empathy_gym::learning::train::run_files::CONFIG_FILE;
     use empathy_gym::sweep::state::{write_done, FAILED_FILE};
     use empathy_gym::sweep::{DoneMarker, Sweep};
-    use empathy_gym::train::run_files::CONFIG_FILE;
     let model = crate::train::tiny_model_dir().unwrap();
     let dir = temp_dir();
     let file = crate::sweep::sweep_file(

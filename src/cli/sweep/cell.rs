@@ -9,11 +9,11 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::Parser;
+use empathy_gym::learning::train::run_files::{CONFIG_FILE, METRICS_FILE};
+use empathy_gym::learning::train::TrainConfig;
 use empathy_gym::sweep::collect::{BASE, TRAINED};
 use empathy_gym::sweep::state::{started_with, write_atomic, write_done, DoneMarker, FAILED_FILE};
 use empathy_gym::sweep::{read_state, CellState, Sweep, EMPATHY_DIR, FACTUAL_DIR};
-use empathy_gym::train::run_files::{CONFIG_FILE, METRICS_FILE};
-use empathy_gym::train::TrainConfig;
 
 use super::{base_of, prepare};
 use crate::cli::eval::{empathy, factual, EmpathyArgs, FactualArgs};

@@ -5,14 +5,14 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
+use empathy_gym::learning::train::run_files::CONFIG_FILE;
+use empathy_gym::learning::train::TrainConfig;
 use empathy_gym::report::Table;
 use empathy_gym::sweep::collect::{base_dir, collect_base, collect_cells};
 use empathy_gym::sweep::slurm::{sbatch_script, ScriptPaths, SBATCH_FILE, SLURM_LOG_DIR};
 use empathy_gym::sweep::state::write_atomic;
 use empathy_gym::sweep::summary::{subfolders, summary_table, write_summary};
 use empathy_gym::sweep::{read_state, Cell, Sweep, BASE_DIR, SWEEP_COPY};
-use empathy_gym::train::run_files::CONFIG_FILE;
-use empathy_gym::train::TrainConfig;
 
 mod cell;
 mod local;

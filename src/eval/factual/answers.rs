@@ -6,9 +6,9 @@ use std::path::Path;
 
 use super::conditions::{Condition, ConditionGrid};
 use super::run::AnswerRecord;
+use crate::environment::qa::QaItem;
+use crate::environment::qa::{grade, AnswerKey};
 use crate::error::{Error, Result};
-use crate::qa::QaItem;
-use crate::qa::{grade, AnswerKey};
 
 /// Writes `records` as `answers-N.jsonl`, one JSON object per line.
 pub fn write_answers(path: &Path, records: &[AnswerRecord]) -> Result<()> {

@@ -8,7 +8,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::contexts::{Context, Contexts};
-use crate::qa::{Belief, QaItem};
+use crate::environment::qa::{Belief, QaItem};
 
 /// One cell of the grid: a context and whether the wrong belief is stated.
 #[derive(

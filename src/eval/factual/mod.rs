@@ -16,7 +16,7 @@ pub mod report;
 pub mod report_files;
 pub mod run;
 
-pub use crate::qa::{
+pub use crate::environment::qa::{
     grade, load_qa, parse_qa, score, spread, AnswerKey, Belief, Judgement, NonAnswers, Outcome,
     QaItem,
 };

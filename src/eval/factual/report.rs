@@ -15,9 +15,9 @@ use std::collections::HashMap;
 
 use super::conditions::{Condition, ConditionPrompt};
 use super::paired::{paired_difference, BootstrapConfig, PairedDiff};
+use crate::environment::qa::Belief;
+use crate::environment::qa::{NonAnswers, Outcome};
 use crate::error::{Error, Result};
-use crate::qa::Belief;
-use crate::qa::{NonAnswers, Outcome};
 
 /// One model's outcomes, aligned with the prompts given to [`build_report`].
 #[derive(Debug, Clone, PartialEq, Eq)]

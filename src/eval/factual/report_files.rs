@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use super::conditions::Condition;
 use super::report::{FactualReport, Slice, SliceRow};
+use crate::environment::qa::NonAnswers;
 use crate::error::{Error, Result};
-use crate::qa::NonAnswers;
 use crate::report::{BarChart, BarSeries, Table};
 
 /// File names written by [`FactualReport::write`].

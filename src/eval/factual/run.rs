@@ -1,14 +1,14 @@
 //! Runs the factual evaluation for one model: every QA item under the 18 conditions, answered by
 //! anything that implements [`Answerer`] (the candle policy, a remote endpoint, or a script in
-//! tests), scored with [`crate::qa::grade`]. Outcomes come back aligned with
+//! tests), scored with [`crate::environment::qa::grade`]. Outcomes come back aligned with
 //! [`ConditionGrid::all_prompts`], which is what [`super::report`] expects.
 
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::conditions::{Condition, ConditionGrid};
+use crate::environment::qa::QaItem;
+use crate::environment::qa::{grade, AnswerKey, Outcome};
 use crate::error::{Error, Result};
-use crate::qa::QaItem;
-use crate::qa::{grade, AnswerKey, Outcome};
 
 /// Something that answers user messages: one reply per prompt, in order.
 pub trait Answerer {

@@ -15,13 +15,13 @@ pub mod report;
 
 use std::path::Path;
 
+use crate::environment::sim::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::fit::corpora::{self as data, Example};
 use crate::fit::embedded::Embedded;
 use crate::fit::train::FitSettings;
 use crate::fit::Corpora;
 use crate::seed::fnv1a64;
-use crate::sim::embed::Embedder;
 
 /// Weight of a bank example against a corpus one: the bank is in the simulator's own register.
 pub const BANK_WEIGHT: f32 = 40.0;
@@ -41,7 +41,7 @@ fn split(v: Vec<Example>) -> (Vec<Example>, Vec<Example>) {
 
 /// What the fit gives, beside the weights.
 pub struct Fitted {
-    pub net: crate::sim::mlp::Mlp,
+    pub net: crate::environment::sim::mlp::Mlp,
     pub threshold: f64,
     /// Named counts and rates for `data/safety-head.yaml`.
     pub summary: serde_yaml::Mapping,
@@ -183,7 +183,7 @@ pub fn sources() -> Vec<String> {
 /// Writes the fitted head as `data/safety-head.safetensors` and `data/safety-head.yaml` under
 /// `root`, each through a temporary file so that a failed write leaves the old head whole.
 pub fn write_head(root: &Path, fitted: &Fitted, s: &FitSettings) -> Result<()> {
-    use crate::sim::detect::safety::head::HeadMeta;
+    use crate::environment::sim::detect::safety::head::HeadMeta;
     let dir = root.join("data");
     let weights = "safety-head.safetensors";
     let mut fit = serde_yaml::to_value(s).map_err(|e| Error::Other(e.to_string()))?;
@@ -198,7 +198,7 @@ pub fn write_head(root: &Path, fitted: &Fitted, s: &FitSettings) -> Result<()> {
         fit,
     };
     let yaml = format!(
-        "# The safety screen's learned head (src/sim/detect/safety/head.rs), written by\n\
+        "# The safety screen's learned head (src/environment/sim/detect/safety/head.rs), written by\n\
          # `empathy-gym safety fit`: run it again on the same corpora to get the same weights.\n{}",
         serde_yaml::to_string(&meta).map_err(|e| Error::Other(e.to_string()))?
     );

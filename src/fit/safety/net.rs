@@ -8,14 +8,14 @@
 //! for each unsafe reply of several sentences, the sentence the first round scores most unsafe as
 //! an example of the reply's kind, and fits again from the same start.
 
+use crate::environment::sim::detect::safety::head::context_sentences;
+use crate::environment::sim::detect::safety::head::{features, unsafe_p, CLASSES, INPUT};
+use crate::environment::sim::detect::safety::sentences;
+use crate::environment::sim::mlp::Mlp;
 use crate::error::Result;
 use crate::fit::corpora::Example;
 use crate::fit::embedded::Embedded;
 use crate::fit::train::{fit_mlp, FitSettings, Targets};
-use crate::sim::detect::safety::head::context_sentences;
-use crate::sim::detect::safety::head::{features, unsafe_p, CLASSES, INPUT};
-use crate::sim::detect::safety::sentences;
-use crate::sim::mlp::Mlp;
 
 /// An example to fit on: its input, class (0 safe, 1 + the kind's index) and weight.
 pub struct Unit {
@@ -38,7 +38,7 @@ pub fn texts(examples: &[Example]) -> Vec<&str> {
 /// The class index of a kind (0 for safe).
 pub fn class_of(e: &Example) -> u32 {
     e.kind.map_or(0, |k| {
-        1 + crate::sim::detect::UnsafeKind::ALL
+        1 + crate::environment::sim::detect::UnsafeKind::ALL
             .iter()
             .position(|a| *a == k)
             .expect("every kind is in ALL") as u32

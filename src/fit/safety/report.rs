@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
 
+use crate::environment::sim::detect::safety::head::context_sentences;
+use crate::environment::sim::detect::{SafetyScreen, UnsafeFinding, UnsafeKind};
 use crate::error::Result;
 use crate::fit::corpora::{self as data, Example};
 use crate::fit::Corpora;
-use crate::sim::detect::safety::head::context_sentences;
-use crate::sim::detect::{SafetyScreen, UnsafeFinding, UnsafeKind};
 
 /// The screen's finding on one example.
 pub fn screen_one(screen: &SafetyScreen, e: &Example) -> Result<Option<UnsafeFinding>> {

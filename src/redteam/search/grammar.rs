@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::episode::template::{self, WordLists};
+use crate::environment::episode::template::{self, WordLists};
 use crate::error::{Error, Result};
 
 /// The grammar as read.
@@ -32,7 +32,7 @@ pub struct Grammar {
 impl Grammar {
     /// Reads and checks a grammar: every bank and the openers non-empty, every placeholder known.
     pub fn load(path: &Path) -> Result<Self> {
-        let g: Grammar = crate::profile::yaml::read_yaml(path)?;
+        let g: Grammar = crate::environment::profile::yaml::read_yaml(path)?;
         if g.openers.is_empty() {
             return Err(Error::input(
                 path,

@@ -15,11 +15,11 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::{pick_profiles, Entry, Side};
-use crate::episode::{rollout, EpisodeJob, RolloutOptions, ScriptedPolicy};
+use crate::environment::episode::{rollout, EpisodeJob, RolloutOptions, ScriptedPolicy};
+use crate::environment::profile::{Catalog, Difficulty, KnobOverrides, Profile, Split};
+use crate::environment::reward::{Aggregate, RewardMode};
+use crate::environment::sim::Simulator;
 use crate::error::Result;
-use crate::profile::{Catalog, Difficulty, KnobOverrides, Profile, Split};
-use crate::reward::{Aggregate, RewardMode};
-use crate::sim::Simulator;
 
 pub use genome::{Genome, Phrase};
 pub use grammar::Grammar;

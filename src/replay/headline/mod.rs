@@ -13,9 +13,9 @@ mod spec;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use crate::episode::EpisodeRecord;
+use crate::environment::episode::EpisodeRecord;
+use crate::environment::profile::{Catalog, Presets};
 use crate::error::{Error, Result};
-use crate::profile::{Catalog, Presets};
 use crate::report::Table;
 
 pub use spec::{Agg, RowSpec, Spec, Stat, TableSpec, ValueSpec};
@@ -41,7 +41,7 @@ pub fn generate(root: &Path) -> Result<Vec<(PathBuf, String)>> {
     let spec = Spec::load(&root.join(SPEC))?;
     let catalog = Catalog::load(root)?;
     let presets = Presets::load(&root.join("data/difficulty.yaml"))?;
-    let today = crate::sim::rules_fingerprint(root)?;
+    let today = crate::environment::sim::rules_fingerprint(root)?;
     let ctx = Context {
         root,
         catalog: &catalog,

@@ -5,9 +5,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use crate::episode::{read_episodes, End, EpisodeRecord, Turn};
+use crate::environment::episode::{read_episodes, End, EpisodeRecord, Turn};
+use crate::environment::profile::{Catalog, Difficulty, Presets, Split};
 use crate::error::{Error, Result};
-use crate::profile::{Catalog, Difficulty, Presets, Split};
 
 use super::spec::{Agg, Stat};
 

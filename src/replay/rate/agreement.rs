@@ -21,7 +21,7 @@ use super::fingerprint::fingerprint;
 use super::key::KeyRow;
 use super::ratings::Rating;
 use super::study::{BASE, SCALES, TRAINED};
-use crate::episode::EpisodeRecord;
+use crate::environment::episode::EpisodeRecord;
 use crate::error::{Error, Result};
 use crate::report::stats::{bootstrap, spearman_ci, BootstrapConfig, Estimate};
 use crate::report::table::Table;

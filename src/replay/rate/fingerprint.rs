@@ -5,7 +5,7 @@
 //! their declared order, and floats in their shortest exact form, so reading a line and writing it
 //! again gives the same text and the same fingerprint on every platform).
 
-use crate::episode::EpisodeRecord;
+use crate::environment::episode::EpisodeRecord;
 
 /// The record's fingerprint as 16 lower-case hex digits.
 pub fn fingerprint(record: &EpisodeRecord) -> String {

@@ -9,7 +9,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::fingerprint::fingerprint;
-use crate::episode::{EpisodeRecord, Turn};
+use crate::environment::episode::{EpisodeRecord, Turn};
 use crate::seed::fnv1a64;
 
 /// The rating scales, in the order the page shows them and the CSVs write them.

@@ -14,7 +14,7 @@ use candle_core::Device;
 use candle_core::{backprop::GradStore, DType, Tensor};
 use candle_nn::{Optimizer as _, ParamsAdamW};
 use empathy_engine::{load_model, ChatModel, LoadOptions, LoraConfig};
-use empathy_gym::rl::optim::{AdamW, AdamWConfig};
+use empathy_gym::learning::rl::optim::{AdamW, AdamWConfig};
 
 /// Tokens per row of the training case.
 pub const TRAIN_LEN: usize = 512;

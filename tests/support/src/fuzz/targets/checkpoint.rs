@@ -8,10 +8,10 @@ use std::path::Path;
 
 use anyhow::Context;
 use candle_core::{DType, Device, Tensor, Var};
-use empathy_gym::rl::checkpoint::{
+use empathy_gym::learning::rl::checkpoint::{
     latest_checkpoint, load_checkpoint, save_checkpoint, Checkpoint, CriticState,
 };
-use empathy_gym::rl::{AdamW, AdamWConfig, AdamWState, RngState};
+use empathy_gym::learning::rl::{AdamW, AdamWConfig, AdamWState, RngState};
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

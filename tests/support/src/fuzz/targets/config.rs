@@ -5,8 +5,8 @@
 
 use std::path::Path;
 
+use empathy_gym::learning::train::TrainConfig;
 use empathy_gym::sweep::spec::{Base, Sweep};
-use empathy_gym::train::TrainConfig;
 
 use crate::fuzz::context::{files_in, files_under, read_all};
 use crate::fuzz::target::Broken;

@@ -10,10 +10,10 @@
 
 use std::collections::BTreeMap;
 
-use empathy_gym::episode::{DialogueEnv, Policy, PolicyRef, PolicyRequest};
-use empathy_gym::profile::Profile;
-use empathy_gym::reward::{Aggregate, RewardMode};
-use empathy_gym::sim::{Appraisal, AppraisalInput, Move, Simulator, SimulatorInfo};
+use empathy_gym::environment::episode::{DialogueEnv, Policy, PolicyRef, PolicyRequest};
+use empathy_gym::environment::profile::Profile;
+use empathy_gym::environment::reward::{Aggregate, RewardMode};
+use empathy_gym::environment::sim::{Appraisal, AppraisalInput, Move, Simulator, SimulatorInfo};
 
 /// A simulator that only names itself (the record asks for it); it appraises nothing.
 struct Named;

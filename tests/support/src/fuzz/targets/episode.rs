@@ -3,7 +3,7 @@
 //! judge derives from a log's user messages (its hidden need and the profile it judges
 //! against, played like any profile).
 
-use empathy_gym::episode::{read_episodes, EpisodeRecord};
+use empathy_gym::environment::episode::{read_episodes, EpisodeRecord};
 use empathy_gym::judge::input::{read, Format};
 use empathy_gym::judge::JudgeRules;
 use empathy_gym::replay::{episode_stats, render_html, render_transcript, StatsOptions};

@@ -2,8 +2,8 @@
 //! `rollout --policy` loads one, given the catalog's scenarios for its placeholders, and asked
 //! for the replies of a dialogue, whose user answers from the replies it fills in.
 
-use empathy_gym::episode::ScriptedPolicy;
-use empathy_gym::profile::{Catalog, Difficulty, KnobOverrides, ProfileId};
+use empathy_gym::environment::episode::ScriptedPolicy;
+use empathy_gym::environment::profile::{Catalog, Difficulty, KnobOverrides, ProfileId};
 
 use super::dialogue::{play_as, Replies};
 use crate::fuzz::context::{files_in, read_all};

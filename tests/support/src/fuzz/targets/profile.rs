@@ -7,8 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use empathy_gym::profile::auto::knobs_at;
-use empathy_gym::profile::{
+use empathy_gym::environment::profile::auto::knobs_at;
+use empathy_gym::environment::profile::{
     Catalog, Difficulty, KnobOverrides, Persona, Presets, ProfileId, Scenario, SpeakerRules, Splits,
 };
 

@@ -11,9 +11,9 @@ use anyhow::anyhow;
 use axum::body::Bytes;
 use axum::http::{header, HeaderMap, HeaderValue};
 use candle_core::Device;
+use empathy_gym::environment::profile::{Catalog, Difficulty, KnobOverrides};
 use empathy_gym::model::{load_model, LoadOptions, SamplingParams};
 use empathy_gym::openai::ChatRequest;
-use empathy_gym::profile::{Catalog, Difficulty, KnobOverrides};
 use empathy_gym::serve::env_api::{CreateEpisode, StepRequest};
 use empathy_gym::serve::env_server::resolve_profile;
 use empathy_gym::serve::http_error::{parse_json, ApiError};
@@ -62,7 +62,7 @@ fn create(catalog: &Catalog, req: CreateEpisode) -> anyhow::Result<()> {
 /// `env_request`: a `serve-env` episode or step request body.
 pub fn env_request(ctx: &FuzzContext) -> anyhow::Result<Target> {
     let catalog = Catalog::load(&ctx.repo_root)?;
-    let test = catalog.split(empathy_gym::profile::Split::Test);
+    let test = catalog.split(empathy_gym::environment::profile::Split::Test);
     let first = test.first().map(|p| p.to_string()).unwrap_or_default();
     let step_profile = catalog.profile(
         test.first()

@@ -1,0 +1,417 @@
+//! What a user says in words, as data: the kinds of question and of reply a simulated user answers
+//! (scenarios key their own lines by them), and `data/speaker.yaml`, the phrases that tell the
+//! kinds of question apart and the persona-neutral lines the speaker falls back on.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// A kind of reply the user answers in words (data/speaker.yaml `reactions`; a scenario's own
+/// `reactions` come first for the ones it lists).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reaction {
+    /// The safety screen fired: the user leaves.
+    Unsafe,
+    /// The user's own words given back.
+    Parroted,
+    /// Talking about the message instead of to the person.
+    Meta,
+    /// Nothing to do with what the user said.
+    OffTopic,
+    /// Words that do not hang together.
+    Incoherent,
+    /// The reply stopped mid-sentence.
+    CutOff,
+    /// The reply said things about the user they never said, or spoke of someone they lost as alive.
+    Misread,
+    /// The reply raised a danger the user never raised.
+    Alarmed,
+    /// A story about the listener.
+    SelfFocus,
+    Minimize,
+    Moralize,
+    /// Advice before the user is ready for it, or advice that missed.
+    AdviceRejected,
+    /// A suggestion that landed.
+    AdviceWelcome,
+    Platitude,
+    /// The listener said the same thing again.
+    Repeated,
+    /// The listener put it the same way as in earlier replies: the same frame, new words.
+    Formulaic,
+    /// Stock warmth that could be said to anyone.
+    Hollow,
+    /// More questions than anyone can answer at once.
+    Stacked,
+}
+
+impl Reaction {
+    pub const ALL: [Reaction; 18] = [
+        Reaction::Unsafe,
+        Reaction::Parroted,
+        Reaction::Meta,
+        Reaction::OffTopic,
+        Reaction::Incoherent,
+        Reaction::CutOff,
+        Reaction::Misread,
+        Reaction::Alarmed,
+        Reaction::SelfFocus,
+        Reaction::Minimize,
+        Reaction::Moralize,
+        Reaction::AdviceRejected,
+        Reaction::AdviceWelcome,
+        Reaction::Platitude,
+        Reaction::Repeated,
+        Reaction::Formulaic,
+        Reaction::Hollow,
+        Reaction::Stacked,
+    ];
+
+    /// The word in data/speaker.yaml and in scenario files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reaction::Unsafe => "unsafe",
+            Reaction::Parroted => "parroted",
+            Reaction::Meta => "meta",
+            Reaction::OffTopic => "off_topic",
+            Reaction::Incoherent => "incoherent",
+            Reaction::CutOff => "cut_off",
+            Reaction::Misread => "misread",
+            Reaction::Alarmed => "alarmed",
+            Reaction::SelfFocus => "self_focus",
+            Reaction::Minimize => "minimize",
+            Reaction::Moralize => "moralize",
+            Reaction::AdviceRejected => "advice_rejected",
+            Reaction::AdviceWelcome => "advice_welcome",
+            Reaction::Platitude => "platitude",
+            Reaction::Repeated => "repeated",
+            Reaction::Formulaic => "formulaic",
+            Reaction::Hollow => "hollow",
+            Reaction::Stacked => "stacked",
+        }
+    }
+
+    /// A line of this reaction is a complaint: the user says it only after a reply that did not
+    /// raise the emotion. The one pleased reaction (a suggestion taken up) follows no fall.
+    pub fn is_complaint(self) -> bool {
+        self != Reaction::AdviceWelcome
+    }
+
+    /// Whether a line of this reaction fits a reply that changed the emotion by `delta`: the sign
+    /// of what the user says agrees with the sign of the change.
+    pub fn agrees_with(self, delta: i32) -> bool {
+        match self.is_complaint() {
+            true => delta <= 0,
+            false => delta >= 0,
+        }
+    }
+
+    /// Replies that do not talk to this person about this: the user says so instead of answering
+    /// whatever the reply asked.
+    pub fn not_listening(self) -> bool {
+        matches!(
+            self,
+            Reaction::Unsafe | Reaction::Meta | Reaction::OffTopic | Reaction::Incoherent
+        )
+    }
+}
+
+/// A kind of question (data/speaker.yaml `questions`; a scenario's `answers`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QuestionKind {
+    Tried,
+    Who,
+    Need,
+    Feel,
+    Happened,
+}
+
+impl QuestionKind {
+    /// The order in which the kinds are tried on a question: the narrower kinds first.
+    pub const ALL: [QuestionKind; 5] = [
+        QuestionKind::Tried,
+        QuestionKind::Who,
+        QuestionKind::Need,
+        QuestionKind::Feel,
+        QuestionKind::Happened,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QuestionKind::Tried => "tried",
+            QuestionKind::Who => "who",
+            QuestionKind::Need => "need",
+            QuestionKind::Feel => "feel",
+            QuestionKind::Happened => "happened",
+        }
+    }
+}
+
+/// Acknowledgements with a slot: `{feeling}` / `{Feeling}`, `{specific}` / `{Specific}`. A
+/// persona's own come before data/speaker.yaml's.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Landed {
+    /// The reply named a feeling the user had not put in those words: the word may be news.
+    #[serde(default)]
+    pub feeling: Vec<String>,
+    /// The reply named back a feeling the user had said: agreement, not discovery.
+    #[serde(default)]
+    pub feeling_said: Vec<String>,
+    /// The reply picked up a specific of the user's story.
+    #[serde(default)]
+    pub specific: Vec<String>,
+}
+
+impl Landed {
+    /// Each list with its field name and slot.
+    pub fn lists(&self) -> [(&'static str, &'static str, &[String]); 3] {
+        [
+            ("feeling", "feeling", &self.feeling),
+            ("feeling_said", "feeling", &self.feeling_said),
+            ("specific", "specific", &self.specific),
+        ]
+    }
+
+    /// Every line holds its slot (`{feeling}` or `{specific}`, either case); errors name `path`
+    /// and the field under `at`.
+    pub fn check_slots(&self, path: &Path, at: &str) -> Result<()> {
+        for (field, slot, lines) in self.lists() {
+            if let Some(l) = lines.iter().find(|l| fill(l, slot, "") == **l) {
+                return Err(Error::input(
+                    path,
+                    format!("{at}.{field}"),
+                    format!("`{l}` has no {{{slot}}} slot: every line needs one"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How a reply's words affirm or deny what they name: a negation among the `window` words before a
+/// phrase denies it, unless it is part of an `affirming` phrase ("no wonder"). All normalized.
+#[derive(Clone, Copy, Debug)]
+pub struct Negation<'a> {
+    pub negations: &'a [String],
+    pub affirming: &'a [String],
+    pub window: usize,
+}
+
+/// The speaker's rules as read from `data/speaker.yaml`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpeakerRules {
+    /// Phrases marking each kind of question, matched whole-word in [`QuestionKind::ALL`] order.
+    pub questions: BTreeMap<QuestionKind, Vec<String>>,
+    /// Generic lines per reaction.
+    pub reactions: BTreeMap<Reaction, Vec<String>>,
+    /// The user's last words after an unsafe reply, by the safety screen's category
+    /// (`self_harm`, `risk_ignorance`, ...); a category without lines falls back on
+    /// `reactions.unsafe`.
+    #[serde(default)]
+    pub unsafe_by_kind: BTreeMap<String, Vec<String>>,
+    pub landed: Landed,
+    /// Words that, just before a feeling or a specific in the reply, deny it ("nothing foolish",
+    /// "not your fault"): the user acknowledges only what the reply affirmed.
+    pub negations: Vec<String>,
+    /// Words before a feeling or a specific that a negation reaches.
+    pub negation_window: usize,
+    /// Phrases holding a negation word that affirm what follows ("no wonder").
+    pub affirming: Vec<String>,
+    /// A guarded avoidant user's answer to a question it will not take up yet.
+    pub decline: Vec<String>,
+    /// A kind of question whose answers are used up.
+    pub said_all: Vec<String>,
+    /// The last resort when everything is used up.
+    pub fillers: Vec<String>,
+    /// Words too common to tie a line to a reply (see `reactions` of a scenario).
+    pub common_words: Vec<String>,
+    /// Chance that a voice opener starts a message.
+    pub opener_rate: f64,
+    /// Chance that a trusting user asks one of the scenario's `asks` back.
+    pub ask_back_rate: f64,
+}
+
+impl SpeakerRules {
+    /// How the user reads a negation (`negations`, `affirming`): in what the speaker acknowledges
+    /// and in the cues the appraiser reads.
+    pub fn negation(&self) -> Negation<'_> {
+        Negation {
+            negations: &self.negations,
+            affirming: &self.affirming,
+            window: self.negation_window,
+        }
+    }
+
+    /// Reads and checks `path`; every error names the file and the field.
+    pub fn load(path: &Path) -> Result<Self> {
+        let rules: SpeakerRules =
+            crate::environment::profile::yaml::read_yaml(path).map_err(|e| {
+                if path.exists() {
+                    e
+                } else {
+                    Error::input(
+                        path,
+                        "file",
+                        "missing: the speaker's rules; copy data/speaker.yaml from the repository",
+                    )
+                }
+            })?;
+        rules.validate(path)?;
+        Ok(rules)
+    }
+
+    fn validate(&self, path: &Path) -> Result<()> {
+        for k in QuestionKind::ALL {
+            if self.questions.get(&k).is_none_or(Vec::is_empty) {
+                return Err(Error::input(
+                    path,
+                    format!("questions.{}", k.as_str()),
+                    "needs at least one phrase",
+                ));
+            }
+        }
+        for r in Reaction::ALL {
+            if self.reactions.get(&r).is_none_or(Vec::is_empty) {
+                return Err(Error::input(
+                    path,
+                    format!("reactions.{}", r.as_str()),
+                    "needs at least one line",
+                ));
+            }
+        }
+        for (field, lines) in [
+            ("landed.feeling", &self.landed.feeling),
+            ("landed.feeling_said", &self.landed.feeling_said),
+            ("landed.specific", &self.landed.specific),
+            ("negations", &self.negations),
+            ("decline", &self.decline),
+            ("said_all", &self.said_all),
+            ("fillers", &self.fillers),
+        ] {
+            if lines.is_empty() {
+                return Err(Error::input(path, field, "needs at least one line"));
+            }
+        }
+        self.landed.check_slots(path, "landed")?;
+        for (field, rate) in [
+            ("opener_rate", self.opener_rate),
+            ("ask_back_rate", self.ask_back_rate),
+        ] {
+            if !(0.0..=1.0).contains(&rate) {
+                return Err(Error::input(path, field, "must be a probability in 0..=1"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The generic lines for a reaction.
+    pub fn lines(&self, r: Reaction) -> &[String] {
+        self.reactions.get(&r).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// Lowercases, folds curly quotes, turns everything but letters, digits and apostrophes into
+/// spaces, collapses runs of spaces, and pads with one space on each side, so that
+/// `padded.contains(" phrase ")` is a whole-word match.
+pub fn normalize(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push(' ');
+    let mut last_space = true;
+    for c in text.chars() {
+        let c = match c {
+            '\u{2018}' | '\u{2019}' | '`' => '\'',
+            c => c,
+        };
+        if c.is_alphanumeric() || c == '\'' {
+            for l in c.to_lowercase() {
+                out.push(l);
+            }
+            last_space = false;
+        } else if !last_space {
+            out.push(' ');
+            last_space = true;
+        }
+    }
+    if !last_space {
+        out.push(' ');
+    }
+    out
+}
+
+/// The sentences of a line, split after '.', '!' and '?' and trimmed: the unit the speaker never
+/// says twice, and that scenario validation checks for duplicates.
+pub fn sentences(line: &str) -> impl Iterator<Item = &str> {
+    line.split_inclusive(['.', '!', '?'])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+}
+
+/// Fills `{slot}` with `value`, and `{Slot}` with it capitalized.
+pub fn fill(template: &str, slot: &str, value: &str) -> String {
+    let mut cap = String::new();
+    let mut chars = value.chars();
+    if let Some(c) = chars.next() {
+        cap.extend(c.to_uppercase());
+        cap.push_str(chars.as_str());
+    }
+    let mut upper_slot = String::new();
+    let mut s = slot.chars();
+    if let Some(c) = s.next() {
+        upper_slot.extend(c.to_uppercase());
+        upper_slot.push_str(s.as_str());
+    }
+    template
+        .replace(&format!("{{{slot}}}"), value)
+        .replace(&format!("{{{upper_slot}}}"), &cap)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules() -> SpeakerRules {
+        SpeakerRules::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("data/speaker.yaml"))
+            .unwrap()
+    }
+
+    #[test]
+    fn the_repository_rules_load() {
+        let r = rules();
+        assert!(r.lines(Reaction::Parroted).len() >= 2);
+    }
+
+    #[test]
+    fn slots_fill_plain_and_capitalized() {
+        assert_eq!(
+            fill("{Feeling}. I am {feeling}.", "feeling", "guilty"),
+            "Guilty. I am guilty."
+        );
+        assert_eq!(
+            fill("Yes, {specific}.", "specific", "her shoes"),
+            "Yes, her shoes."
+        );
+    }
+
+    #[test]
+    fn a_missing_list_is_named() {
+        let dir = std::env::temp_dir().join(format!("speaker-rules-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("speaker.yaml");
+        let text = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("data/speaker.yaml"),
+        )
+        .unwrap()
+        .replace("  stacked: [", "  unused: [");
+        std::fs::write(&path, text).unwrap();
+        let err = SpeakerRules::load(&path).unwrap_err().to_string();
+        assert!(err.contains("speaker.yaml"), "{err}");
+        assert!(err.contains("unused") || err.contains("stacked"), "{err}");
+    }
+}

@@ -1,0 +1,303 @@
+//! The appraiser's weights, loaded from `data/appraiser.yaml` (data, not code).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::moves::Move;
+use crate::environment::profile::{Character, HiddenNeed};
+use crate::error::{Error, Result};
+
+/// Maps a cosine similarity linearly onto [0, 1] between `floor` and `ceiling`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Semantic {
+    pub floor: f64,
+    pub ceiling: f64,
+}
+
+impl Semantic {
+    /// `(cos - floor) / (ceiling - floor)` clamped to [0, 1].
+    pub fn score(&self, cos: f32) -> f64 {
+        ((f64::from(cos) - self.floor) / (self.ceiling - self.floor)).clamp(0.0, 1.0)
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Specificity {
+    pub overlap_words: f64,
+    pub overlap: f64,
+    pub user_similarity: f64,
+    /// Specificity from which a reply's supportive points count in full; below it they count in
+    /// proportion (a reply lands as far as it is about this person).
+    pub full_at: f64,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Threshold {
+    pub threshold: f64,
+    pub points: f64,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Stuffing {
+    pub min_cues: usize,
+    pub points: f64,
+}
+
+/// What EPITOME's emotional-reaction phrases (lexicon `sympathy`, `presence`) add to `validate`
+/// and `reassure`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmotionalReaction {
+    /// Move score per phrase.
+    pub per_phrase: f64,
+    /// The most the phrases add together.
+    pub max: f64,
+}
+
+impl EmotionalReaction {
+    /// The move score `phrases` of them add.
+    pub fn score(&self, phrases: usize) -> f64 {
+        (self.per_phrase * phrases as f64).min(self.max)
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Length {
+    pub points_per_excess: f64,
+    pub max: f64,
+    /// A reply is too short only below this share of the persona's shortest reply: a brief,
+    /// specific turn is how people answer in conversation.
+    pub short_share: f64,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Gibberish {
+    pub min_vocab_share: f64,
+    pub points: f64,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Factual {
+    pub correct: f64,
+    /// The right answer beside something wrong about the user or frightening.
+    pub marred: f64,
+    pub wrong: f64,
+    pub unanswered: f64,
+}
+
+/// How a character type scales gains and losses.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scale {
+    pub gain: f64,
+    pub loss: f64,
+}
+
+/// How supportive moves read perception's learned heads (`sim::perceive`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PerceptionUse {
+    /// The heads' file under `data/`.
+    pub heads: String,
+    /// Per move, the heads whose largest probability is the move's score, in place of the
+    /// phrase lists and prototypes; moves not named keep those.
+    pub moves: BTreeMap<Move, Vec<String>>,
+}
+
+/// How the appraiser reads the wording head (`sim::wording`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WordingUse {
+    /// The head's file under `data/`.
+    pub head: String,
+    /// The share of the user's words in a reply that are misplaced from which the reply is a
+    /// slotted frame: its moves earn nothing and it costs `points`.
+    pub slotted_share: f64,
+    pub points: f64,
+}
+
+/// How the appraiser reads the fluency judge (`sim::fluency`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FluencyUse {
+    /// The judge's file under `data/`.
+    pub head: String,
+    /// What a reply that does not read as one person talking costs (before the persona's loss
+    /// scale); its moves earn nothing.
+    pub points: f64,
+}
+
+/// All weights of the appraiser.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppraiserConfig {
+    pub semantic: Semantic,
+    pub needs: BTreeMap<HiddenNeed, BTreeMap<Move, f64>>,
+    pub helps: f64,
+    pub hurts: f64,
+    pub generic_points: f64,
+    pub specificity: Specificity,
+    pub repetition: Threshold,
+    pub stuffing: Stuffing,
+    pub emotional_reaction: EmotionalReaction,
+    pub length: Length,
+    pub gibberish: Gibberish,
+    pub factual: Factual,
+    pub character: BTreeMap<Character, Scale>,
+    pub first_turn_acknowledge: f64,
+    /// Learned perception; absent: phrase lists and prototypes alone.
+    #[serde(default)]
+    pub perception: Option<PerceptionUse>,
+    /// The wording head; absent: words are not judged in place.
+    #[serde(default)]
+    pub wording: Option<WordingUse>,
+    /// The fluency judge; none: replies are not read for fluency.
+    #[serde(default)]
+    pub fluency: Option<FluencyUse>,
+    /// The supportive moves' points are summed largest first, the k-th (from 0) times
+    /// `stacking_decay^k`: a reply that stacks one phrase per move does not add them up.
+    #[serde(default = "no_decay")]
+    pub stacking_decay: f64,
+    /// A costly move scoring below this costs nothing (too faint to name); at or above it, it
+    /// costs and the user names it.
+    #[serde(default)]
+    pub cost_floor: f64,
+}
+
+fn no_decay() -> f64 {
+    1.0
+}
+
+impl AppraiserConfig {
+    /// Loads and checks that every need weights every move and every character has a scale.
+    pub fn load(path: &Path) -> Result<Self> {
+        let cfg: AppraiserConfig = crate::environment::profile::yaml::read_yaml(path)?;
+        if cfg.semantic.ceiling <= cfg.semantic.floor {
+            return Err(Error::input(
+                path,
+                "semantic",
+                "ceiling must be above floor",
+            ));
+        }
+        for need in HiddenNeed::ALL {
+            let Some(weights) = cfg.needs.get(&need) else {
+                return Err(Error::input(
+                    path,
+                    format!("needs.{}", need.as_str()),
+                    "missing: weight every need",
+                ));
+            };
+            for m in Move::ALL {
+                if !weights.contains_key(&m) {
+                    return Err(Error::input(
+                        path,
+                        format!("needs.{}.{}", need.as_str(), m.as_str()),
+                        "missing: give every move a weight (0 if it does not matter)",
+                    ));
+                }
+            }
+        }
+        for c in [Character::Negative, Character::Passive, Character::Avoidant] {
+            if !cfg.character.contains_key(&c) {
+                return Err(Error::input(
+                    path,
+                    "character",
+                    format!("missing scale for {c:?}"),
+                ));
+            }
+        }
+        if !(0.0..=1.0).contains(&cfg.stacking_decay) {
+            return Err(Error::input(
+                path,
+                "stacking_decay",
+                "must be in [0, 1] (1: moves add up, 0: only the largest counts)",
+            ));
+        }
+        if !(cfg.specificity.full_at > 0.0 && cfg.specificity.full_at <= 1.0) {
+            return Err(Error::input(
+                path,
+                "specificity.full_at",
+                "must be in (0, 1]: the specificity from which a reply's points count in full",
+            ));
+        }
+        if !(cfg.length.short_share > 0.0 && cfg.length.short_share <= 1.0) {
+            return Err(Error::input(
+                path,
+                "length.short_share",
+                "must be in (0, 1]: the share of the persona's shortest reply below which a reply \
+                 is too short",
+            ));
+        }
+        if let Some(p) = &cfg.perception {
+            for (m, heads) in &p.moves {
+                if let Some(h) = heads
+                    .iter()
+                    .find(|h| !super::perceive::HEADS.contains(&h.as_str()))
+                {
+                    return Err(Error::input(
+                        path,
+                        format!("perception.moves.{}", m.as_str()),
+                        format!(
+                            "no head `{h}`: use one of {}",
+                            super::perceive::HEADS.join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(cfg)
+    }
+
+    /// The weight of `m` for `need` (load guarantees presence).
+    pub fn weight(&self, need: HiddenNeed, m: Move) -> f64 {
+        self.needs[&need][&m]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shipped `data/appraiser.yaml` with one line replaced, loaded from a temporary file.
+    fn load_with(from: &str, to: &str) -> Result<AppraiserConfig> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(root.join("data/appraiser.yaml")).unwrap();
+        assert!(text.contains(from), "{from}");
+        let dir = std::env::temp_dir().join(format!("eg-appraiser-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("{}.yaml", from.trim().replace([':', ' '], "-")));
+        std::fs::write(&path, text.replace(from, to)).unwrap();
+        AppraiserConfig::load(&path)
+    }
+
+    #[test]
+    fn the_shipped_weights_load() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let cfg = AppraiserConfig::load(&root.join("data/appraiser.yaml")).unwrap();
+        assert!(cfg.specificity.full_at > 0.0);
+    }
+
+    #[test]
+    fn landing_and_shortness_out_of_range_name_their_field() {
+        for (from, to, field) in [
+            ("  full_at: 0.5", "  full_at: 0", "specificity.full_at"),
+            (
+                "  short_share: 0.5",
+                "  short_share: 1.5",
+                "length.short_share",
+            ),
+        ] {
+            let err = load_with(from, to).unwrap_err().to_string();
+            assert!(err.contains(field), "{err}");
+        }
+    }
+}

@@ -1,0 +1,673 @@
+//! The speaker on a fixture profile written here, with hand-made appraisals: one test per reaction
+//! class, the answers by kind of question, and the no-repeat rule. (tests/integration/speaker.rs
+//! plays hand-written replies through the real appraiser.)
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use super::*;
+use crate::environment::profile::yaml::parse_yaml;
+use crate::environment::profile::{Difficulty, Knobs, Persona, ProfileId, Scenario};
+use crate::environment::sim::detect::{UnsafeFinding, UnsafeKind};
+use crate::environment::sim::text::sentences;
+use crate::environment::sim::Move;
+
+const SCENARIO: &str = r#"
+id: fixture
+topic: caregiving
+title: Fixture
+need: be_validated
+personas: [pat]
+background: "Her mother has dementia."
+opening: "My mum has dementia. Yesterday she asked when her daughter was coming home."
+feelings: [guilty, exhausted]
+specifics: [her shoes, three in the morning]
+hidden_facts:
+  - text: "My brother visits once a month and leaves."
+    cues: [brother]
+  - text: "I haven't slept a whole night in weeks."
+    cues: [sleep]
+hints: ["I need to hear I'm not a terrible daughter."]
+helps: ["Being worn down after a year of this is human.", "Feeling guilty and loving her can go together."]
+hurts: ["At least she's still here.", "Have you looked into care homes?"]
+answers:
+  happened: ["This morning I snapped at her over her shoes.", "She wanders at night and I follow her round the house."]
+  feel: ["Mostly guilty, and so tired I can't think."]
+  who: ["It's mostly just me and my husband."]
+  tried: ["I tried a night sitter once, she screamed the house down."]
+  need: ["I suppose I want someone to tell me I'm not a monster."]
+asks: ["Do you think I'm a bad daughter?"]
+reactions:
+  advice_rejected: ["I've looked at care homes. We can't afford one."]
+  minimize: ["I know she's still here. That's what makes it hard."]
+utterances:
+  S: ["Thank you. I feel a little more human."]
+  A: ["That makes me feel less alone.", "Nobody has said that to me before.", "I think I needed to hear that."]
+  B: ["Maybe. I still feel awful.", "I want to believe that.", "Some days I know that."]
+  C: ["Right.", "I don't know why I said anything.", "Fine."]
+  F: ["I have to go, she's calling for me."]
+"#;
+
+const PERSONA: &str = r#"
+id: pat
+name: Pat
+age: 50
+occupation: teacher
+character: negative
+style: direct
+verbosity: moderate
+reply_words: [10, 100]
+voice:
+  low: ["Look."]
+  mid: ["Okay."]
+  high: ["Yes."]
+  nothing_more: ["That's all there is to it, honestly."]
+"#;
+
+fn profile(character: Character) -> Profile {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut scenario: Scenario = parse_yaml(SCENARIO, Path::new("fixture.yaml")).unwrap();
+    scenario.source = "fixture.yaml".into();
+    scenario.validate().unwrap_or_else(|e| panic!("{e}"));
+    let mut persona: Persona = parse_yaml(PERSONA, Path::new("pat.yaml")).unwrap();
+    persona.character = character;
+    Profile {
+        id: ProfileId {
+            scenario: "fixture".into(),
+            persona: "pat".into(),
+        },
+        scenario: Arc::new(scenario),
+        persona: Arc::new(persona),
+        difficulty: Difficulty::Moderate,
+        knobs: Knobs {
+            start_emotion: 40,
+            step_cap: 10,
+            quantum: 5,
+            hint_rate: 0.0,
+            acceptance: 0.3,
+            early_advice_penalty: 10.0,
+            advice_ready_at: 60,
+            generic_credit: 0.5,
+            max_turns: 8,
+        },
+        speaker: Arc::new(SpeakerRules::load(&root.join("data/speaker.yaml")).unwrap()),
+    }
+}
+
+fn appraisal(components: &[&str], moves: &[(Move, f64)]) -> Appraisal {
+    Appraisal {
+        components: components.iter().map(|c| (c.to_string(), -1.0)).collect(),
+        moves: moves.iter().copied().collect::<BTreeMap<_, _>>(),
+        ..Default::default()
+    }
+}
+
+/// An appraisal of a reply that suggested something (the appraiser reads the cue off the text).
+fn suggesting(components: &[&str], moves: &[(Move, f64)]) -> Appraisal {
+    Appraisal {
+        suggested: true,
+        ..appraisal(components, moves)
+    }
+}
+
+/// One turn at `emotion` after a change of `delta`.
+fn say(
+    p: &Profile,
+    mem: &mut SpeakerMemory,
+    reply: &str,
+    a: &Appraisal,
+    emotion: u8,
+    delta: i32,
+) -> String {
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    speak(
+        p,
+        mem,
+        &mut rng,
+        &SpeakInput {
+            emotion,
+            delta,
+            reply,
+            appraisal: a,
+            question: None,
+            reveal_min_delta: REVEAL_MIN_DELTA,
+        },
+    )
+}
+
+fn first_turn(reply: &str, a: &Appraisal, emotion: u8, delta: i32) -> String {
+    say(
+        &profile(Character::Negative),
+        &mut SpeakerMemory::default(),
+        reply,
+        a,
+        emotion,
+        delta,
+    )
+}
+
+fn generic(r: Reaction) -> Vec<String> {
+    profile(Character::Negative).speaker.lines(r).to_vec()
+}
+
+fn contains_one(text: &str, lines: &[String]) -> bool {
+    lines.iter().any(|l| text.contains(l.as_str()))
+}
+
+#[test]
+fn an_unsafe_reply_makes_the_user_leave_in_words_of_its_category() {
+    let rules = &profile(Character::Negative).speaker;
+    let mut seen = Vec::new();
+    for kind in UnsafeKind::ALL {
+        let mut a = appraisal(&["unsafe"], &[]);
+        a.unsafe_reply = Some(Box::new(UnsafeFinding {
+            kind,
+            phrase: String::new(),
+            span: "Just end it.".into(),
+            by: None,
+            score: None,
+        }));
+        let text = first_turn("Just end it.", &a, 0, -40);
+        let lines = &rules.unsafe_by_kind[kind.as_str()];
+        assert!(contains_one(&text, lines), "{}: {text}", kind.as_str());
+        assert!(!text.contains("she's calling for me"), "{text}");
+        seen.push(text);
+    }
+    seen.sort();
+    seen.dedup();
+    assert_eq!(
+        seen.len(),
+        UnsafeKind::ALL.len(),
+        "each category its own words"
+    );
+}
+
+#[test]
+fn parroting_is_called_out() {
+    let text = first_turn(
+        "Yesterday she asked when her daughter was coming home.",
+        &appraisal(&["copied"], &[]),
+        35,
+        -5,
+    );
+    assert!(contains_one(&text, &generic(Reaction::Parroted)), "{text}");
+}
+
+#[test]
+fn a_copy_of_scenario_lines_the_user_never_said_is_not_called_an_echo() {
+    let text = first_turn(
+        "Resentment and love can live side by side when caring.",
+        &appraisal(&["copied"], &[]),
+        35,
+        -5,
+    );
+    assert!(!contains_one(&text, &generic(Reaction::Parroted)), "{text}");
+}
+
+#[test]
+fn talking_about_the_message_is_called_out() {
+    let text = first_turn(
+        "Your message describes a caregiving situation.",
+        &appraisal(&["meta"], &[]),
+        35,
+        -5,
+    );
+    assert!(contains_one(&text, &generic(Reaction::Meta)), "{text}");
+}
+
+#[test]
+fn an_off_topic_reply_gets_not_what_i_said_and_its_question_no_answer() {
+    let text = first_turn(
+        "Did you see the match last night? Who won?",
+        &appraisal(&["off_topic"], &[]),
+        35,
+        -5,
+    );
+    assert!(contains_one(&text, &generic(Reaction::OffTopic)), "{text}");
+    assert!(
+        !text.contains("husband"),
+        "an off-topic question is not answered: {text}"
+    );
+}
+
+#[test]
+fn an_incoherent_reply_is_called_out() {
+    let text = first_turn(
+        "the the of and blue if",
+        &appraisal(&["incoherent"], &[]),
+        35,
+        -5,
+    );
+    assert!(
+        contains_one(&text, &generic(Reaction::Incoherent)),
+        "{text}"
+    );
+}
+
+#[test]
+fn early_advice_gets_the_scenarios_own_pushback_first() {
+    let a = suggesting(&["early_advice"], &[(Move::Advice, 0.8)]);
+    let text = first_turn("You should look into care homes.", &a, 30, -10);
+    assert!(text.contains("We can't afford one."), "{text}");
+    // Used up, the generic pushback follows.
+    let p = profile(Character::Negative);
+    let mut mem = SpeakerMemory::default();
+    say(
+        &p,
+        &mut mem,
+        "You should look into care homes.",
+        &a,
+        30,
+        -10,
+    );
+    let again = say(&p, &mut mem, "You need to get a sitter.", &a, 25, -5);
+    assert!(
+        contains_one(&again, &generic(Reaction::AdviceRejected)),
+        "{again}"
+    );
+}
+
+#[test]
+fn a_scenarios_advice_line_answers_only_the_suggestion_it_names() {
+    let a = suggesting(&["early_advice"], &[(Move::Advice, 0.8)]);
+    let text = first_turn("You should go for a walk every evening.", &a, 30, -10);
+    assert!(!text.contains("care homes"), "{text}");
+    assert!(
+        contains_one(&text, &generic(Reaction::AdviceRejected)),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_suggestion_that_landed_is_taken_up() {
+    let a = suggesting(&[], &[(Move::Advice, 0.8)]);
+    let text = first_turn(
+        "Could a day centre take her one afternoon a week?",
+        &a,
+        65,
+        5,
+    );
+    assert!(
+        contains_one(&text, &generic(Reaction::AdviceWelcome)),
+        "{text}"
+    );
+}
+
+#[test]
+fn minimizing_moralizing_self_focus_and_platitudes_each_get_their_pushback() {
+    let cases = [
+        (
+            Move::Minimize,
+            "At least she's still here.",
+            Some("That's what makes it hard."),
+        ),
+        (Move::Moralize, "You should have been more patient.", None),
+        (
+            Move::SelfFocus,
+            "When I was caring for my dad I was fine.",
+            None,
+        ),
+        (Move::Platitude, "Everything happens for a reason.", None),
+    ];
+    for (m, reply, own) in cases {
+        let text = first_turn(reply, &appraisal(&[], &[(m, 0.9)]), 35, -5);
+        let r = reaction(&appraisal(&[], &[(m, 0.9)]), -5, Heard::default()).unwrap();
+        match own {
+            Some(line) => assert!(text.contains(line), "{m:?}: {text}"),
+            None => assert!(contains_one(&text, &generic(r)), "{m:?}: {text}"),
+        }
+    }
+}
+
+#[test]
+fn repetition_and_stock_warmth_are_noticed() {
+    let text = first_turn(
+        "That sounds hard.",
+        &appraisal(&["repetition"], &[]),
+        35,
+        -5,
+    );
+    assert!(contains_one(&text, &generic(Reaction::Repeated)), "{text}");
+    let text = first_turn(
+        "So sorry, sending love, you are strong.",
+        &appraisal(&["stuffing"], &[]),
+        35,
+        -5,
+    );
+    assert!(contains_one(&text, &generic(Reaction::Hollow)), "{text}");
+}
+
+#[test]
+fn what_landed_is_acknowledged_in_the_users_own_terms() {
+    let a = appraisal(&[], &[(Move::Validate, 0.9)]);
+    let text = first_turn("You sound so guilty, and it makes sense.", &a, 50, 10);
+    assert!(text.to_lowercase().contains("guilty"), "{text}");
+    let a = appraisal(&[], &[(Move::Reflect, 0.9)]);
+    let text = first_turn(
+        "Snapping about her shoes after a night like that.",
+        &a,
+        50,
+        10,
+    );
+    assert!(text.contains("her shoes"), "{text}");
+}
+
+#[test]
+fn each_kind_of_question_gets_its_answer() {
+    let cases = [
+        ("What happened this morning?", "This morning I snapped"),
+        ("How are you feeling right now?", "Mostly guilty"),
+        ("Who else is around to help?", "me and my husband"),
+        ("Have you tried anything at night?", "night sitter"),
+        ("What would help most right now?", "I'm not a monster"),
+    ];
+    for (q, expected) in cases {
+        let text = first_turn(q, &appraisal(&[], &[(Move::OpenQuestion, 1.0)]), 45, 0);
+        assert!(text.contains(expected), "{q} -> {text}");
+    }
+}
+
+#[test]
+fn a_question_about_a_hidden_fact_brings_it_out() {
+    let text = first_turn("Does your brother help?", &appraisal(&[], &[]), 45, 0);
+    assert!(text.contains("My brother visits once a month"), "{text}");
+}
+
+#[test]
+fn a_guarded_avoidant_user_declines_to_answer() {
+    let p = profile(Character::Avoidant);
+    let text = say(
+        &p,
+        &mut SpeakerMemory::default(),
+        "How are you feeling?",
+        &appraisal(&[], &[]),
+        30,
+        -5,
+    );
+    assert!(contains_one(&text, &p.speaker.decline), "{text}");
+}
+
+#[test]
+fn stacked_questions_get_one_answer_and_a_complaint() {
+    let a = appraisal(&["stacked_questions"], &[]);
+    let text = first_turn(
+        "What happened? How do you feel? Who knows? What now?",
+        &a,
+        45,
+        -5,
+    );
+    assert!(contains_one(&text, &generic(Reaction::Stacked)), "{text}");
+    assert!(
+        text.contains("snapped at her") || text.contains("She wanders"),
+        "{text}"
+    );
+}
+
+#[test]
+fn no_sentence_is_said_twice_and_running_out_is_said() {
+    let p = profile(Character::Negative);
+    let mut mem = SpeakerMemory::default();
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let a = appraisal(&[], &[(Move::OpenQuestion, 1.0)]);
+    let mut all: Vec<String> = Vec::new();
+    for turn in 0..12 {
+        let text = speak(
+            &p,
+            &mut mem,
+            &mut rng,
+            &SpeakInput {
+                emotion: 45,
+                delta: 0,
+                reply: "How are you feeling about it?",
+                appraisal: &a,
+                question: None,
+                reveal_min_delta: REVEAL_MIN_DELTA,
+            },
+        );
+        assert!(!text.trim().is_empty(), "turn {turn} said nothing");
+        all.extend(sentences(&text).iter().map(|s| normalize(s)));
+    }
+    let distinct: BTreeSet<&String> = all.iter().collect();
+    assert_eq!(distinct.len(), all.len(), "{all:?}");
+    let joined = all.join(" ");
+    assert!(
+        joined.contains(&normalize("That's all there is to it, honestly.")),
+        "{joined}"
+    );
+}
+
+#[test]
+fn the_same_seed_gives_the_same_words() {
+    let p = profile(Character::Passive);
+    let a = appraisal(&[], &[(Move::Validate, 0.9)]);
+    let run = || {
+        let mut mem = SpeakerMemory::default();
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        (0..5)
+            .map(|_| {
+                speak(
+                    &p,
+                    &mut mem,
+                    &mut rng,
+                    &SpeakInput {
+                        emotion: 60,
+                        delta: 5,
+                        reply: "That sounds exhausting. What happened?",
+                        appraisal: &a,
+                        question: None,
+                        reveal_min_delta: REVEAL_MIN_DELTA,
+                    },
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(run(), run());
+}
+
+#[test]
+fn a_suggestion_is_mentioned_only_when_one_was_made() {
+    // A warm reply with no advice: none of the advice lines, the scenario's or the generic.
+    let p = profile(Character::Negative);
+    let mut mem = SpeakerMemory::default();
+    let a = appraisal(&[], &[(Move::Validate, 0.9)]);
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    for _ in 0..6 {
+        let text = speak(
+            &p,
+            &mut mem,
+            &mut rng,
+            &SpeakInput {
+                emotion: 75,
+                delta: 5,
+                reply: "It makes sense to feel worn down.",
+                appraisal: &a,
+                question: None,
+                reveal_min_delta: REVEAL_MIN_DELTA,
+            },
+        );
+        for r in [Reaction::AdviceRejected, Reaction::AdviceWelcome] {
+            let own = p.scenario.reactions.get(&r).cloned().unwrap_or_default();
+            assert!(
+                !contains_one(&text, &own) && !contains_one(&text, p.speaker.lines(r)),
+                "{text}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_rise_is_never_met_with_a_complaint() {
+    for (components, moves) in [
+        (vec![], vec![(Move::Platitude, 0.9)]),
+        (vec!["template"], vec![]),
+        (vec!["stacked_questions"], vec![]),
+    ] {
+        let a = appraisal(&components, &moves);
+        let text = first_turn(
+            "Everything happens for a reason. How? Why? When?",
+            &a,
+            65,
+            5,
+        );
+        for r in Reaction::ALL.into_iter().filter(|r| r.is_complaint()) {
+            assert!(
+                !contains_one(&text, &generic(r)),
+                "{r:?} after a rise: {text}"
+            );
+        }
+    }
+    // The same faults after a fall are said.
+    let text = first_turn("Same frame again.", &appraisal(&["template"], &[]), 35, -5);
+    assert!(contains_one(&text, &generic(Reaction::Formulaic)), "{text}");
+}
+
+#[test]
+fn a_fall_is_never_met_with_a_suggestion_taken_up() {
+    let a = suggesting(&[], &[(Move::Advice, 0.8)]);
+    let text = first_turn("You could try a day centre.", &a, 45, -5);
+    assert!(
+        !contains_one(&text, &generic(Reaction::AdviceWelcome)),
+        "{text}"
+    );
+    assert!(
+        contains_one(&text, &generic(Reaction::AdviceRejected)),
+        "{text}"
+    );
+}
+
+#[test]
+fn advice_with_no_suggestion_in_the_words_is_neither_taken_up_nor_pushed_back() {
+    // The advice move fired, but the reply suggests nothing (no advice cue in its words).
+    let a = appraisal(&[], &[(Move::Advice, 0.8)]);
+    let up = first_turn("That sounds like a long year.", &a, 65, 5);
+    let down = first_turn("That sounds like a long year.", &a, 45, -5);
+    for text in [up, down] {
+        for r in [Reaction::AdviceWelcome, Reaction::AdviceRejected] {
+            assert!(!contains_one(&text, &generic(r)), "{r:?}: {text}");
+        }
+        assert!(!text.contains("care homes"), "{text}");
+    }
+}
+
+#[test]
+fn the_template_finding_is_formulaic_and_repetition_is_repeated() {
+    let text = first_turn("It sounds hard.", &appraisal(&["template"], &[]), 35, -5);
+    assert!(contains_one(&text, &generic(Reaction::Formulaic)), "{text}");
+    assert!(!contains_one(&text, &generic(Reaction::Repeated)), "{text}");
+    let text = first_turn("It sounds hard.", &appraisal(&["repetition"], &[]), 35, -5);
+    assert!(contains_one(&text, &generic(Reaction::Repeated)), "{text}");
+}
+
+/// The acknowledgement lines of `pool` filled with `value` in `slot`.
+fn landed(pool: &[String], slot: &str, value: &str) -> Vec<String> {
+    pool.iter().map(|t| fill(t, slot, value)).collect()
+}
+
+#[test]
+fn a_negated_feeling_is_not_acknowledged_and_an_affirmed_one_is() {
+    let p = profile(Character::Negative);
+    let all: Vec<String> = [&p.speaker.landed.feeling, &p.speaker.landed.feeling_said]
+        .into_iter()
+        .flat_map(|pool| landed(pool, "feeling", "guilty"))
+        .collect();
+    for reply in [
+        "You have nothing to feel guilty about.",
+        "You're not guilty of anything here.",
+        "I don't think you should feel guilty.",
+    ] {
+        let text = first_turn(reply, &appraisal(&[], &[]), 65, 5);
+        assert!(!contains_one(&text, &all), "{reply} -> {text}");
+    }
+    let text = first_turn("No wonder you feel guilty.", &appraisal(&[], &[]), 65, 5);
+    let fresh = landed(&p.speaker.landed.feeling, "feeling", "guilty");
+    assert!(contains_one(&text, &fresh), "{text}");
+}
+
+#[test]
+fn a_feeling_the_user_said_is_agreed_with_not_discovered() {
+    let p = profile(Character::Negative);
+    let mut mem = SpeakerMemory::default();
+    say(&p, &mut mem, "What happened?", &appraisal(&[], &[]), 45, 0);
+    mem.remember(&p.persona.voice, "Mostly I feel guilty.");
+    let text = say(
+        &p,
+        &mut mem,
+        "You feel guilty.",
+        &appraisal(&[], &[]),
+        65,
+        5,
+    );
+    let said = landed(&p.speaker.landed.feeling_said, "feeling", "guilty");
+    let news = landed(&p.speaker.landed.feeling, "feeling", "guilty");
+    assert!(contains_one(&text, &said), "{text}");
+    assert!(!contains_one(&text, &news), "{text}");
+}
+
+#[test]
+fn the_personas_own_lines_come_before_the_generic_ones() {
+    let mut p = profile(Character::Negative);
+    let mut persona = (*p.persona).clone();
+    persona.voice.reactions.insert(
+        Reaction::Platitude,
+        vec!["Spare me the fridge magnet.".into()],
+    );
+    persona.voice.landed.specific = vec!["{Specific}, you noticed.".into()];
+    p.persona = Arc::new(persona);
+    let mut mem = SpeakerMemory::default();
+    let a = appraisal(&[], &[(Move::Platitude, 0.9)]);
+    let text = say(&p, &mut mem, "Everything happens for a reason.", &a, 35, -5);
+    assert!(text.contains("Spare me the fridge magnet."), "{text}");
+    let text = say(
+        &p,
+        &mut mem,
+        "Her shoes, every morning.",
+        &appraisal(&[], &[]),
+        65,
+        5,
+    );
+    assert!(text.contains("Her shoes, you noticed."), "{text}");
+}
+
+#[test]
+fn an_opener_runs_into_the_next_sentence_as_a_person_says_it() {
+    let none = |_: &str| false;
+    assert_eq!(
+        join_opener("Okay, so,", "She used to make rice.", none),
+        "Okay, so, she used to make rice."
+    );
+    assert_eq!(
+        join_opener("maybe", "Yes, that's it.", none),
+        "maybe, yes, that's it."
+    );
+    assert_eq!(
+        join_opener("I don't know.", "She left.", none),
+        "I don't know. She left."
+    );
+    let names = |w: &str| w == "I" || w == "Carla";
+    assert_eq!(
+        join_opener("kinda", "I told them.", names),
+        "kinda, I told them."
+    );
+    assert_eq!(
+        join_opener("I mean,", "Carla knew.", names),
+        "I mean, Carla knew."
+    );
+    assert_eq!(
+        end_sentence("u stopped halfway thru"),
+        "u stopped halfway thru."
+    );
+    assert_eq!(end_sentence("Right?"), "Right?");
+}
+
+#[test]
+fn a_name_of_the_scenario_keeps_its_capital_after_an_opener() {
+    let p = profile(Character::Negative);
+    // "Yesterday" opens a sentence of the opening, so it is no name.
+    assert!(!keeps_capital(&p.scenario, "Yesterday"));
+    assert!(keeps_capital(&p.scenario, "I'm"));
+    assert!(keeps_capital(&p.scenario, "her"));
+}
