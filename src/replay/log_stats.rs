@@ -75,7 +75,7 @@ pub const SHARE_OF: [&str; 5] = [
 ];
 
 /// The table's columns, in order.
-pub const STATS_COLUMNS: [&str; 15] = [
+pub const STATS_COLUMNS: [&str; 16] = [
     "by",
     "group",
     "episodes",
@@ -91,6 +91,7 @@ pub const STATS_COLUMNS: [&str; 15] = [
     "invented_share",
     "contradicted_share",
     "alarming_share",
+    "marred_share",
 ];
 
 /// What to aggregate by.
@@ -123,6 +124,9 @@ struct Acc {
     /// Appraised replies, and those with each finding of [`SHARE_OF`].
     appraised: usize,
     flagged: [usize; SHARE_OF.len()],
+    /// Replies to a factual question, and those whose right answer was marred.
+    factual: usize,
+    marred: usize,
 }
 
 impl Acc {
@@ -144,6 +148,9 @@ impl Acc {
             }
             self.flagged[i] += with;
         }
+        let (factual, marred) = r.factual_answers();
+        self.factual += factual;
+        self.marred += marred;
     }
 
     fn row(&self, by: &str, group: &str) -> Vec<String> {
@@ -165,13 +172,15 @@ impl Acc {
             self.ends[End::Unsafe as usize].to_string(),
             chars,
         ];
-        row.extend(self.flagged.iter().map(|k| {
-            if self.appraised == 0 {
+        let share = |k: usize, of: usize| {
+            if of == 0 {
                 "-".to_string()
             } else {
-                format!("{:.3}", *k as f64 / self.appraised as f64)
+                format!("{:.3}", k as f64 / of as f64)
             }
-        }));
+        };
+        row.extend(self.flagged.iter().map(|&k| share(k, self.appraised)));
+        row.push(share(self.marred, self.factual));
         row
     }
 }

@@ -4,7 +4,8 @@ use super::*;
 
 /// A record at `step` on `scenario:persona` with user emotions `emotions`, one reply per step
 /// between them, ending `end` with `reward`. Replies of 4 characters or more are appraised as cut
-/// off mid-sentence, and those of 6 or more as inventing too.
+/// off mid-sentence and answer a factual question rightly; those of 6 or more invent too, which
+/// mars the answer.
 fn rec(
     step: u64,
     profile: &str,
@@ -23,8 +24,16 @@ fn rec(
     } else {
         serde_json::json!({})
     };
-    let appraisal = serde_json::json!({"moves": {}, "components": components, "raw": 0.0,
+    let mut appraisal = serde_json::json!({"moves": {}, "components": components, "raw": 0.0,
         "warmth": 0.0, "reasons": []});
+    if reply.len() >= 4 {
+        appraisal["factual"] = if reply.len() >= 6 {
+            "marred"
+        } else {
+            "correct"
+        }
+        .into();
+    }
     for &e in &emotions[1..] {
         turns.push(serde_json::json!({"role": "assistant", "text": reply, "think": null}));
         turns.push(
@@ -77,14 +86,16 @@ fn all_row_sums_every_episode() {
     assert_eq!(t.headers, STATS_COLUMNS);
     // rewards (0.6 + 0.1 + 1 + 0.1) / 4 = 0.45; finals (60 + 6 + 100 + 0) / 4 = 41.5;
     // reply chars (4 + 4 + 2 + 6 + 0) / 5 = 3.2; cut off: 2 + 1 of 5 appraised replies; invented:
-    // the one reply of 6 characters
+    // the one reply of 6 characters; marred: 1 of the 3 factual answers
     assert_eq!(
         row(&t, "all", "all"),
         [
             "all", "all", "4", "0.450", "41.5", "1", "2", "1", "0", "3", "0.600", "0.000", "0.200",
-            "0.000", "0.000"
+            "0.000", "0.000", "0.333"
         ]
     );
+    // No factual answer among leo's replies: no share.
+    assert_eq!(row(&t, "persona", "leo")[15], "-");
 }
 
 #[test]

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::environment::profile::{Difficulty, Knobs};
 use crate::environment::reward::{Aggregate, RewardMode};
-use crate::environment::sim::Appraisal;
+use crate::environment::sim::{Appraisal, FactualVerdict};
 
 /// The schema tag of every line.
 pub const SCHEMA: &str = "empathy-gym/episode/v1";
@@ -218,6 +218,24 @@ impl EpisodeRecord {
             {
                 out.0 += 1;
                 out.1 += usize::from(a.components.contains_key(name));
+            }
+        }
+        out
+    }
+
+    /// Replies appraised with a factual verdict (the user had asked a factual question), and of
+    /// those, the ones whose right answer was marred by something wrong or frightening beside it.
+    pub fn factual_answers(&self) -> (usize, usize) {
+        let mut out = (0, 0);
+        for t in &self.turns {
+            if let Turn::User {
+                appraisal: Some(a), ..
+            } = t
+            {
+                if let Some(v) = a.factual {
+                    out.0 += 1;
+                    out.1 += usize::from(v == FactualVerdict::Marred);
+                }
             }
         }
         out
