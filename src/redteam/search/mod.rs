@@ -165,10 +165,11 @@ fn stream(seed: u64, index: usize) -> ChaCha8Rng {
     rng
 }
 
-/// Runs the search on the train split, or continues it from `resume` (checked to be the same
-/// search: [`SearchState::check_continues`] with `resume_from` named in its errors); returns the
-/// final population, fittest first. `on_generation` sees the checkpoint after each generation,
-/// the starting population's included, whose `trace` ends with that generation's summary.
+/// Runs the search on the train split, or continues it from `resume`, a state and the file it was
+/// read from (checked to be the same search by [`SearchState::check_continues`], whose errors name
+/// the file); returns the final population, fittest first. `on_generation` sees the state after
+/// each generation, the starting population's included, whose `trace` ends with that
+/// generation's summary.
 pub fn search(
     sim: &dyn Simulator,
     catalog: &Catalog,
