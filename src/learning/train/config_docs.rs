@@ -324,7 +324,8 @@ impl<'a> Walk<'a> {
             Some("boolean") => plain("true/false"),
             other => {
                 return Err(Error::Other(format!(
-                    "the config reference cannot describe a schema of type {other:?}: {s}"
+                    "the config reference cannot describe a schema of type {}: {s}",
+                    other.unwrap_or("(none)")
                 )))
             }
         };
