@@ -138,8 +138,7 @@ pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<()> {
             cp.seconds
         );
     }
-    let mut last: Option<SearchState> = None;
-    let best = search::search(sim.as_ref(), &catalog, &grammar, &plan, resume, |cp| {
+    let last = search::search(sim.as_ref(), &catalog, &grammar, &plan, resume, |cp| {
         cp.write(&state_path)?;
         if let Some(g) = cp.trace.last() {
             if bar.is_hidden() {
@@ -158,18 +157,10 @@ pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<()> {
             bar.set_message(format!("best {:.1} ({})", g.best, g.best_policy));
         }
         bar.set_position(cp.generation() as u64 + 1);
-        last = Some(cp.clone());
         Ok(())
     })?;
     bar.finish_and_clear();
-    let last = last
-        .or_else(|| SearchState::read(&state_path).ok())
-        .ok_or_else(|| {
-            anyhow::anyhow!(
-                "the search ended without a checkpoint in {}",
-                state_path.display()
-            )
-        })?;
+    let best = &last.population;
     let search_s = last.seconds;
     let evaluated = last.seen.len();
     let mut trace = Table::new([
@@ -193,7 +184,7 @@ pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<()> {
     // The found policies on the test split, beside the references.
     let start = Instant::now();
     let mut entries = redteam::load_dir(&under(root, &args.references), Side::Reference, &catalog)?;
-    let found = search::entries(&best, args.keep, &grammar, &catalog)?;
+    let found = search::entries(best, args.keep, &grammar, &catalog)?;
     for (s, e) in best.iter().zip(&found) {
         let header = format!(
             "# Found by `redteam search` (seed {}): {}; train fitness {:.1}.",

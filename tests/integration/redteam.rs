@@ -126,7 +126,8 @@ fn the_search_is_seeded_and_its_finds_play_back() {
             checkpoints.push(cp.clone());
             Ok(())
         })
-        .unwrap();
+        .unwrap()
+        .population;
         (pop, checkpoints)
     };
     let (pop, checkpoints) = run();
@@ -162,7 +163,8 @@ fn the_search_is_seeded_and_its_finds_play_back() {
             Ok(())
         },
     )
-    .unwrap();
+    .unwrap()
+    .population;
     assert_eq!(again, pop, "continued = never stopped");
     assert_eq!(after.len(), 1, "only the second generation is run again");
     assert_eq!(after[0].trace, checkpoints[2].trace);

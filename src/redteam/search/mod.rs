@@ -167,7 +167,7 @@ fn stream(seed: u64, index: usize) -> ChaCha8Rng {
 
 /// Runs the search on the train split, or continues it from `resume`, a state and the file it was
 /// read from (checked to be the same search by [`SearchState::check_continues`], whose errors name
-/// the file); returns the final population, fittest first. `on_generation` sees the state after
+/// the file); returns the final state, its population fittest first. `on_generation` sees the state after
 /// each generation, the starting population's included, whose `trace` ends with that
 /// generation's summary.
 pub fn search(
@@ -177,7 +177,7 @@ pub fn search(
     plan: &SearchPlan,
     resume: Option<(&std::path::Path, SearchState)>,
     mut on_generation: impl FnMut(&SearchState) -> Result<()>,
-) -> Result<Vec<Scored>> {
+) -> Result<SearchState> {
     let started = Instant::now();
     let grammar_id = grammar_fingerprint(grammar)?;
     let rules = sim.info().data;
@@ -270,7 +270,7 @@ pub fn search(
             .push(report(index, &state.population, eval.seen.len()));
         state = eval.checkpoint(state, started, earlier, &mut on_generation)?;
     }
-    Ok(state.population)
+    Ok(state)
 }
 
 /// The `k` fittest of a population as red-team entries (`search-1` the fittest), class `search`.
