@@ -13,6 +13,8 @@ fn thread_counts_as_the_binary_sets_them() {
 
 #[path = "integration/algorithms.rs"]
 mod algorithms;
+#[path = "integration/cited_paths.rs"]
+mod cited_paths;
 #[path = "integration/cli.rs"]
 mod cli;
 #[path = "integration/common.rs"]

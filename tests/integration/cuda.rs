@@ -253,7 +253,7 @@ fn training_ops_match_the_cpu_in_value_and_gradient() -> Result<()> {
             dtype,
             &|x, e| frozen_matmul(x, &e[0], None),
         )?;
-        // The lean ops (engine/src/ops/lean.rs): grouped-query heads (3 query heads per KV head,
+        // The portable ops (engine/src/ops/portable.rs): grouped-query heads (3 query heads per KV head,
         // t = 5) under a causal mask; SwiGLU; the token log-prob (in f32 whatever the dtype).
         let (q, k) = (seeded(&[2, 2, 15, 8], 6)?, seeded(&[2, 2, 5, 8], 7)?);
         let causal = Tensor::from_vec(

@@ -348,9 +348,30 @@ pub fn normalize(text: &str) -> String {
 /// The sentences of a line, split after '.', '!' and '?' and trimmed: the unit the speaker never
 /// says twice, and that scenario validation checks for duplicates.
 pub fn sentences(line: &str) -> impl Iterator<Item = &str> {
-    line.split_inclusive(['.', '!', '?'])
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
+    split_after(line, &['.', '!', '?'])
+}
+
+/// Splits `text` after each run of end marks (`marks`: "Wait..." and "Really?!" end once), each
+/// part trimmed, empty parts dropped. Closing quotes and brackets right after a run end the
+/// sentence with it: in `and then "not sure anymore." And you had to` the quote closes the
+/// first sentence and does not open a quotation at the start of the second.
+pub fn split_after<'a>(text: &'a str, marks: &[char]) -> impl Iterator<Item = &'a str> {
+    const CLOSERS: [char; 6] = ['"', '\'', '\u{201d}', '\u{2019}', ')', ']'];
+    let mut parts = Vec::new();
+    let (mut start, mut ended) = (0, false);
+    for (i, c) in text.char_indices() {
+        if marks.contains(&c) || (ended && CLOSERS.contains(&c)) {
+            ended = true;
+            continue;
+        }
+        if ended {
+            parts.push(&text[start..i]);
+            start = i;
+            ended = false;
+        }
+    }
+    parts.push(&text[start..]);
+    parts.into_iter().map(str::trim).filter(|s| !s.is_empty())
 }
 
 /// Fills `{slot}` with `value`, and `{Slot}` with it capitalized.
@@ -379,6 +400,29 @@ mod tests {
     fn rules() -> SpeakerRules {
         SpeakerRules::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("data/speaker.yaml"))
             .unwrap()
+    }
+
+    #[test]
+    fn sentences_end_after_their_marks_and_closing_quotes() {
+        let got: Vec<&str> =
+            sentences("Then \"not sure anymore.\" And you called (all of them.) Wait... Really?!")
+                .collect();
+        assert_eq!(
+            got,
+            [
+                "Then \"not sure anymore.\"",
+                "And you called (all of them.)",
+                "Wait...",
+                "Really?!"
+            ]
+        );
+        // An opening quote after a space opens the next sentence.
+        let got: Vec<&str> = sentences("She said no. \"Fine,\" I said.").collect();
+        assert_eq!(got, ["She said no.", "\"Fine,\" I said."]);
+        assert_eq!(
+            sentences("no end mark").collect::<Vec<_>>(),
+            ["no end mark"]
+        );
     }
 
     #[test]

@@ -81,10 +81,7 @@ pub fn sentences(text: &str) -> Vec<&str> {
 
 /// The sentences of a reply, each trimmed with its end mark; a line break also ends one.
 pub fn reply_sentences(text: &str) -> Vec<&str> {
-    text.split_inclusive(['.', '!', '?', '\n'])
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .collect()
+    crate::environment::profile::speech::split_after(text, &['.', '!', '?', '\n']).collect()
 }
 
 /// The clauses of a reply: split at sentence marks, commas, semicolons, colons, dashes and a

@@ -256,6 +256,14 @@ fn quotations(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// A sentence of a reply that is not a question, as the checks read it.
+struct Statement {
+    /// It says "you" (or another `second_person` word).
+    addressed: bool,
+    /// The clauses it states ([`Faithful::stated`]), normalized.
+    clauses: Vec<String>,
+}
+
 impl Faithful {
     /// `function_words`: words that name no thing (the `incoherent` detector's list); `neg`: how
     /// the user reads a negation.
@@ -305,14 +313,15 @@ impl Faithful {
     /// answer (`crate::environment::qa::grade`).
     pub fn judge(&self, reply: &str, user_messages: &[&str], also_said: &[&str]) -> Faithfulness {
         let said: Vec<&str> = user_messages.iter().chain(also_said).copied().collect();
+        let statements = self.statements(reply);
         Faithfulness {
             invented: self.invented(reply, &said),
             contradicted: [
                 self.contradicted(reply, user_messages),
-                self.contrary(reply, user_messages),
+                self.contrary(&statements, user_messages),
             ]
             .concat(),
-            alarming: self.alarming(reply, user_messages),
+            alarming: self.alarming(&statements, user_messages),
             unchecked: if also_said.is_empty() {
                 Vec::new()
             } else {
@@ -537,7 +546,7 @@ impl Faithful {
     /// a `told` form in a clause the reply states (see [`Faithful::stated`]), not negated there,
     /// with no tentative or `unreal` word in it, when the user said one of the `said` forms and
     /// none of the `told` ones in their own voice ("I passed the theory").
-    fn contrary(&self, reply: &str, user_messages: &[&str]) -> Vec<String> {
+    fn contrary(&self, statements: &[Statement], user_messages: &[&str]) -> Vec<String> {
         let neg = self.neg();
         let user: Vec<String> = user_messages
             .iter()
@@ -549,11 +558,9 @@ impl Faithful {
             form.replacen(" you ", " i ", 1)
                 .replacen(" your ", " my ", 1)
         };
-        let stated: Vec<String> = sentences(reply)
-            .into_iter()
-            .filter(|s| !s.ends_with('?'))
-            .flat_map(|s| self.stated(s))
-            .map(|c| normalize(&c))
+        let stated: Vec<&String> = statements
+            .iter()
+            .flat_map(|s| &s.clauses)
             .filter(|c| {
                 !c.split_whitespace().any(|w| self.tentative.contains(w))
                     && !self.unreal.iter().any(|r| c.contains(r.as_str()))
@@ -576,23 +583,21 @@ impl Faithful {
         found
     }
 
-    fn alarming(&self, reply: &str, user_messages: &[&str]) -> Vec<String> {
+    /// The dangers the statements said to the user raise that the user did not (see
+    /// [`Faithful::judge`]).
+    fn alarming(&self, statements: &[Statement], user_messages: &[&str]) -> Vec<String> {
         let user: String = user_messages
             .iter()
             .map(|m| normalize(m))
             .collect::<Vec<_>>()
             .join(" ");
         let mut found = Vec::new();
-        for s in sentences(reply) {
-            // Said to the user as a statement: not a question, not the listener's own story.
-            let addressed = words(s).iter().any(|w| self.second_person.contains(w));
-            if s.ends_with('?') || !addressed {
-                continue;
-            }
-            for stated in self.stated(s).iter().map(|c| normalize(c)) {
+        // Said to the user, not the listener's own story.
+        for s in statements.iter().filter(|s| s.addressed) {
+            for stated in &s.clauses {
                 for forms in &self.dangers {
                     let hit = |text: &str| forms.iter().find(|f| text.contains(f.as_str()));
-                    if let Some(form) = hit(&stated) {
+                    if let Some(form) = hit(stated) {
                         let form = form.trim().to_string();
                         if hit(&user).is_none() && !found.contains(&form) {
                             found.push(form);
@@ -602,6 +607,19 @@ impl Faithful {
             }
         }
         found
+    }
+
+    /// The reply's statements: each sentence but the questions, with whether it speaks to the
+    /// user and what it states, read once for every check.
+    fn statements(&self, reply: &str) -> Vec<Statement> {
+        sentences(reply)
+            .into_iter()
+            .filter(|s| !s.ends_with('?'))
+            .map(|s| Statement {
+                addressed: words(s).iter().any(|w| self.second_person.contains(w)),
+                clauses: self.stated(s).iter().map(|c| normalize(c)).collect(),
+            })
+            .collect()
     }
 
     /// What a sentence states, clause by clause, as written: each clause up to a condition word
@@ -691,6 +709,22 @@ mod tests {
             let got = f.judge(reply, &[GRIEF], &[]);
             assert_eq!(got.invented, [what], "{reply}");
         }
+    }
+
+    #[test]
+    fn a_quotation_closed_with_its_sentence_opens_none_in_the_next() {
+        let f = checks();
+        let user = "Five years together, and they just said they weren't sure anymore. I've spent \
+                    the week phoning the venue.";
+        let reply = "Five years, and then \"not sure anymore.\" And you've had to spend this week \
+                     calling people one by one.";
+        assert!(f.judge(reply, &[user], &[]).invented.is_empty());
+        // A quotation of words never said is still found after one that closed a sentence.
+        let reply = "Then \"not sure anymore.\" And your mother said \"the wedding was doomed\".";
+        assert_eq!(
+            f.judge(reply, &[user], &[]).invented,
+            ["\"the wedding was doomed\""]
+        );
     }
 
     #[test]
