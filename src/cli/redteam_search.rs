@@ -60,6 +60,10 @@ pub struct SearchArgs {
     /// Where the results go (relative to the working directory).
     #[arg(long, default_value = "results/redteam/search")]
     pub out: PathBuf,
+    /// Found policies of earlier runs (OUT/found/*.yaml) to start from: each joins the starting
+    /// population, read back into the grammar's phrases.
+    #[arg(long = "start-from", num_args = 1..)]
+    pub start_from: Vec<PathBuf>,
     /// Continue the stopped search whose checkpoint is OUT/search-state.yaml (the same flags, or
     /// more generations).
     #[arg(long)]
@@ -82,14 +86,50 @@ struct Resolved<'a> {
     keep: usize,
     test_repeats: u64,
     seed: u64,
+    /// The found policies the starting population took in.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    start_from: Vec<String>,
     simulator: &'a str,
     /// The fingerprint of the rule files the simulator read: the reward version searched.
     rules: Option<String>,
 }
 
+/// The genome of a found policy's script (`replies` as the search rendered them).
+fn found_genome(
+    path: &Path,
+    grammar: &Grammar,
+    grammar_path: &Path,
+) -> anyhow::Result<search::Genome> {
+    #[derive(serde::Deserialize)]
+    struct Found {
+        replies: Vec<String>,
+    }
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let found: Found = serde_yaml::from_str(&text).with_context(|| {
+        format!(
+            "{}: not a found policy's script (it needs `replies`)",
+            path.display()
+        )
+    })?;
+    search::Genome::parse(&found.replies, grammar).with_context(|| {
+        format!(
+            "{}: field `replies` is not a rendering of the grammar {}: pass only OUT/found/*.yaml \
+             of a search run with this grammar",
+            path.display(),
+            grammar_path.display()
+        )
+    })
+}
+
 pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<()> {
     let catalog = Catalog::load(root)?;
     let grammar = Grammar::load(&under(root, &args.grammar))?;
+    let start = args
+        .start_from
+        .iter()
+        .map(|p| found_genome(p, &grammar, &args.grammar))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let sim = load_chosen_simulator(root, &args.sim)?;
     let mut profiles = Vec::new();
     for s in [Split::Train, Split::Test] {
@@ -108,6 +148,7 @@ pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<()> {
         generations: args.generations,
         population: args.population,
         children: args.children,
+        start,
     };
     let state_path = args.out.join("search-state.yaml");
     let resume = match (args.resume, state_path.exists()) {
@@ -240,6 +281,11 @@ pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<()> {
         keep: args.keep,
         test_repeats: args.repeats,
         seed: args.seed,
+        start_from: args
+            .start_from
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect(),
         simulator: args.sim.simulator.as_str(),
         rules: sim.info().data,
     };

@@ -119,6 +119,7 @@ fn the_search_is_seeded_and_its_finds_play_back() {
         generations: 2,
         population: 3,
         children: 2,
+        start: Vec::new(),
     };
     let run = || {
         let mut checkpoints = Vec::new();
@@ -219,6 +220,38 @@ fn the_search_is_seeded_and_its_finds_play_back() {
     let entries = search::entries(&pop, 2, &grammar, catalog()).unwrap();
     assert_eq!(entries[0].name, "search-1");
     assert_eq!(entries[0].class, "search");
+
+    // A found policy's script reads back into the grammar, and a later search starts from it:
+    // the committed finds too, so a new run can take them in (`--start-from`).
+    let replies = pop[0].genome.render(&grammar, search::TURNS);
+    let parsed = search::Genome::parse(&replies, &grammar).unwrap();
+    assert_eq!(parsed.render(&grammar, search::TURNS), replies);
+    let finds = ["found", "previous-run-found"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(root().join("results/redteam/search").join(d)).unwrap());
+    for entry in finds {
+        let path = entry.unwrap().path();
+        let found: serde_yaml::Value =
+            serde_yaml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let replies: Vec<String> = serde_yaml::from_value(found["replies"].clone()).unwrap();
+        assert!(
+            search::Genome::parse(&replies, &grammar).is_some(),
+            "{} does not read back into the grammar",
+            path.display()
+        );
+    }
+    let start = pop.last().unwrap().genome.clone();
+    let seeded = SearchPlan {
+        generations: 0,
+        start: vec![start.clone()],
+        ..plan.clone()
+    };
+    let first =
+        search::search(simulator(), catalog(), &grammar, &seeded, None, |_| Ok(())).unwrap();
+    assert!(
+        first.seen.iter().any(|s| s.genome == start),
+        "the start was played"
+    );
 }
 
 /// A grammar with an unknown slot is refused with the file, the field and the fix.

@@ -79,6 +79,28 @@ impl Genome {
         }
     }
 
+    /// The genome whose rendering is `replies` (a found policy's script, as [`Genome::render`]
+    /// wrote it), if the grammar has one: the opener and phrases of the first reply, read left to
+    /// right, and the first reading whose rendering gives every reply back. A script written
+    /// from another grammar, or by hand, has none.
+    pub fn parse(replies: &[String], g: &Grammar) -> Option<Self> {
+        let first = replies.first()?;
+        let fits = |genome: &Genome| genome.render(g, replies.len()) == replies;
+        g.openers.iter().enumerate().find_map(|(opener, text)| {
+            let rest = match text.is_empty() {
+                true => Some(first.as_str()),
+                false => first
+                    .strip_prefix(text.as_str())
+                    .and_then(|r| after_space(r)),
+            }?;
+            let mut genome = Genome {
+                opener,
+                phrases: Vec::new(),
+            };
+            read_phrases(rest, g, &mut genome, &fits)
+        })
+    }
+
     /// One random edit: another opener, a phrase added, removed, moved, re-drawn from its bank or
     /// from another bank. Never leaves the genome empty nor above `max_phrases`.
     pub fn mutate(&self, g: &Grammar, rng: &mut impl Rng) -> Self {
@@ -131,6 +153,43 @@ impl Genome {
     }
 }
 
+/// `rest` after the space that separates rendered parts; the end of the text is the end too.
+fn after_space(rest: &str) -> Option<&str> {
+    match rest.is_empty() {
+        true => Some(rest),
+        false => rest.strip_prefix(' '),
+    }
+}
+
+/// Reads `rest` as phrases after `genome`'s, depth first in the grammar's order; returns the
+/// first complete reading that `fits`.
+fn read_phrases(
+    rest: &str,
+    g: &Grammar,
+    genome: &mut Genome,
+    fits: &impl Fn(&Genome) -> bool,
+) -> Option<Genome> {
+    if rest.is_empty() {
+        return (!genome.phrases.is_empty() && fits(genome)).then(|| genome.clone());
+    }
+    if genome.phrases.len() == g.max_phrases {
+        return None;
+    }
+    for bank in 0..g.banks.len() {
+        for (variant, text) in g.bank(bank).iter().enumerate() {
+            let Some(after) = rest.strip_prefix(text.as_str()).and_then(after_space) else {
+                continue;
+            };
+            genome.phrases.push(Phrase { bank, variant });
+            if let Some(found) = read_phrases(after, g, genome, fits) {
+                return Some(found);
+            }
+            genome.phrases.pop();
+        }
+    }
+    None
+}
+
 fn random_phrase(g: &Grammar, rng: &mut impl Rng) -> Phrase {
     let bank = rng.random_range(0..g.banks.len());
     Phrase {
@@ -181,6 +240,41 @@ mod tests {
         );
         assert_eq!(genome.describe(&g), "a+b");
         assert_eq!(Genome::one_of_each(&g).render(&g, 1), ["A1 {word}. B1?"]);
+    }
+
+    #[test]
+    fn a_rendered_script_parses_back_to_its_genome() {
+        let g = grammar();
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        for _ in 0..200 {
+            let genome = Genome::random(&g, &mut rng);
+            let replies = genome.render(&g, 4);
+            let parsed = Genome::parse(&replies, &g).expect("a rendering parses");
+            // Another reading may render the same replies (a one-variant bank turns with any
+            // start), but none renders them otherwise.
+            assert_eq!(parsed.render(&g, 4), replies, "{genome:?}");
+        }
+        let two = Genome {
+            opener: 0,
+            phrases: vec![
+                Phrase {
+                    bank: 0,
+                    variant: 1,
+                },
+                Phrase {
+                    bank: 0,
+                    variant: 0,
+                },
+            ],
+        };
+        assert_eq!(Genome::parse(&two.render(&g, 2), &g), Some(two));
+        // Text the grammar cannot write, or replies that do not turn as a rendering does.
+        assert_eq!(Genome::parse(&["Hello there.".into()], &g), None);
+        assert_eq!(
+            Genome::parse(&["A2. B1?".into(), "A2. B1?".into()], &g),
+            None
+        );
+        assert_eq!(Genome::parse(&[], &g), None);
     }
 
     #[test]

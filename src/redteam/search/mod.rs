@@ -43,6 +43,10 @@ pub struct SearchPlan {
     pub population: usize,
     /// New policies tried per generation.
     pub children: usize,
+    /// Policies put in the starting population beside the weave of one phrase per bank (earlier
+    /// runs' found policies, [`Genome::parse`]); the rest of it is drawn at random.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub start: Vec<Genome>,
 }
 
 /// A policy and its fitness.
@@ -222,6 +226,11 @@ pub fn search(
         None => {
             let mut rng = stream(plan.seed, 0);
             let mut start = vec![Genome::one_of_each(grammar)];
+            for g in &plan.start {
+                if !start.contains(g) {
+                    start.push(g.clone());
+                }
+            }
             while start.len() < population {
                 start.push(Genome::random(grammar, &mut rng));
             }

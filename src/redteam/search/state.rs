@@ -117,13 +117,15 @@ fn plain(p: &SearchPlan) -> String {
     let levels: Vec<String> = p.difficulties.iter().map(|d| d.to_string()).collect();
     format!(
         "--difficulty {} --limit {} --population {} --children {} --seed {}, {} dialogue(s) per \
-         profile",
+         profile, {} starting polic{} from --start-from",
         levels.join(","),
         p.limit.map_or("all".into(), |l| l.to_string()),
         p.population,
         p.children,
         p.seed,
-        p.repeats
+        p.repeats,
+        p.start.len(),
+        if p.start.len() == 1 { "y" } else { "ies" }
     )
 }
 
