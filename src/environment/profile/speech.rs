@@ -352,16 +352,21 @@ pub fn sentences(line: &str) -> impl Iterator<Item = &str> {
 }
 
 /// Splits `text` after each run of end marks (`marks`: "Wait..." and "Really?!" end once), each
-/// part trimmed, empty parts dropped. Closing quotes and brackets right after a run end the
-/// sentence with it: in `and then "not sure anymore." And you had to` the quote closes the
-/// first sentence and does not open a quotation at the start of the second.
+/// part trimmed, empty parts dropped. Closing quotes and brackets right after a mark that is not
+/// a line break end the sentence with it: in `and then "not sure anymore." And you had to` the
+/// quote closes the first sentence and does not open a quotation at the start of the second; a
+/// quote that opens a line opens it.
 pub fn split_after<'a>(text: &'a str, marks: &[char]) -> impl Iterator<Item = &'a str> {
     const CLOSERS: [char; 6] = ['"', '\'', '\u{201d}', '\u{2019}', ')', ']'];
     let mut parts = Vec::new();
-    let (mut start, mut ended) = (0, false);
+    // `ended`: a run of marks is under way; `closes`: its last mark was not whitespace.
+    let (mut start, mut ended, mut closes) = (0, false, false);
     for (i, c) in text.char_indices() {
-        if marks.contains(&c) || (ended && CLOSERS.contains(&c)) {
-            ended = true;
+        if marks.contains(&c) {
+            (ended, closes) = (true, !c.is_whitespace());
+            continue;
+        }
+        if ended && closes && CLOSERS.contains(&c) {
             continue;
         }
         if ended {

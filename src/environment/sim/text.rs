@@ -215,6 +215,18 @@ pub fn read_together(parts: &[&str]) -> String {
 #[cfg(test)]
 mod tests {
     #[test]
+    fn a_reply_splits_at_line_breaks_and_a_quote_opening_a_line_opens_it() {
+        assert_eq!(
+            super::reply_sentences("Here's a possible response:\n\n\"I'm so sorry.\" Then more"),
+            [
+                "Here's a possible response:",
+                "\"I'm so sorry.\"",
+                "Then more"
+            ]
+        );
+    }
+
+    #[test]
     fn fragments_are_read_as_one_sentence() {
         use super::read_together;
         assert_eq!(
