@@ -134,9 +134,11 @@ impl Context<'_> {
             return Ok(measured);
         }
         if row.rescored.is_empty() {
-            return Ok(format!(
-                "{measured}; its dialogues were not kept to re-score"
-            ));
+            // An episode log can be re-scored (`replay rescore`); a CSV keeps no dialogues.
+            return Ok(match row.source.episodes {
+                Some(_) => format!("{measured}; not re-scored under today's rules"),
+                None => format!("{measured}; its dialogues were not kept to re-score"),
+            });
         }
         let r = self.measure(row, &row.rescored)?;
         Ok(if r.rules.contains(self.today) {

@@ -304,4 +304,12 @@ fn an_episode_row_under_older_rules_shows_its_rescoring_or_says_there_is_none() 
         "{table}"
     );
     assert!(table.contains("[old.jsonl](../old.jsonl)"), "{table}");
+    // Kept but with no re-scored file named: not re-scored, not "not kept".
+    let unpaired = EPISODE_SPEC.replace("    rescored: {old.jsonl: new.jsonl}\n", "");
+    let table = f.table(&unpaired).unwrap();
+    assert!(
+        table.contains("resolved 0 of 2; not re-scored under today's rules")
+            && !table.contains("not kept"),
+        "{table}"
+    );
 }
