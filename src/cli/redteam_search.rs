@@ -94,42 +94,14 @@ struct Resolved<'a> {
     rules: Option<String>,
 }
 
-/// The genome of a found policy's script (`replies` as the search rendered them).
-fn found_genome(
-    path: &Path,
-    grammar: &Grammar,
-    grammar_path: &Path,
-) -> anyhow::Result<search::Genome> {
-    #[derive(serde::Deserialize)]
-    struct Found {
-        replies: Vec<String>,
-    }
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let found: Found = serde_yaml::from_str(&text).with_context(|| {
-        format!(
-            "{}: not a found policy's script (it needs `replies`)",
-            path.display()
-        )
-    })?;
-    search::Genome::parse(&found.replies, grammar).with_context(|| {
-        format!(
-            "{}: field `replies` is not a rendering of the grammar {}: pass only OUT/found/*.yaml \
-             of a search run with this grammar",
-            path.display(),
-            grammar_path.display()
-        )
-    })
-}
-
 pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<()> {
     let catalog = Catalog::load(root)?;
     let grammar = Grammar::load(&under(root, &args.grammar))?;
     let start = args
         .start_from
         .iter()
-        .map(|p| found_genome(p, &grammar, &args.grammar))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+        .map(|p| search::read_found(p, &grammar))
+        .collect::<empathy_gym::Result<Vec<_>>>()?;
     let sim = load_chosen_simulator(root, &args.sim)?;
     let mut profiles = Vec::new();
     for s in [Split::Train, Split::Test] {

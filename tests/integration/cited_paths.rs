@@ -4,11 +4,8 @@
 
 use std::path::PathBuf;
 
+use super::common::root;
 use super::source_enums::rust_files;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// The source paths a text cites: each `src/` that opens a path (not inside a longer word), with
 /// the `engine/` or `tests/support/` before it, up to the first character no path holds; a

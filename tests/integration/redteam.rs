@@ -231,15 +231,18 @@ fn the_search_is_seeded_and_its_finds_play_back() {
         .flat_map(|d| std::fs::read_dir(root().join("results/redteam/search").join(d)).unwrap());
     for entry in finds {
         let path = entry.unwrap().path();
-        let found: serde_yaml::Value =
-            serde_yaml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        let replies: Vec<String> = serde_yaml::from_value(found["replies"].clone()).unwrap();
-        assert!(
-            search::Genome::parse(&replies, &grammar).is_some(),
-            "{} does not read back into the grammar",
-            path.display()
-        );
+        if let Err(e) = search::read_found(&path, &grammar) {
+            panic!("{e}");
+        }
     }
+    // A script the grammar cannot have written is refused, naming the file and the field.
+    let err = search::read_found(&root().join("configs/baselines/listener.yaml"), &grammar)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("listener.yaml") && err.contains("replies"),
+        "{err}"
+    );
     let start = pop.last().unwrap().genome.clone();
     let seeded = SearchPlan {
         generations: 0,

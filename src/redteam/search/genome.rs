@@ -89,9 +89,7 @@ impl Genome {
         g.openers.iter().enumerate().find_map(|(opener, text)| {
             let rest = match text.is_empty() {
                 true => Some(first.as_str()),
-                false => first
-                    .strip_prefix(text.as_str())
-                    .and_then(|r| after_space(r)),
+                false => first.strip_prefix(text.as_str()).and_then(after_space),
             }?;
             let mut genome = Genome {
                 opener,

@@ -171,9 +171,9 @@ fn stream(seed: u64, index: usize) -> ChaCha8Rng {
 
 /// Runs the search on the train split, or continues it from `resume`, a state and the file it was
 /// read from (checked to be the same search by [`SearchState::check_continues`], whose errors name
-/// the file); returns the final state, its population fittest first. `on_generation` sees the state after
-/// each generation, the starting population's included, whose `trace` ends with that
-/// generation's summary.
+/// the file); returns the final state, its population fittest first. `on_generation` sees the
+/// state after each generation, the starting population's included, whose `trace` ends with
+/// that generation's summary.
 pub fn search(
     sim: &dyn Simulator,
     catalog: &Catalog,
@@ -302,6 +302,25 @@ pub fn entries(
             })
         })
         .collect()
+}
+
+/// The genome of a found policy's script at `path` (its `replies` as [`script_yaml`] wrote them),
+/// read back into `grammar` ([`Genome::parse`]). A file that is not a rendering of this grammar
+/// is refused, naming the file and the field.
+pub fn read_found(path: &std::path::Path, grammar: &Grammar) -> Result<Genome> {
+    #[derive(Deserialize)]
+    struct Found {
+        replies: Vec<String>,
+    }
+    let found: Found = crate::environment::profile::yaml::read_yaml(path)?;
+    Genome::parse(&found.replies, grammar).ok_or_else(|| {
+        crate::error::Error::input(
+            path,
+            "replies",
+            "is not a rendering of this grammar: start only from found/*.yaml of a search run \
+             with the same grammar",
+        )
+    })
 }
 
 /// A found policy as a script file of configs/redteam's form, which the suite can play.
