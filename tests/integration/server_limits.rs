@@ -68,7 +68,9 @@ fn serve_env_keeps_the_records_a_failing_log_cannot_take_and_writes_them_when_it
     let dir = temp_dir();
     let (log, real) = (dir.path().join("ep.jsonl"), dir.path().join("real.jsonl"));
     link_to(&log, Path::new("/dev/full")); // every write: "No space left on device"
-    let server = Server::start(&["serve-env", "--out", log.to_str().unwrap(), "--ttl-s", "2"]);
+                                           // The log is retried on the expiry tick (a tenth of the ttl): 30 s retries every 3 s, and
+                                           // leaves a loaded machine ample time between the requests of one episode.
+    let server = Server::start(&["serve-env", "--out", log.to_str().unwrap(), "--ttl-s", "30"]);
     let url = server.url.clone();
     let (first, second) = (create(&url, 1), create(&url, 2));
     play_to_the_end(&url, &first);
