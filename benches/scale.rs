@@ -25,7 +25,7 @@ use candle_core::{DType, Device, Tensor};
 use empathy_engine::model_config::{HfConfig, ModelConfig};
 use empathy_engine::weights::{LayerWeights, Proj, Weights};
 use empathy_engine::{alloc, ChatModel, ChatTemplate, Llama, LoraConfig, ModelSource};
-use empathy_gym::learning::rl::optim::{AdamW, AdamWConfig};
+use empathy_gym::learning::optimize::adamw::{AdamW, AdamWConfig};
 use empathy_gym::model::{AdapterMode, Pass, SamplingParams};
 
 // As the binary: large blocks kept for reuse (engine/src/alloc.rs).

@@ -8,7 +8,6 @@ use clap::Args;
 use empathy_gym::environment::episode::read_episodes;
 use empathy_gym::environment::profile::Catalog;
 use empathy_gym::environment::sim::SimulatorKind;
-use empathy_gym::learning::rl::{read_metrics, StepMetrics};
 use empathy_gym::learning::train::run_files::{
     CONFIG_FILE, DIFFICULTY_SVG, EMOTION_SVG, EPISODES_FILE, METRICS_FILE, REWARD_SVG,
 };
@@ -17,6 +16,7 @@ use empathy_gym::learning::train::{
     device, difficulty_plan, load_policy, profiles, simulator_device, EnvReward, Override,
     TrainConfig, Trainer, TrainerParts,
 };
+use empathy_gym::learning::train::{read_metrics, StepMetrics};
 
 use super::common::build_simulator;
 use super::loading::{loading, prepare_simulator};

@@ -7,7 +7,7 @@ use rand_distr::{Distribution, Normal};
 
 use crate::environment::sim::mlp::Mlp;
 use crate::error::Result;
-use crate::learning::rl::{AdamW, AdamWConfig};
+use crate::learning::optimize::{AdamW, AdamWConfig};
 
 /// The fit's settings.
 #[derive(Clone, Debug, serde::Serialize)]

@@ -14,7 +14,7 @@ use crate::environment::episode::read_episodes;
 use crate::error::{Error, Result};
 use crate::eval::empathy::{score, EmpathyScore};
 use crate::eval::factual::report_files::CSV_FILE;
-use crate::learning::rl::read_metrics;
+use crate::learning::train::read_metrics;
 use crate::learning::train::run_files::METRICS_FILE;
 
 /// The report name of a cell's trained policy in its evaluations.

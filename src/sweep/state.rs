@@ -8,7 +8,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::learning::rl::read_metrics;
+use crate::learning::train::read_metrics;
 use crate::learning::train::run_files::{CONFIG_FILE, METRICS_FILE};
 use crate::learning::train::TrainConfig;
 

@@ -9,8 +9,8 @@
 use std::path::Path;
 
 use anyhow::Result;
-use empathy_gym::learning::algo::Credit;
-use empathy_gym::learning::rl::{read_metrics, StepMetrics};
+use empathy_gym::learning::credit::Credit;
+use empathy_gym::learning::train::{read_metrics, StepMetrics};
 use empathy_gym::learning::train::{Override, TrainConfig, Trainer};
 
 use crate::train::{
@@ -166,15 +166,15 @@ fn lite_ppo_preset_raises_the_reward() -> Result<()> {
     let g = &preset.file.grpo;
     assert_eq!(
         preset.file.algorithm,
-        empathy_gym::learning::algo::Algorithm::Grpo
+        empathy_gym::learning::credit::Algorithm::Grpo
     );
     assert_eq!(
         g.advantage_scale,
-        empathy_gym::learning::rl::AdvantageScale::Batch
+        empathy_gym::learning::credit::AdvantageScale::Batch
     );
     assert_eq!(
         g.loss.aggregation,
-        empathy_gym::learning::rl::Aggregation::TokenMean
+        empathy_gym::learning::optimize::Aggregation::TokenMean
     );
     // The preset's algorithm keys over the learning test's config, so a broken preset fails here.
     let rows = learning_run_with("", "", &algorithm_keys(&preset)?)?;
@@ -379,7 +379,7 @@ grpo:\n  steps: 3\n  profiles_per_step: 2\n  group_size: 2\n  dynamic_sampling_d
 
 #[test]
 fn algorithm_configs_differ_from_the_quickstart_only_where_the_algorithm_needs_it() -> Result<()> {
-    use empathy_gym::learning::algo::Algorithm;
+    use empathy_gym::learning::credit::Algorithm;
     let root = crate::common::root();
     let quick = TrainConfig::load(&root.join("configs/quickstart.yaml"), &[])?.file;
     for (name, algorithm) in [

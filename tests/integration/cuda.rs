@@ -149,12 +149,12 @@ fn the_gpu_opens_with_the_allocators_settings_and_keeps_freed_memory_in_its_pool
 }
 
 /// AdamW updates a GPU's parameters as one flat chunk and a CPU's one parameter at a time
-/// (rl::optim): the same steps, with clipping and parameters of three sizes, agree, and so do
+/// (optimize::adamw): the same steps, with clipping and parameters of three sizes, agree, and so do
 /// their states, the GPU's through a checkpoint's bytes.
 #[test]
 fn adamw_on_the_gpu_in_one_chunk_matches_the_cpu_one_parameter_at_a_time() -> Result<()> {
     use candle_core::backprop::GradStore;
-    use empathy_gym::learning::rl::optim::{AdamW, AdamWConfig, AdamWState, StepOutcome};
+    use empathy_gym::learning::optimize::adamw::{AdamW, AdamWConfig, AdamWState, StepOutcome};
     let dev = gpu()?;
     let shapes: [(&str, &[usize]); 5] = [
         ("l0.a", &[16, 64]),

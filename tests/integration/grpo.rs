@@ -5,10 +5,13 @@
 use std::path::Path;
 
 use candle_core::{backprop::GradStore, DType, Device, Tensor, Var};
-use empathy_gym::learning::rl::{
-    frac_reward_zero_std, group_advantages, grpo_loss, latest_checkpoint, load_checkpoint,
-    save_checkpoint, AdamW, AdamWConfig, AdvantageScale, Checkpoint, LossConfig, LossInputs,
-    MetricsWriter, RngState, StepMetrics, StepOutcome,
+use empathy_gym::learning::credit::{frac_reward_zero_std, group_advantages, AdvantageScale};
+use empathy_gym::learning::optimize::{
+    grpo_loss, AdamW, AdamWConfig, LossConfig, LossInputs, StepOutcome,
+};
+use empathy_gym::learning::train::{
+    latest_checkpoint, load_checkpoint, save_checkpoint, Checkpoint, MetricsWriter, RngState,
+    StepMetrics,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

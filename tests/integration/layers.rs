@@ -1,5 +1,5 @@
 //! The library's layers point down. The library's modules are the top-level modules of `src/`
-//! and the modules of its two areas (`environment::sim`, `learning::rl`, ...); each sits in one
+//! and the modules of its two areas (`environment::sim`, `learning::optimize`, ...); each sits in one
 //! layer of [`LAYERS`], and a module may import (`crate::m`, `crate::area::m`) only modules of
 //! lower layers. Sibling files of one module may not import each other in a circle. The test reads
 //! the source text and names the file and line that break the order.
@@ -18,17 +18,17 @@ const LAYERS: &[&[&str]] = &[
     // The seam to the engine and what the engine re-exports.
     &["error", "seed", "model"],
     // Pure data and maths: plots and tables, the OpenAI wire format; in the environment, reward
-    // shaping, profiles, factual questions and their grading; in learning, the RL machinery.
+    // shaping, profiles, factual questions and their grading; in learning, the policy loss and its optimizer.
     &[
         "report",
         "openai",
         "environment::reward",
         "environment::profile",
         "environment::qa",
-        "learning::rl",
+        "learning::optimize",
     ],
-    // The simulated user, and the policy-gradient algorithms on the RL machinery.
-    &["environment::sim", "learning::algo"],
+    // The simulated user, and the advantage estimators (credit places the reward's turns).
+    &["environment::sim", "learning::credit"],
     // A dialogue between a policy and the simulated user.
     &["environment::episode"],
     // What plays dialogues: evaluations, replay, the red team, the servers, the trainer.
@@ -269,12 +269,12 @@ fn the_checks_see_imports_and_circles() {
         targets("use crate::environment::{sim::Appraiser, qa::grade}; crate::report::Table"),
         ["environment::qa", "environment::sim", "report"]
     );
-    assert_eq!(targets("use crate::{learning::rl};"), ["learning"]);
+    assert_eq!(targets("use crate::{learning::optimize};"), ["learning"]);
     let src = src_dir();
     for (file, module) in [
         ("environment/sim/detect/mod.rs", "environment::sim"),
         ("environment/mod.rs", "environment"),
-        ("learning/rl.rs", "learning::rl"),
+        ("learning/optimize.rs", "learning::optimize"),
         ("replay/html.rs", "replay"),
         ("model.rs", "model"),
     ] {

@@ -13,11 +13,11 @@ use empathy_gym::environment::episode::{
 };
 use empathy_gym::environment::profile::{KnobOverrides, Profile, Split};
 use empathy_gym::environment::sim::{Appraisal, AppraisalInput, Simulator, SimulatorInfo};
-use empathy_gym::learning::rl::{read_metrics, StepMetrics};
 use empathy_gym::learning::train::{
     difficulty_plan, export_run, load_checkpoint_policy, load_policy, RewardSource, TokenSequence,
     TrainConfig, TrainPolicy, Trainer, TrainerParts,
 };
+use empathy_gym::learning::train::{read_metrics, StepMetrics};
 use empathy_gym::model::{load_model, AdapterMode, ChatModel, LoadOptions, Pass};
 
 use crate::common::catalog;
@@ -467,7 +467,7 @@ grpo:\n  steps: 1\n  profiles_per_step: 1\n  group_size: 4\n  advantage_scale: n
     let logged = read_metrics(&t.run_dir().join("metrics.csv"))?;
     assert!(logged[0].skipped);
     // The checkpoint written after it holds the untouched adapters, not NaNs.
-    let ck = empathy_gym::learning::rl::load_checkpoint(
+    let ck = empathy_gym::learning::train::load_checkpoint(
         &t.run_dir().join("checkpoints/step-1"),
         &Device::Cpu,
     )?;
@@ -595,7 +595,7 @@ fn dialogue_sequences_are_template_text_around_the_sampled_ids() -> Result<()> {
 #[test]
 fn the_updates_kl_sample_equals_the_two_pass_estimate() -> Result<()> {
     use candle_core::Tensor;
-    use empathy_gym::learning::rl::{AdamW, AdamWConfig, LossConfig};
+    use empathy_gym::learning::optimize::{AdamW, AdamWConfig, LossConfig};
     use empathy_gym::learning::train::kl_sample::kl_sample;
     use empathy_gym::learning::train::{policy_update, Advantages, UpdateConfig};
 

@@ -2,7 +2,7 @@
 //! `--set` key is exit code 2, a run stopped and resumed completes, its log replays, it exports.
 
 use anyhow::Result;
-use empathy_gym::learning::rl::read_metrics;
+use empathy_gym::learning::train::read_metrics;
 
 use crate::train::tiny_model_dir;
 

@@ -13,7 +13,7 @@ use crate::environment::profile::auto::AutoSettings;
 use crate::environment::profile::Difficulty;
 use crate::environment::sim::SimulatorKind;
 use crate::error::{Error, Result};
-use crate::learning::algo::{Algorithm, Credit};
+use crate::learning::credit::{Algorithm, Credit};
 use crate::model::{default_policy_path, SamplingParams};
 
 /// A checked configuration, with the resolved file it came from.

@@ -12,8 +12,10 @@ use crate::environment::profile::auto::AutoSettings;
 use crate::environment::profile::{Difficulty, KnobOverrides, Split};
 use crate::environment::reward::{Aggregate, RewardMode};
 use crate::environment::sim::SimulatorKind;
-use crate::learning::algo::{Algorithm, Credit, PpoConfig, StabilityConfig};
-use crate::learning::rl::{AdamWConfig, AdvantageScale, LossConfig};
+use crate::learning::credit::AdvantageScale;
+use crate::learning::credit::{Algorithm, Credit, PpoConfig};
+use crate::learning::optimize::{AdamWConfig, LossConfig};
+use crate::learning::train::StabilityConfig;
 use crate::model::LoraConfig;
 
 /// The whole file.

@@ -1,7 +1,8 @@
 //! Unit tests of the training config: defaults, overrides, errors that name the file and field.
 
 use super::*;
-use crate::learning::rl::{AdvantageScale, LrSchedule};
+use crate::learning::credit::AdvantageScale;
+use crate::learning::optimize::LrSchedule;
 
 fn load(text: &str, sets: &[&str]) -> Result<TrainConfig> {
     let sets: Vec<Override> = sets.iter().map(|s| Override::parse(s).unwrap()).collect();
@@ -36,9 +37,12 @@ fn empty_file_gives_the_documented_defaults() {
     assert_eq!(c.sampling.max_new_tokens, 96);
     assert_eq!(c.model_path, default_policy_path());
     assert_eq!(c.batch_size(), 16);
-    assert_eq!(f.algorithm, crate::learning::algo::Algorithm::Grpo);
-    assert_eq!(f.grpo.credit, crate::learning::algo::Credit::Episode);
-    assert_eq!(f.grpo.loss.kind, crate::learning::rl::PolicyLoss::Clip);
+    assert_eq!(f.algorithm, crate::learning::credit::Algorithm::Grpo);
+    assert_eq!(f.grpo.credit, crate::learning::credit::Credit::Episode);
+    assert_eq!(
+        f.grpo.loss.kind,
+        crate::learning::optimize::PolicyLoss::Clip
+    );
     assert_eq!(f.grpo.dynamic_sampling_draws, 0);
     assert_eq!(
         (
@@ -56,10 +60,10 @@ fn algorithm_is_an_enum_and_unknown_words_name_the_choices() {
     let c = load("algorithm: reinforce_pp\n", &[]).unwrap();
     assert_eq!(
         c.file.algorithm,
-        crate::learning::algo::Algorithm::ReinforcePp
+        crate::learning::credit::Algorithm::ReinforcePp
     );
     let c = load("algorithm: grpo\ngrpo:\n  credit: turn\n", &[]).unwrap();
-    assert_eq!(c.file.grpo.credit, crate::learning::algo::Credit::Turn);
+    assert_eq!(c.file.grpo.credit, crate::learning::credit::Credit::Turn);
     let err = load("algorithm: dpo\n", &[]).unwrap_err().to_string();
     assert!(
         err.contains("grpo") && err.contains("reinforce_pp"),

@@ -9,8 +9,8 @@ use candle_core::Tensor;
 use super::sequence::{gather_tokens, padded_masks, scatter_tokens, TokenSequence};
 use super::update::{fill_missing, trainable_grads};
 use crate::error::Result;
-use crate::learning::algo::{explained_variance, value_loss, Critic};
-use crate::learning::rl::{AdamW, StepOutcome};
+use crate::learning::credit::{explained_variance, value_loss, Critic};
+use crate::learning::optimize::{AdamW, StepOutcome};
 use crate::model::{ChatModel, Pass};
 
 /// What the critic's update did (metrics.csv's `value_loss`, `explained_var`,

@@ -4,7 +4,7 @@
 use super::{derive, streams, Trainer};
 use crate::environment::episode::{EpisodeJob, EpisodeRecord};
 use crate::error::Result;
-use crate::learning::rl::zero_std_groups;
+use crate::learning::credit::zero_std_groups;
 use crate::learning::train::sequence::TokenSequence;
 use crate::learning::train::step_stats::Timings;
 

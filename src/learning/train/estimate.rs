@@ -8,11 +8,11 @@ use super::update::Advantages;
 use super::TrainConfig;
 use crate::environment::episode::EpisodeRecord;
 use crate::error::{Error, Result};
-use crate::learning::algo::{
+use crate::learning::credit::group_advantages;
+use crate::learning::credit::{
     gae, per_token, reinforce_pp_advantages, rloo_advantages, token_rewards, turn_advantages,
     turn_rewards, whiten, Algorithm, Credit,
 };
-use crate::learning::rl::group_advantages;
 
 /// PPO's critic targets: the rollout values and the GAE returns, per policy token of each kept
 /// sequence.
@@ -33,7 +33,7 @@ pub struct Estimate {
     pub critic_targets: Option<CriticTargets>,
 }
 
-/// Per-turn rewards of every dialogue (see `algo::placement`).
+/// Per-turn rewards of every dialogue (see `credit::placement`).
 fn all_turn_rewards(
     cfg: &TrainConfig,
     records: &[EpisodeRecord],

@@ -11,7 +11,7 @@ use super::config_file::{CpuMatmul, WeightDtype};
 use super::run_files::CONFIG_FILE;
 use super::setup::load_policy;
 use crate::error::{Error, Result};
-use crate::learning::rl::{checkpoint::ADAPTERS_FILE, latest_checkpoint};
+use crate::learning::train::{checkpoint::ADAPTERS_FILE, latest_checkpoint};
 use crate::model::ChatModel;
 
 /// Loads the policy of a run with trained adapters on the CPU in f32, whatever the run's

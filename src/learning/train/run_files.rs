@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use crate::environment::episode::{EpisodeRecord, EpisodeWriter};
 use crate::error::{Error, Result};
-use crate::learning::rl::{read_metrics, MetricsWriter, StepMetrics};
+use crate::learning::train::{read_metrics, MetricsWriter, StepMetrics};
 use crate::report::{LineChart, Series};
 
 /// Resolved configuration.

@@ -3,7 +3,7 @@
 //! typical dialogue of the first step beside one of the last.
 
 use crate::environment::episode::{component_share, end_word, EpisodeRecord, Turn};
-use crate::learning::rl::StepMetrics;
+use crate::learning::train::StepMetrics;
 use crate::report::sparkline::sparkline;
 use crate::report::Table;
 

@@ -32,10 +32,13 @@ use crate::environment::episode::{
 use crate::environment::profile::Profile;
 use crate::environment::sim::Simulator;
 use crate::error::{Error, Result};
-use crate::learning::algo::{advantage_stats, Critic};
-use crate::learning::rl::{
+use crate::learning::credit::zero_std_groups;
+use crate::learning::credit::Critic;
+use crate::learning::optimize::{AdamW, AdamWConfig};
+use crate::learning::train::advantage_stats;
+use crate::learning::train::{
     latest_checkpoint, load_checkpoint, read_metrics, remove_leftovers, save_checkpoint,
-    zero_std_groups, AdamW, AdamWConfig, Checkpoint, CriticState, RngState, StepMetrics,
+    Checkpoint, CriticState, RngState, StepMetrics,
 };
 use crate::model::ChatModel;
 use crate::seed::derive;
@@ -141,13 +144,13 @@ impl<'a> Trainer<'a> {
                 restore_vars(
                     &vars,
                     &state.tensors,
-                    &ckpt_dir.join(crate::learning::rl::checkpoint::CRITIC_FILE),
+                    &ckpt_dir.join(crate::learning::train::checkpoint::CRITIC_FILE),
                 )?;
                 opt.load_state(state.optimizer)?;
             }
             (Some(_), None) => {
                 return Err(Error::input(
-                    ckpt_dir.join(crate::learning::rl::checkpoint::CRITIC_FILE),
+                    ckpt_dir.join(crate::learning::train::checkpoint::CRITIC_FILE),
                     "critic",
                     "the checkpoint has no critic (it was written by a critic-free run); resume \
                      with the run's own config.yaml",

@@ -20,7 +20,7 @@ use candle_core::{Device, Tensor};
 use super::kl_sample::KlSum;
 use super::sequence::{padded_masks, scatter_tokens, TokenSequence};
 use crate::error::Result;
-use crate::learning::rl::{
+use crate::learning::optimize::{
     grpo_loss, AdamW, BatchTotals, LossConfig, LossInputs, LossStats, StepOutcome,
 };
 use crate::model::{AdapterMode, ChatModel, Pass};

@@ -14,7 +14,7 @@ use candle_core::Device;
 use candle_core::{backprop::GradStore, DType, Tensor};
 use candle_nn::{Optimizer as _, ParamsAdamW};
 use empathy_engine::{load_model, ChatModel, LoadOptions, LoraConfig};
-use empathy_gym::learning::rl::optim::{AdamW, AdamWConfig};
+use empathy_gym::learning::optimize::adamw::{AdamW, AdamWConfig};
 
 /// Tokens per row of the training case.
 pub const TRAIN_LEN: usize = 512;
@@ -54,7 +54,7 @@ pub fn dtype_from_env(key: &str) -> anyhow::Result<DType> {
     }
 }
 
-/// The optimizer of the training cases: the trainer's own AdamW (rl::optim: the norm, the
+/// The optimizer of the training cases: the trainer's own AdamW (optimize::adamw: the norm, the
 /// clip, the non-finite guard), or with BENCH_OPTIMIZER=candle_nn candle_nn's AdamW, which the
 /// benchmarks used first (one parameter at a time, no norm).
 pub enum BenchOptimizer {

@@ -8,10 +8,11 @@ use std::path::Path;
 
 use anyhow::Context;
 use candle_core::{DType, Device, Tensor, Var};
-use empathy_gym::learning::rl::checkpoint::{
+use empathy_gym::learning::optimize::{AdamW, AdamWConfig, AdamWState};
+use empathy_gym::learning::train::checkpoint::{
     latest_checkpoint, load_checkpoint, save_checkpoint, Checkpoint, CriticState,
 };
-use empathy_gym::learning::rl::{AdamW, AdamWConfig, AdamWState, RngState};
+use empathy_gym::learning::train::RngState;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

@@ -13,7 +13,7 @@
 //! returns contain more of the dialogue than late ones.
 
 use crate::error::{Error, Result};
-use crate::learning::rl::{group_advantages, AdvantageScale};
+use crate::learning::credit::{group_advantages, AdvantageScale};
 
 /// Per-turn advantages, one vector per dialogue (same shape as `turn_rewards`); dialogues are
 /// laid out group after group.
@@ -63,7 +63,7 @@ fn centred(xs: &[f32], batch_std: f64) -> Vec<f32> {
         return vec![0.0; xs.len()];
     }
     let m = xs.iter().map(|&x| x as f64).sum::<f64>() / xs.len() as f64;
-    let d = batch_std + crate::learning::rl::advantage::STD_EPS;
+    let d = batch_std + crate::learning::credit::advantage::STD_EPS;
     xs.iter().map(|&x| ((x as f64 - m) / d) as f32).collect()
 }
 

@@ -19,9 +19,9 @@ use std::path::{Path, PathBuf};
 use candle_core::{Device, Tensor};
 use serde::{Deserialize, Serialize};
 
-use super::optim::AdamWState;
 use super::rng_state::RngState;
 use crate::error::{Error, Result};
+use crate::learning::optimize::AdamWState;
 
 /// Format name written into `state.json`.
 pub const CHECKPOINT_SCHEMA: &str = "empathy-gym/checkpoint/v1";

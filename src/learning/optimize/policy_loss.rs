@@ -85,7 +85,7 @@ pub fn cispo_surrogate(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::learning::rl::{grpo_loss, Aggregation, LossConfig, LossInputs};
+    use crate::learning::optimize::{grpo_loss, Aggregation, LossConfig, LossInputs};
     use candle_core::{Device, Var};
 
     type Outcome = (f64, Vec<Vec<f32>>, (usize, usize));

@@ -1,7 +1,7 @@
 //! Unit tests of atomic checkpoints: round trip, crash leftovers, corrupt pointers.
 
 use super::*;
-use crate::learning::rl::optim::{AdamW, AdamWConfig};
+use crate::learning::optimize::adamw::{AdamW, AdamWConfig};
 use candle_core::Var;
 use rand::RngCore;
 use rand_chacha::rand_core::SeedableRng;

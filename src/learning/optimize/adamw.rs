@@ -594,5 +594,5 @@ impl AdamWState {
 }
 
 #[cfg(test)]
-#[path = "optim_tests.rs"]
+#[path = "adamw_tests.rs"]
 mod tests;
