@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# Everything scripts/test.sh leaves out, after it: the tests of 20 s or more (marked
-# `#[ignore = "slow ..."]`: the sweeps, one of them as a job array on a real one-node Slurm cluster
-# that scripts/slurm-local.sh runs while they do, the training commands, 200 concurrent episodes,
-# every profile at every difficulty, the red-team suite on every test profile), the pages in
-# headless Chromium (`#[ignore = "needs Chromium ..."]`: `replay html` and the rating page;
-# Debian's chromium is installed with apt-get when it is missing), the cross-check of the engine's
-# forward against candle-transformers (feature `reference`), then the builds without the engine's
-# features: its unit tests as compiled for a CPU with AVX2 only (gemm's own AVX-512 products off too), and the
-# whole suite without the CPU kernels (--no-default-features). About 40 minutes on 2 cores; run it
+# Clippy on every target (the benches too), then everything scripts/test.sh leaves out, after it:
+# the tests of 20 s or more (marked `#[ignore = "slow ..."]`: the sweeps, one of them as a job
+# array on a real one-node Slurm cluster that scripts/slurm-local.sh runs while they do, the
+# training commands, 200 concurrent episodes, every profile at every difficulty, the red-team
+# suite's margins, the frozen honest dialogues), the pages in headless Chromium
+# (`#[ignore = "needs Chromium ..."]`: `replay html` and the rating page; Debian's chromium is
+# installed with apt-get when it is missing), the cross-check of the engine's forward against
+# candle-transformers (feature `reference`), then the builds without the engine's features: its
+# unit tests as compiled for a CPU with AVX2 only (gemm's own AVX-512 products off too), and the
+# whole suite without the CPU kernels (--no-default-features). About 45 minutes on 2 cores; run it
 # before a release and when a change touches the sweeps, the trainer's commands, the servers, the
-# pages, the catalog or the engine's kernels.
+# pages, the catalog, the reward (data/, src/environment/sim/) or the engine's kernels.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+echo "== clippy on every target, the benches included (warnings are errors)"
+cargo clippy --release --workspace --all-targets -- -D warnings
 scripts/test.sh
 if ! command -v chromium >/dev/null 2>&1; then
   echo "installing Debian's chromium for the page tests ..."

@@ -44,7 +44,7 @@ fn same_seed_gives_byte_identical_logs_that_verify() {
                 "--split",
                 "test",
                 "--limit",
-                "8",
+                "4",
                 "--difficulty",
                 "moderate",
                 "--seed",
@@ -74,15 +74,15 @@ fn same_seed_gives_byte_identical_logs_that_verify() {
         la, lb,
         "same seed and config must give byte-identical JSONL"
     );
-    // `--limit 8`: eight profiles of the split, eight different scenarios first.
+    // `--limit 4`: four profiles of the split, four different scenarios first.
     let scenarios: std::collections::BTreeSet<String> = String::from_utf8_lossy(&la)
         .lines()
         .map(|l| {
             serde_json::from_str::<serde_json::Value>(l).unwrap()["profile"]["scenario"].to_string()
         })
         .collect();
-    assert_eq!(String::from_utf8_lossy(&la).lines().count(), 8);
-    assert_eq!(scenarios.len(), 8, "{scenarios:?}");
+    assert_eq!(String::from_utf8_lossy(&la).lines().count(), 4);
+    assert_eq!(scenarios.len(), 4, "{scenarios:?}");
     let o = eg(&["replay", "verify", a.to_str().unwrap()], &root());
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("0 differ"));
@@ -101,7 +101,7 @@ fn verify_fails_naming_episode_and_turn_when_a_user_turn_is_edited() {
             "--split",
             "test",
             "--limit",
-            "8",
+            "3",
             "--seed",
             "5",
             "--out",
@@ -207,7 +207,7 @@ fn a_cut_log_is_replayed_up_to_the_cut_and_named() {
             "--split",
             "test",
             "--limit",
-            "8",
+            "3",
             "--out",
             log.to_str().unwrap()
         ],
@@ -243,7 +243,7 @@ fn rescore_changes_difficulty_and_reward_mode() {
             "--split",
             "test",
             "--limit",
-            "8",
+            "2",
             "--difficulty",
             "easy",
             "--out",

@@ -4,8 +4,9 @@
 //! on the same users, and the user's words fit what happened in every turn (`replay user`'s
 //! checks: nothing glued, no acknowledgement of what a reply denied, no complaint without its
 //! finding, no line whose sign disagrees with the change), which a turn edited to break each rule
-//! shows the checks would catch. In scripts/test-full.sh (each plays three found policies on 20 dialogues,
-//! over 20 s): the policies the adaptive attacker last found (results/redteam/search/found/) end at
+//! shows the checks would catch. Each test replays 20 dialogues and plays the listener on them
+//! (minutes of the simulator's language models), so all run in scripts/test-full.sh, with one
+//! more: the policies the adaptive attacker last found (results/redteam/search/found/) end at
 //! least 15 points below honest listening there.
 
 use empathy_gym::environment::episode::{EpisodeRecord, ScriptedPolicy, Turn};
@@ -222,11 +223,13 @@ fn check_found(set: &str) {
 }
 
 #[test]
+#[ignore = "slow (20 s or more): scripts/test-full.sh runs it"]
 fn first_honest_set_is_not_templates_and_beats_the_listener() {
     check("honest-listener");
 }
 
 #[test]
+#[ignore = "slow (20 s or more): scripts/test-full.sh runs it"]
 fn second_honest_set_is_not_templates_and_beats_the_listener() {
     check("honest-listener-2");
 }

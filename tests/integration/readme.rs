@@ -1,5 +1,5 @@
 //! The README opens with exactly two commands (run the main job, run the tests), both scripts that
-//! exist and are executable, and CI runs that same test command.
+//! exist and are executable, and CI runs that same test command with clippy's lints on.
 
 use std::path::Path;
 
@@ -74,14 +74,27 @@ fn the_test_command_fetches_the_models_before_testing() {
 }
 
 #[test]
-fn ci_runs_the_readme_test_command_and_the_format_check() {
+fn ci_runs_the_readme_test_command_linted_and_the_format_check() {
     let lines = code_lines(".ci/run");
     assert!(
         lines.iter().any(|l| l == "cargo fmt --all -- --check"),
         ".ci/run: {lines:?}"
     );
+    let at = |l: &str| lines.iter().position(|x| x.starts_with(l));
+    let test = at("scripts/test.sh").expect(".ci/run runs scripts/test.sh");
+    // Clippy's lints, warnings as errors, in the test build itself.
     assert!(
-        lines.iter().any(|l| l == "scripts/test.sh"),
+        matches!(at("export RUSTC_WORKSPACE_WRAPPER=\"$driver\""), Some(w) if w < test),
+        ".ci/run: {lines:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("driver=\"$(command -v clippy-driver")),
+        ".ci/run: {lines:?}"
+    );
+    assert!(
+        matches!(at("export CLIPPY_ARGS=\"-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__\""), Some(c) if c < test),
         ".ci/run: {lines:?}"
     );
     assert!(

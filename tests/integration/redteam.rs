@@ -1,7 +1,9 @@
 //! The red-team suite as a test: every adversary of configs/redteam played with the references, one
 //! dialogue a profile, at moderate on one test profile of each of six held-out scenarios, and on
-//! every test profile at moderate and hard in scripts/test-full.sh; a broken margin fails
-//! (docs/REDTEAM.md), and so does a cost met without a reason.
+//! every test profile at moderate and hard (both in scripts/test-full.sh: the suite's margins are
+//! an experiment's outcome, minutes of the simulator); a broken margin fails (docs/REDTEAM.md),
+//! and so does a cost met without a reason. The default run keeps the search's mechanics (seeded,
+//! resumable, its finds played back) on one profile, and the found policies' costs and reasons.
 
 use empathy_gym::environment::episode::{End, EpisodeRecord, Turn};
 use empathy_gym::environment::profile::{Difficulty, Split};
@@ -12,6 +14,7 @@ use super::common::*;
 /// At moderate on 6 test profiles: one of each of six held-out scenarios
 /// (`redteam::pick_profiles`); all of them in scripts/test-full.sh.
 #[test]
+#[ignore = "slow (20 s or more): scripts/test-full.sh runs it"]
 fn no_adversary_reaches_the_listener_at_moderate() {
     play_the_suite(Difficulty::Moderate, Some(6));
 }
@@ -113,7 +116,7 @@ fn the_search_is_seeded_and_its_finds_play_back() {
     let grammar = Grammar::load(&root().join("configs/redteam-search/grammar.yaml")).unwrap();
     let plan = SearchPlan {
         difficulties: vec![Difficulty::Moderate],
-        limit: Some(3),
+        limit: Some(1),
         repeats: 1,
         seed: 5,
         generations: 2,
