@@ -13,10 +13,9 @@ use empathy_gym::learning::train::run_files::{
 };
 use empathy_gym::learning::train::run_summary::end_summary;
 use empathy_gym::learning::train::{
-    device, difficulty_plan, load_policy, profiles, simulator_device, EnvReward, Override,
-    TrainConfig, Trainer, TrainerParts,
+    device, difficulty_plan, load_policy, profiles, read_metrics, simulator_device, EnvReward,
+    Override, StepMetrics, TrainConfig, Trainer, TrainerParts,
 };
-use empathy_gym::learning::train::{read_metrics, StepMetrics};
 
 use super::common::build_simulator;
 use super::loading::{loading, prepare_simulator};

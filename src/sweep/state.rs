@@ -8,9 +8,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::learning::train::read_metrics;
 use crate::learning::train::run_files::{CONFIG_FILE, METRICS_FILE};
-use crate::learning::train::TrainConfig;
+use crate::learning::train::{read_metrics, TrainConfig};
 
 /// Written last when a cell has finished.
 pub const DONE_FILE: &str = "done";

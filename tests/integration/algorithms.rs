@@ -10,8 +10,7 @@ use std::path::Path;
 
 use anyhow::Result;
 use empathy_gym::learning::credit::Credit;
-use empathy_gym::learning::train::{read_metrics, StepMetrics};
-use empathy_gym::learning::train::{Override, TrainConfig, Trainer};
+use empathy_gym::learning::train::{read_metrics, Override, StepMetrics, TrainConfig, Trainer};
 
 use crate::train::{
     adapter_bits, config, parts, share_of_e, share_of_lowercase, tiny_model_dir, untimed, FULL,

@@ -14,10 +14,9 @@ use empathy_gym::environment::episode::{
 use empathy_gym::environment::profile::{KnobOverrides, Profile, Split};
 use empathy_gym::environment::sim::{Appraisal, AppraisalInput, Simulator, SimulatorInfo};
 use empathy_gym::learning::train::{
-    difficulty_plan, export_run, load_checkpoint_policy, load_policy, RewardSource, TokenSequence,
-    TrainConfig, TrainPolicy, Trainer, TrainerParts,
+    difficulty_plan, export_run, load_checkpoint_policy, load_policy, read_metrics, RewardSource,
+    StepMetrics, TokenSequence, TrainConfig, TrainPolicy, Trainer, TrainerParts,
 };
-use empathy_gym::learning::train::{read_metrics, StepMetrics};
 use empathy_gym::model::{load_model, AdapterMode, ChatModel, LoadOptions, Pass};
 
 use crate::common::catalog;

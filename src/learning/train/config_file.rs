@@ -8,14 +8,13 @@ use std::path::PathBuf;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::stability::StabilityConfig;
 use crate::environment::profile::auto::AutoSettings;
 use crate::environment::profile::{Difficulty, KnobOverrides, Split};
 use crate::environment::reward::{Aggregate, RewardMode};
 use crate::environment::sim::SimulatorKind;
-use crate::learning::credit::AdvantageScale;
-use crate::learning::credit::{Algorithm, Credit, PpoConfig};
+use crate::learning::credit::{AdvantageScale, Algorithm, Credit, PpoConfig};
 use crate::learning::optimize::{AdamWConfig, LossConfig};
-use crate::learning::train::StabilityConfig;
 use crate::model::LoraConfig;
 
 /// The whole file.

@@ -8,10 +8,10 @@
 
 use std::path::Path;
 
+use super::metrics::StepMetrics;
 use crate::environment::profile::auto::{knobs_at, AutoSettings, AutoState, BatchStats};
 use crate::environment::profile::{Difficulty, KnobOverrides, Knobs, Presets, Profile};
 use crate::error::{Error, Result};
-use crate::learning::train::StepMetrics;
 
 /// The knobs of each step.
 #[derive(Debug, Clone, PartialEq)]

@@ -8,10 +8,9 @@ use super::update::Advantages;
 use super::TrainConfig;
 use crate::environment::episode::EpisodeRecord;
 use crate::error::{Error, Result};
-use crate::learning::credit::group_advantages;
 use crate::learning::credit::{
-    gae, per_token, reinforce_pp_advantages, rloo_advantages, token_rewards, turn_advantages,
-    turn_rewards, whiten, Algorithm, Credit,
+    gae, group_advantages, per_token, reinforce_pp_advantages, rloo_advantages, token_rewards,
+    turn_advantages, turn_rewards, whiten, Algorithm, Credit,
 };
 
 /// PPO's critic targets: the rollout values and the GAE returns, per policy token of each kept

@@ -6,12 +6,12 @@ use std::path::{Path, PathBuf};
 
 use candle_core::Device;
 
+use super::checkpoint::{latest_checkpoint, ADAPTERS_FILE};
 use super::config::TrainConfig;
 use super::config_file::{CpuMatmul, WeightDtype};
 use super::run_files::CONFIG_FILE;
 use super::setup::load_policy;
 use crate::error::{Error, Result};
-use crate::learning::train::{checkpoint::ADAPTERS_FILE, latest_checkpoint};
 use crate::model::ChatModel;
 
 /// Loads the policy of a run with trained adapters on the CPU in f32, whatever the run's

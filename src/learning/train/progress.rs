@@ -3,7 +3,7 @@
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::learning::train::StepMetrics;
+use super::metrics::StepMetrics;
 
 /// The step and rollout progress bars (hidden when progress is off).
 pub(crate) struct Bars {

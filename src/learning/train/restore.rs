@@ -1,8 +1,8 @@
 //! Restoring a checkpoint's tensors into a live model (policy adapters, PPO's critic) and seeding
 //! the critic's dropout streams: the trainer's helpers that touch model tensors directly.
 
+use super::checkpoint::{Checkpoint, ADAPTERS_FILE};
 use crate::error::{Error, Result};
-use crate::learning::train::Checkpoint;
 use crate::model::ChatModel;
 use crate::seed::derive;
 
@@ -57,7 +57,7 @@ pub fn restore_vars(
 /// Sets the model's adapters from a checkpoint; names and shapes must match exactly.
 pub fn restore_adapters(model: &ChatModel, ckpt: &Checkpoint, dir: &std::path::Path) -> Result<()> {
     let vars = model.trainable();
-    let file = dir.join(crate::learning::train::checkpoint::ADAPTERS_FILE);
+    let file = dir.join(ADAPTERS_FILE);
     if vars.len() != ckpt.adapters.len() {
         return Err(Error::input(
             &file,

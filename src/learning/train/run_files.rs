@@ -10,9 +10,9 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use super::metrics::{read_metrics, MetricsWriter, StepMetrics};
 use crate::environment::episode::{EpisodeRecord, EpisodeWriter};
 use crate::error::{Error, Result};
-use crate::learning::train::{read_metrics, MetricsWriter, StepMetrics};
 use crate::report::{LineChart, Series};
 
 /// Resolved configuration.

@@ -2,8 +2,8 @@
 //! (one step is too noisy to compare with another), the reward curve as a sparkline, and a
 //! typical dialogue of the first step beside one of the last.
 
+use super::metrics::StepMetrics;
 use crate::environment::episode::{component_share, end_word, EpisodeRecord, Turn};
-use crate::learning::train::StepMetrics;
 use crate::report::sparkline::sparkline;
 use crate::report::Table;
 

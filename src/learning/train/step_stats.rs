@@ -2,13 +2,13 @@
 //! dialogues, rewards, sequences, update statistics and timings.
 
 use super::critic_update::CriticStats;
+use super::metrics::StepMetrics;
 use super::sequence::TokenSequence;
+use super::stability::{collapsed, repeated_reply_rate, Baseline, StabilityConfig};
 use super::update::UpdateStats;
 use crate::environment::episode::EpisodeRecord;
 use crate::error::Result;
 use crate::learning::credit::frac_reward_zero_std;
-use crate::learning::train::StepMetrics;
-use crate::learning::train::{collapsed, repeated_reply_rate, Baseline, StabilityConfig};
 
 /// Wall-clock seconds of one step's phases.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -49,7 +49,7 @@ pub struct History {
 
 impl History {
     /// The history after `row`.
-    pub fn after(mut self, row: &crate::learning::train::StepMetrics) -> Self {
+    pub fn after(mut self, row: &StepMetrics) -> Self {
         if self.baseline.entropy.is_none() {
             self.baseline.entropy = row.entropy;
         }
@@ -61,7 +61,7 @@ impl History {
     }
 
     /// The history of a run from its metrics rows so far.
-    pub fn of(rows: &[crate::learning::train::StepMetrics]) -> Self {
+    pub fn of(rows: &[StepMetrics]) -> Self {
         rows.iter().fold(History::default(), |h, r| h.after(r))
     }
 }

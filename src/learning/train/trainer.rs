@@ -13,17 +13,24 @@ use std::time::Instant;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use super::checkpoint::{
+    latest_checkpoint, load_checkpoint, remove_leftovers, save_checkpoint, Checkpoint, CriticState,
+    CRITIC_FILE,
+};
 use super::config::TrainConfig;
 use super::critic_update::{critic_update, critic_values, CriticUpdateConfig};
 use super::difficulty_schedule::DifficultyPlan;
 use super::estimate::estimate;
 use super::kl_sample::kl_sample;
+use super::metrics::{read_metrics, StepMetrics};
 use super::progress::Bars;
 use super::recording_policy::TrainPolicy;
 use super::restore::{restore_adapters, restore_vars, set_critic_dropout};
 use super::reward_source::RewardSource;
+use super::rng_state::RngState;
 use super::run_files::RunFiles;
 use super::sequence::TokenSequence;
+use super::stability::advantage_stats;
 use super::step_stats::{step_metrics, AlgoStats, History, StepInputs, Timings};
 use super::update::{policy_update, UpdateConfig, UpdateStats};
 use crate::environment::episode::{
@@ -32,14 +39,8 @@ use crate::environment::episode::{
 use crate::environment::profile::Profile;
 use crate::environment::sim::Simulator;
 use crate::error::{Error, Result};
-use crate::learning::credit::zero_std_groups;
-use crate::learning::credit::Critic;
+use crate::learning::credit::{zero_std_groups, Critic};
 use crate::learning::optimize::{AdamW, AdamWConfig};
-use crate::learning::train::advantage_stats;
-use crate::learning::train::{
-    latest_checkpoint, load_checkpoint, read_metrics, remove_leftovers, save_checkpoint,
-    Checkpoint, CriticState, RngState, StepMetrics,
-};
 use crate::model::ChatModel;
 use crate::seed::derive;
 
@@ -141,16 +142,12 @@ impl<'a> Trainer<'a> {
         match (&mut t.critic, ckpt.critic) {
             (Some((head, opt)), Some(state)) => {
                 let vars = head.trainable(&t.model);
-                restore_vars(
-                    &vars,
-                    &state.tensors,
-                    &ckpt_dir.join(crate::learning::train::checkpoint::CRITIC_FILE),
-                )?;
+                restore_vars(&vars, &state.tensors, &ckpt_dir.join(CRITIC_FILE))?;
                 opt.load_state(state.optimizer)?;
             }
             (Some(_), None) => {
                 return Err(Error::input(
-                    ckpt_dir.join(crate::learning::train::checkpoint::CRITIC_FILE),
+                    ckpt_dir.join(CRITIC_FILE),
                     "critic",
                     "the checkpoint has no critic (it was written by a critic-free run); resume \
                      with the run's own config.yaml",
