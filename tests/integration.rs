@@ -38,6 +38,8 @@ mod factual;
 mod faithful;
 #[path = "integration/fluency.rs"]
 mod fluency;
+#[path = "integration/fuzz_mutators.rs"]
+mod fuzz_mutators;
 #[path = "integration/fuzz_smoke.rs"]
 mod fuzz_smoke;
 #[path = "integration/grpo.rs"]

@@ -17,6 +17,8 @@ use empathy_gym::environment::sim::llm::{
 use empathy_gym::environment::sim::{Appraiser, Embedder, Simulator, SimulatorKind};
 use empathy_gym::model::SamplingParams;
 
+use super::loading::loading;
+
 /// Loads the built-in appraiser with the default embedder on the CPU.
 pub fn load_simulator(catalog: &Path) -> anyhow::Result<Appraiser> {
     load_simulator_on(catalog, &Device::Cpu, DEFAULT_CACHE_ENTRIES)
@@ -75,7 +77,11 @@ pub fn build_simulator(
     embed_cache: usize,
 ) -> anyhow::Result<Arc<dyn Simulator>> {
     match kind {
-        SimulatorKind::Appraiser => Ok(Arc::new(load_simulator_on(catalog, device, embed_cache)?)),
+        SimulatorKind::Appraiser => Ok(Arc::new(loading(
+            false,
+            "simulator: loading the appraiser",
+            || load_simulator_on(catalog, device, embed_cache),
+        )?)),
         SimulatorKind::Llm => Ok(Arc::new(load_llm_simulator(catalog, llm_config)?)),
     }
 }

@@ -12,7 +12,6 @@ use empathy_gym::eval::factual::NonAnswers;
 use empathy_gym::model::{default_policy_path, load_model, ChatModel, LoadOptions};
 
 use super::common::{load_chosen_simulator, sampling, Named, SimulatorArgs};
-use super::loading::prepare_simulator;
 use super::summary::print_simulator_failures;
 
 #[derive(Debug, Subcommand)]
@@ -112,17 +111,6 @@ pub fn empathy(catalog_root: &Path, args: &EmpathyArgs) -> anyhow::Result<()> {
     let mut ids = catalog.split(args.split).to_vec();
     ids.truncate(args.limit.unwrap_or(ids.len()));
     let sim = load_chosen_simulator(catalog_root, &args.sim)?;
-    let profiles = ids
-        .iter()
-        .map(|id| {
-            catalog.profile(
-                id,
-                empathy_gym::environment::profile::Difficulty::Moderate,
-                &empathy_gym::eval::empathy::sage_overrides(),
-            )
-        })
-        .collect::<empathy_gym::Result<Vec<_>>>()?;
-    prepare_simulator(false, sim.as_ref(), &profiles)?;
     let mut models: Vec<(String, ChatModel, Option<String>)> = Vec::new();
     if !args.no_base {
         let path = args.model.clone().unwrap_or_else(default_policy_path);

@@ -1,5 +1,5 @@
 //! The seconds a command spends getting ready before its own progress bars start (the
-//! simulator's embeddings of what the profiles' users can say, the policy's weights): a spinner
+//! simulator's models and rules, the policy's weights): a spinner
 //! on stderr while it runs, then one line saying what was done and how long it took, so that a
 //! log (a Slurm job's, a terminal's) shows where a run's start-up went.
 
@@ -34,8 +34,10 @@ pub fn loading<T, E>(quiet: bool, what: &str, work: impl FnOnce() -> Result<T, E
     out
 }
 
-/// The simulator readies what it caches for `profiles` (the appraiser embeds what their users can
-/// say), under [`loading`]: how train, eval and rollout start.
+/// The simulator readies what it caches for `profiles` (the appraiser embeds everything their
+/// users can say), under [`loading`]: how `serve-env --prepare` readies a split. Other commands
+/// leave it to the appraisal, which embeds only the sentences a dialogue uses (the embeddings do
+/// not depend on the batch, so the dialogues are the same; results/perf/ci.md).
 pub fn prepare_simulator(
     quiet: bool,
     sim: &dyn Simulator,

@@ -14,7 +14,6 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use super::common::{load_chosen_simulator, under, SimulatorArgs};
-use super::loading::prepare_simulator;
 
 /// `redteam search`: the adaptive attacker.
 #[derive(Debug, clap::Subcommand)]
@@ -111,7 +110,6 @@ pub fn run(catalog_root: &Path, args: RedteamArgs) -> anyhow::Result<()> {
             profiles.push(catalog.profile(&id, Difficulty::Moderate, &Default::default())?);
         }
     }
-    prepare_simulator(false, sim.as_ref(), &profiles)?;
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     let mut writer = if args.episodes {

@@ -20,7 +20,6 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use super::common::{load_chosen_simulator, under, SimulatorArgs};
-use super::loading::prepare_simulator;
 
 #[derive(Debug, Args)]
 pub struct SearchArgs {
@@ -109,7 +108,6 @@ pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<()> {
             profiles.push(catalog.profile(&id, Difficulty::Moderate, &Default::default())?);
         }
     }
-    prepare_simulator(false, sim.as_ref(), &profiles)?;
     std::fs::create_dir_all(args.out.join("found"))
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     let plan = SearchPlan {

@@ -10,7 +10,6 @@ use empathy_gym::environment::profile::{Catalog, Difficulty, ProfileId, Split};
 use empathy_gym::environment::reward::{Aggregate, RewardMode};
 
 use super::common::{load_chosen_simulator, select_profiles, SimulatorArgs};
-use super::loading::prepare_simulator;
 use super::summary::{print_simulator_failures, print_summary};
 
 #[derive(Debug, Args)]
@@ -62,7 +61,6 @@ pub fn run(catalog_root: &std::path::Path, args: RolloutArgs) -> anyhow::Result<
         profiles.retain(|p| picked.contains(&p.id));
     }
     let sim = load_chosen_simulator(catalog_root, &args.sim)?;
-    prepare_simulator(false, sim.as_ref(), &profiles)?;
     let jobs = EpisodeJob::grid(&profiles, args.repeats, args.seed);
     let opts = RolloutOptions {
         run: "rollout".into(),

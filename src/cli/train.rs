@@ -18,7 +18,7 @@ use empathy_gym::learning::train::{
 };
 
 use super::common::build_simulator;
-use super::loading::{loading, prepare_simulator};
+use super::loading::loading;
 
 #[derive(Debug, Args)]
 pub struct TrainArgs {
@@ -94,7 +94,6 @@ pub fn train(
     if let Some(d) = sim.info().device {
         eprintln!("simulator: appraiser, sentence embeddings on {d} (simulator.device)");
     }
-    prepare_simulator(quiet, sim.as_ref(), &profiles)?;
     let model = loading(quiet, "policy: loading the model", || {
         load_policy(&cfg, &dev)
     })?;

@@ -181,29 +181,3 @@ fn parse_into(r: &mut Reader<'_>) -> Option<()> {
     }
     Some(())
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::tiny_model::{write_gguf, TinySpec};
-
-    #[test]
-    fn finds_every_entry_and_tensor_of_a_written_file() {
-        let dir = std::env::temp_dir().join(format!("gguf-layout-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("tiny.gguf");
-        write_gguf(&path, &TinySpec::llama()).unwrap();
-        let d = std::fs::read(&path).unwrap();
-        std::fs::remove_dir_all(&dir).unwrap();
-        let layout = parse(&d);
-        let count = |at: usize| u64::from_le_bytes(d[at..at + 8].try_into().unwrap()) as usize;
-        assert_eq!(layout.entries.len(), count(ENTRY_COUNT_AT));
-        assert_eq!(layout.tensors.len(), count(TENSOR_COUNT_AT));
-        assert_eq!(layout.entries[0].key, "general.architecture");
-        assert_eq!(
-            &d[layout.entries[0].value.start + 8..layout.entries[0].value.end],
-            b"llama"
-        );
-        assert!(layout.header_end < d.len());
-    }
-}

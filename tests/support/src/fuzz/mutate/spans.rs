@@ -189,31 +189,3 @@ pub fn yaml_values(d: &[u8]) -> Vec<Range<usize>> {
     }
     out
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn finds_numbers_members_and_values() {
-        let json = br#"{"a": 12, "b": [1, -2.5e3], "c": {"d": "x\"y"}}"#;
-        let nums: Vec<&[u8]> = number_spans(json).into_iter().map(|r| &json[r]).collect();
-        assert_eq!(nums, [&b"12"[..], b"1", b"-2.5e3"]);
-        let values: Vec<&[u8]> = json_members(json)
-            .into_iter()
-            .map(|(_, v)| &json[v])
-            .collect();
-        assert_eq!(
-            values,
-            [
-                &b"12"[..],
-                b"[1, -2.5e3]",
-                br#"{"d": "x\"y"}"#,
-                br#""x\"y""#
-            ]
-        );
-        let yaml = b"a: 1\nlist:\n  - x: [1, 2]\n  - y\n";
-        let values: Vec<&[u8]> = yaml_values(yaml).into_iter().map(|r| &yaml[r]).collect();
-        assert_eq!(values, [&b"1"[..], b"[1, 2]", b"y"]);
-    }
-}
