@@ -84,6 +84,8 @@ mod serve_model;
 mod server_limits;
 #[path = "integration/servers.rs"]
 mod servers;
+#[path = "integration/sft.rs"]
+mod sft;
 #[path = "integration/source_enums.rs"]
 mod source_enums;
 #[path = "integration/speaker.rs"]

@@ -21,6 +21,7 @@ mod safety;
 mod serve_env;
 mod serve_model;
 mod server_args;
+mod sft;
 mod summary;
 mod sweep;
 mod tables;
@@ -58,6 +59,9 @@ pub enum Command {
     Replay(replay::ReplayCommand),
     /// Train the policy with GRPO against the simulated user.
     Train(train::TrainArgs),
+    /// Fine-tune the policy on the supporter turns of human support dialogues (the warm start
+    /// before train).
+    Sft(sft::SftArgs),
     /// Judge conversations from elsewhere with the simulated user, and check it against people.
     #[command(subcommand)]
     Judge(judge::JudgeCommand),
@@ -101,6 +105,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Eval(cmd) => eval::run(&cli.catalog, cmd),
         Command::Chat(args) => chat::run(&cli.catalog, args),
         Command::Train(args) => train::run(&cli.catalog, args),
+        Command::Sft(args) => sft::run(args),
         Command::Export(args) => export::run(args),
         Command::Judge(cmd) => judge::run(&cli.catalog, cmd),
         Command::Safety(cmd) => safety::run(&cli.catalog, cmd),

@@ -40,9 +40,9 @@ const LAYERS: &[&[&str]] = &[
         "serve",
         "learning::train",
     ],
-    // Many training runs; fitting the learned heads from corpora (they read EPITOME through the
-    // judge).
-    &["sweep", "fit"],
+    // Many training runs; fitting the learned heads from corpora, and fine-tuning the policy on
+    // human dialogues (they read EPITOME and ESConv through the judge).
+    &["sweep", "fit", "learning::sft"],
 ];
 
 fn layer_of(module: &str) -> Option<usize> {

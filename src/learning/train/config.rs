@@ -156,6 +156,37 @@ fn check_file(f: &TrainConfigFile, path: &Path) -> Result<()> {
     if f.checkpoint.every == 0 {
         return bad("checkpoint.every", "must be at least 1 (default 10)".into());
     }
+    check_sft(f, path)
+}
+
+/// `sft:`'s sizes; whether its files exist is checked where `empathy-gym sft` reads them.
+fn check_sft(f: &TrainConfigFile, path: &Path) -> Result<()> {
+    let s = &f.sft;
+    let bad = |field: &str, msg: &str| Err(Error::input(path, format!("sft.{field}"), msg));
+    if s.epitome_min_total > 6 {
+        return bad(
+            "epitome_min_total",
+            "must be 0-6 (the sum of three levels of 0-2; default 1)",
+        );
+    }
+    if s.turns_per_example == 0 {
+        return bad("turns_per_example", "must be at least 1 (default 3)");
+    }
+    if s.max_tokens < 16 {
+        return bad("max_tokens", "must be at least 16 (default 512)");
+    }
+    if !(0.0..1.0).contains(&s.validation_share) {
+        return bad("validation_share", "must be in [0, 1) (default 0.05)");
+    }
+    if s.steps == 0 {
+        return bad("steps", "must be at least 1 (default 200)");
+    }
+    if s.batch == 0 || s.micro_batch == 0 {
+        return bad(
+            if s.batch == 0 { "batch" } else { "micro_batch" },
+            "must be at least 1 (defaults 8 and 4)",
+        );
+    }
     Ok(())
 }
 

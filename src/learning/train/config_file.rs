@@ -65,6 +65,9 @@ pub struct TrainConfigFile {
     /// How often to checkpoint.
     #[serde(default)]
     pub checkpoint: CheckpointSection,
+    /// Supervised fine-tuning on human support dialogues (`empathy-gym sft`; `train` ignores it).
+    #[serde(default)]
+    pub sft: SftSection,
 }
 
 fn default_run() -> String {
@@ -358,6 +361,84 @@ impl Default for CheckpointSection {
     fn default() -> Self {
         CheckpointSection {
             every: default_every(),
+        }
+    }
+}
+
+/// `sft:` (`empathy-gym sft`, docs/DESIGN.md section 24): LoRA on the supporter turns of human
+/// support dialogues, the rest of each dialogue masked out of the loss.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SftSection {
+    /// Dialogue files the user provides, each read as `judge` reads it: ESConv's JSON shape
+    /// (`.json`, or `.jsonl` of one dialogue per line) or (seeker_post, response_post) pairs
+    /// (`.csv`, EPITOME's columns). Default none.
+    #[serde(default)]
+    #[schemars(extend("x-path" = true))]
+    pub dialogues: Vec<PathBuf>,
+    /// EPITOME's dataset folder (its three CSV files): the dev part's (post, response) pairs; the
+    /// test part is never trained on. Default none.
+    #[serde(default)]
+    #[schemars(extend("x-path" = true))]
+    pub epitome: Option<PathBuf>,
+    /// EPITOME responses whose three levels sum below this are left out (0-6; default 1: a
+    /// response with no reaction, interpretation or exploration at all is not trained on).
+    #[serde(default = "default_epitome_min_total")]
+    pub epitome_min_total: u8,
+    /// Supporter turns per training example: a dialogue is cut into consecutive windows, each
+    /// opening with the seeker's message (default 3, the length of the environment's dialogues).
+    #[serde(default = "default_turns_per_example")]
+    pub turns_per_example: usize,
+    /// Longest example in tokens, system prompt included; turns that do not fit are dropped from
+    /// the window's end, and a window whose first turn does not fit is skipped (default 512).
+    #[serde(default = "default_max_tokens")]
+    pub max_tokens: usize,
+    /// Share of the dialogues held out to measure the loss on, chosen by a hash of each
+    /// dialogue's id and the run's seed (default 0.05).
+    #[serde(default = "default_validation_share")]
+    pub validation_share: f64,
+    /// Optimizer steps (default 200).
+    #[serde(default = "default_sft_steps")]
+    pub steps: u64,
+    /// Examples per step; the loss is the mean over their supporter tokens (default 8).
+    #[serde(default = "default_sft_batch")]
+    pub batch: usize,
+    /// Examples per forward/backward pass; gradients accumulate over the step (default 4).
+    #[serde(default = "default_micro_batch")]
+    pub micro_batch: usize,
+}
+
+fn default_epitome_min_total() -> u8 {
+    1
+}
+fn default_turns_per_example() -> usize {
+    3
+}
+fn default_max_tokens() -> usize {
+    512
+}
+fn default_validation_share() -> f64 {
+    0.05
+}
+fn default_sft_steps() -> u64 {
+    200
+}
+fn default_sft_batch() -> usize {
+    8
+}
+
+impl Default for SftSection {
+    fn default() -> Self {
+        SftSection {
+            dialogues: Vec::new(),
+            epitome: None,
+            epitome_min_total: default_epitome_min_total(),
+            turns_per_example: default_turns_per_example(),
+            max_tokens: default_max_tokens(),
+            validation_share: default_validation_share(),
+            steps: default_sft_steps(),
+            batch: default_sft_batch(),
+            micro_batch: default_micro_batch(),
         }
     }
 }

@@ -17,7 +17,7 @@ pub mod metrics;
 pub mod overrides;
 mod progress;
 pub mod recording_policy;
-mod restore;
+pub mod restore;
 pub mod reward_source;
 pub mod rng_state;
 pub mod run_files;

@@ -61,6 +61,10 @@ pub mod streams {
     pub const LORA_INIT: u64 = 5;
     /// The critic's LoRA initialisation (PPO).
     pub const CRITIC_INIT: u64 = 6;
+    /// SFT: the order of the training examples, one shuffle per epoch.
+    pub const SFT_ORDER: u64 = 7;
+    /// SFT: which dialogues are held out for validation.
+    pub const SFT_SPLIT: u64 = 8;
 }
 
 /// Name of the profile generator in checkpoints.

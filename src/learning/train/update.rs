@@ -193,7 +193,7 @@ pub fn policy_update(
         let mut acc = GradStore::default();
         let mut loss_sum = 0.0;
         for (mi, micro) in micros.iter_mut().enumerate() {
-            set_dropout_seed(model, cfg, it, mi)?;
+            set_dropout_seed(model, cfg.dropout_seed, it, mi)?;
             let t0 = Instant::now();
             let (new, checkpointed) = if cfg.checkpoint {
                 let (lp, ck) = model.scored_logprobs_checkpointed(
@@ -384,11 +384,16 @@ pub(crate) fn fill_missing(opt: &AdamW, acc: &mut GradStore) -> Result<()> {
 
 /// Re-seeds every adapter's dropout stream from (update seed, iteration, micro-batch, projection),
 /// so a resumed run draws the same masks (no-op at dropout 0).
-fn set_dropout_seed(model: &ChatModel, cfg: &UpdateConfig, it: usize, micro: usize) -> Result<()> {
+pub(crate) fn set_dropout_seed(
+    model: &ChatModel,
+    seed: u64,
+    it: usize,
+    micro: usize,
+) -> Result<()> {
     if model.lora.as_ref().is_none_or(|l| l.dropout == 0.0) {
         return Ok(());
     }
-    let base = crate::seed::derive(cfg.dropout_seed, ((it as u64) << 32) | micro as u64);
+    let base = crate::seed::derive(seed, ((it as u64) << 32) | micro as u64);
     for (bi, block) in model.model.blocks().iter().enumerate() {
         for (pi, (_, proj)) in block.projections().iter().enumerate() {
             proj.set_dropout_seed(crate::seed::derive(base, (bi * 8 + pi) as u64))?;
