@@ -113,15 +113,13 @@ impl SftTrainer {
             .system_prompt
             .as_deref()
             .unwrap_or(DEFAULT_SYSTEM);
-        let end_of_turn = match model.template.stop_strings().first() {
-            Some(s) => s.to_string(),
-            None => model.decode(&model.stop_tokens[..1.min(model.stop_tokens.len())])?,
-        };
+        // The template's own end of turn, the stop token a reply is sampled to end with.
+        let end_of_turn = model.template.stop_strings().first().copied().unwrap_or("");
         let encode = |t: &str| model.encode(t);
         let tok = Tokenizing {
             template: &model.template,
             system,
-            end_of_turn: &end_of_turn,
+            end_of_turn,
             max_tokens: sft.max_tokens,
             encode: &encode,
         };
