@@ -17,6 +17,7 @@ mod redteam;
 mod redteam_search;
 mod replay;
 mod rollout;
+mod run_args;
 mod safety;
 mod serve_env;
 mod serve_model;

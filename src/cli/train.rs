@@ -1,9 +1,8 @@
 //! `empathy-gym train`: GRPO training of the policy against the simulated user (docs/DESIGN.md
 //! section 9).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use anyhow::Context;
 use clap::Args;
 use empathy_gym::environment::episode::read_episodes;
 use empathy_gym::environment::profile::Catalog;
@@ -14,59 +13,23 @@ use empathy_gym::learning::train::run_files::{
 use empathy_gym::learning::train::run_summary::end_summary;
 use empathy_gym::learning::train::{
     device, difficulty_plan, load_policy, profiles, read_metrics, simulator_device, EnvReward,
-    Override, StepMetrics, TrainConfig, Trainer, TrainerParts,
+    StepMetrics, TrainConfig, Trainer, TrainerParts,
 };
 
 use super::common::build_simulator;
 use super::loading::loading;
+use super::run_args::RunArgs;
 
 #[derive(Debug, Args)]
 pub struct TrainArgs {
-    /// The run's YAML config (see configs/quickstart.yaml).
-    #[arg(long, required_unless_present = "resume")]
-    pub config: Option<PathBuf>,
-    /// Override a config key before validation, e.g. --set grpo.steps=20 (repeatable).
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub sets: Vec<String>,
-    /// Continue the run in this directory from its latest checkpoint (its config.yaml is used).
-    #[arg(long, value_name = "RUN_DIR", conflicts_with = "config")]
-    pub resume: Option<PathBuf>,
-    /// Stop (with a checkpoint) after this step; continue later with --resume.
-    #[arg(long, value_name = "STEP")]
-    pub stop_after: Option<u64>,
-    /// No progress bars.
-    #[arg(long)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub run: RunArgs,
 }
 
 pub fn run(catalog_root: &Path, args: TrainArgs) -> anyhow::Result<()> {
-    let sets = args
-        .sets
-        .iter()
-        .map(|s| Override::parse(s))
-        .collect::<Result<Vec<_>, _>>()?;
-    let cfg = match (&args.resume, &args.config) {
-        (Some(dir), _) => {
-            let mut cfg = TrainConfig::load(&dir.join(CONFIG_FILE), &sets)?;
-            cfg.run_dir = dir.clone();
-            if !sets.is_empty() {
-                let path = dir.join(CONFIG_FILE);
-                std::fs::write(&path, cfg.to_yaml()?)
-                    .with_context(|| format!("rewriting {}", path.display()))?;
-                eprintln!("note: {} updated with the --set overrides", path.display());
-            }
-            cfg
-        }
-        (None, Some(file)) => TrainConfig::load(file, &sets)?,
-        (None, None) => anyhow::bail!("say what to train: --config FILE.yaml or --resume RUN_DIR"),
-    };
-    train(
-        catalog_root,
-        cfg,
-        args.resume.is_some(),
-        args.stop_after,
-        args.quiet,
-    )?;
+    let (cfg, _) = args.run.config()?;
+    let a = &args.run;
+    train(catalog_root, cfg, a.resume.is_some(), a.stop_after, a.quiet)?;
     Ok(())
 }
 

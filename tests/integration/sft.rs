@@ -115,20 +115,18 @@ fn the_loss_is_the_mean_log_likelihood_of_the_supporter_tokens_and_falls() -> Re
     }
     let row = t.step()?;
     assert_eq!(row.tokens, count);
-    let expected = sum / count as f64;
+    let (first, expected) = (row.loss.unwrap(), sum / count as f64);
     assert!(
-        (row.loss - expected).abs() < 1e-4 * expected,
-        "logged {} against {expected} by hand",
-        row.loss
+        (first - expected).abs() < 1e-4 * expected,
+        "logged {first} against {expected} by hand"
     );
-    let mut last = row.loss;
+    let mut last = first;
     for _ in 0..5 {
-        last = t.step()?.loss;
+        last = t.step()?.loss.unwrap();
     }
     assert!(
-        last < 0.8 * row.loss,
-        "six steps on three examples: {} -> {last}",
-        row.loss
+        last < 0.8 * first,
+        "six steps on three examples: {first} -> {last}"
     );
     Ok(())
 }
@@ -159,7 +157,7 @@ fn a_stopped_and_resumed_sft_ends_where_an_uninterrupted_one_ends() -> Result<()
         );
         assert_eq!(x, y, "{name} differs after resume");
     }
-    let rows = |dir: &Path| -> Result<Vec<(u64, f64, usize)>> {
+    let rows = |dir: &Path| -> Result<Vec<(u64, Option<f64>, usize)>> {
         Ok(read_rows(&dir.join("s").join(SFT_FILE))?
             .into_iter()
             .map(|r| (r.step, r.loss, r.tokens))
@@ -180,7 +178,7 @@ fn the_command_leaves_a_run_that_export_merges_for_grpo() -> Result<()> {
         &cfg_path,
         format!(
             "run: s\nresults_dir: {}\nmodel:\n  path: {}\nsft:\n  dialogues: [{}]\n  steps: 2\n  \
-             batch: 2\n",
+             batch: 2\n  validation_share: 0.5\n",
             tmp.path().display(),
             model_dir.path().display(),
             data.display()
@@ -196,6 +194,11 @@ fn the_command_leaves_a_run_that_export_merges_for_grpo() -> Result<()> {
     assert!(o.status.success(), "{out}");
     assert!(out.contains("loss on the training batch"), "{out}");
     assert!(out.contains("empathy-gym export"), "{out}");
+    // Row 0 holds the held-out loss before any update; the last row, the one after.
+    let rows = read_rows(&tmp.path().join("s").join(SFT_FILE))?;
+    assert_eq!((rows[0].step, rows[0].loss), (0, None));
+    assert!(rows[0].validation_loss.is_some() && rows[2].validation_loss.is_some());
+    assert!(out.contains("loss on the held-out dialogues"), "{out}");
     let merged = tmp.path().join("merged");
     export_run(&tmp.path().join("s"), &merged)?;
     let m = load_model(&merged, &Device::Cpu, &LoadOptions::default())?;

@@ -21,8 +21,9 @@ pub const SFT_SVG: &str = "sft.svg";
 pub struct SftRow {
     /// The step (1-based).
     pub step: u64,
-    /// Mean negative log-likelihood (nats) of the step's supporter tokens, before the update.
-    pub loss: f64,
+    /// Mean negative log-likelihood (nats) of the step's supporter tokens, before the update
+    /// (empty on row 0, which holds the held-out loss before any update).
+    pub loss: Option<f64>,
     /// Supporter tokens in the step.
     pub tokens: usize,
     /// Learning rate of the update (empty when the update was skipped).
@@ -131,7 +132,10 @@ pub fn read_rows(path: &Path) -> Result<Vec<SftRow>> {
 
 /// The training loss per step and the validation loss where it was measured.
 pub fn loss_svg(rows: &[SftRow]) -> String {
-    let train = rows.iter().map(|r| (r.step as f64, r.loss)).collect();
+    let train = rows
+        .iter()
+        .filter_map(|r| Some((r.step as f64, r.loss?)))
+        .collect();
     let held = rows
         .iter()
         .filter_map(|r| Some((r.step as f64, r.validation_loss?)))
@@ -156,7 +160,7 @@ mod tests {
     fn row(step: u64, validation_loss: Option<f64>) -> SftRow {
         SftRow {
             step,
-            loss: 2.5 / step as f64,
+            loss: Some(2.5 / step as f64),
             tokens: 40,
             lr: Some(1e-4),
             grad_norm: Some(0.5),

@@ -13,7 +13,6 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use candle_core::backprop::GradStore;
-use candle_core::Tensor;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -26,13 +25,15 @@ use crate::environment::episode::model_policy::DEFAULT_SYSTEM;
 use crate::error::{Error, Result};
 use crate::learning::optimize::{masked_nll, AdamW, StepOutcome};
 use crate::learning::train::checkpoint::{
-    latest_checkpoint, load_checkpoint, remove_leftovers, save_checkpoint, Checkpoint,
+    copies, latest_checkpoint, load_checkpoint, remove_leftovers, save_checkpoint, Checkpoint,
 };
 use crate::learning::train::restore::restore_adapters;
 use crate::learning::train::run_files::CONFIG_FILE;
-use crate::learning::train::sequence::{padded_masks, TokenSequence};
+use crate::learning::train::sequence::TokenSequence;
 use crate::learning::train::trainer::streams;
-use crate::learning::train::update::{fill_missing, set_dropout_seed, trainable_grads};
+use crate::learning::train::update::{
+    fill_missing, micro_inputs, set_dropout_seed, trainable_grads,
+};
 use crate::learning::train::TrainConfig;
 use crate::model::{AdapterMode, ChatModel, Pass};
 use crate::seed::derive;
@@ -64,7 +65,8 @@ pub struct SftTrainer {
 }
 
 impl SftTrainer {
-    /// A fresh run: creates the run directory and writes the resolved config.
+    /// A fresh run: creates the run directory, writes the resolved config and, with a validation
+    /// part, row 0 of `sft.csv` (the held-out loss before training).
     pub fn start(parts: SftParts) -> Result<Self> {
         let dir = parts.cfg.run_dir.clone();
         if dir.join(SFT_FILE).exists() {
@@ -79,7 +81,21 @@ impl SftTrainer {
         let cfg_path = dir.join(CONFIG_FILE);
         std::fs::write(&cfg_path, parts.cfg.to_yaml()?).map_err(|e| Error::io(&cfg_path, e))?;
         let log = SftLog::create(&dir)?;
-        Self::assemble(parts, log, 0)
+        let mut t = Self::assemble(parts, log, 0)?;
+        // Row 0: the held-out loss of the policy before any update, the baseline of the curve.
+        let t0 = Instant::now();
+        if let Some(v) = t.validation_loss()? {
+            t.log.append(&SftRow {
+                step: 0,
+                loss: None,
+                tokens: 0,
+                lr: None,
+                grad_norm: None,
+                validation_loss: Some(v),
+                seconds: t0.elapsed().as_secs_f64(),
+            })?;
+        }
+        Ok(t)
     }
 
     /// Continues the run in `parts.cfg.run_dir` from its latest checkpoint (from step 0 when it
@@ -218,7 +234,8 @@ impl SftTrainer {
                 self.save()?;
             }
             self.bar.inc(1);
-            self.bar.set_message(format!("loss {:.3}", row.loss));
+            self.bar
+                .set_message(format!("loss {:.3}", row.loss.unwrap_or(f64::NAN)));
             rows.push(row);
         }
         self.bar.finish();
@@ -243,7 +260,7 @@ impl SftTrainer {
         let mut loss = 0.0;
         for (mi, chunk) in seqs.chunks(sft.micro_batch).enumerate() {
             set_dropout_seed(&self.model, dropout, 0, mi)?;
-            let (ids, mask) = self.inputs(chunk)?;
+            let (ids, mask) = micro_inputs(chunk, &self.model.device)?;
             let (lp, checkpointed) = if self.cfg.file.model.gradient_checkpointing {
                 let (lp, ck) =
                     self.model
@@ -271,7 +288,7 @@ impl SftTrainer {
         self.step = step;
         Ok(SftRow {
             step,
-            loss,
+            loss: Some(loss),
             tokens,
             lr,
             grad_norm,
@@ -290,7 +307,7 @@ impl SftTrainer {
         }
         let mut loss = 0.0;
         for chunk in seqs.chunks(self.cfg.file.sft.micro_batch) {
-            let (ids, mask) = self.inputs(chunk)?;
+            let (ids, mask) = micro_inputs(chunk, &self.model.device)?;
             let lp = self
                 .model
                 .scored_logprobs(&ids, AdapterMode::On, Pass::Infer, 1.0, &mask)?;
@@ -299,34 +316,11 @@ impl SftTrainer {
         Ok(Some(loss))
     }
 
-    /// Token ids and the `[B, T-1]` target mask of a micro-batch.
-    fn inputs(&self, chunk: &[&TokenSequence]) -> Result<(Vec<Vec<u32>>, Tensor)> {
-        let ids: Vec<Vec<u32>> = chunk.iter().map(|s| s.ids().to_vec()).collect();
-        let width = ids
-            .iter()
-            .map(Vec::len)
-            .max()
-            .unwrap_or(1)
-            .saturating_sub(1);
-        let mask = Tensor::from_vec(
-            padded_masks(chunk, width),
-            (chunk.len(), width),
-            &self.model.device,
-        )?;
-        Ok((ids, mask))
-    }
-
     /// Saves a checkpoint of the current state; returns its directory.
     pub fn save(&self) -> Result<PathBuf> {
-        let adapters = self
-            .model
-            .trainable()
-            .into_iter()
-            .map(|(n, v)| Ok((n, v.as_tensor().copy()?)))
-            .collect::<Result<_>>()?;
         let ckpt = Checkpoint {
             step: self.step,
-            adapters,
+            adapters: copies(self.model.trainable())?,
             optimizer: self.opt.state()?,
             rngs: Default::default(),
             meta: serde_json::json!({ "run": self.cfg.file.run, "trainer": "sft" }),

@@ -16,7 +16,7 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use candle_core::{Device, Tensor};
+use candle_core::{Device, Tensor, Var};
 use serde::{Deserialize, Serialize};
 
 use super::rng_state::RngState;
@@ -73,6 +73,13 @@ struct StateFile {
     step: u64,
     rngs: BTreeMap<String, RngState>,
     meta: serde_json::Value,
+}
+
+/// Copies of trainable tensors by name, as a checkpoint holds them (the variables train on).
+pub fn copies(vars: Vec<(String, Var)>) -> Result<BTreeMap<String, Tensor>> {
+    vars.into_iter()
+        .map(|(n, v)| Ok((n, v.as_tensor().copy()?)))
+        .collect()
 }
 
 /// `<run_dir>/checkpoints`.

@@ -14,8 +14,8 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::checkpoint::{
-    latest_checkpoint, load_checkpoint, remove_leftovers, save_checkpoint, Checkpoint, CriticState,
-    CRITIC_FILE,
+    copies, latest_checkpoint, load_checkpoint, remove_leftovers, save_checkpoint, Checkpoint,
+    CriticState, CRITIC_FILE,
 };
 use super::config::TrainConfig;
 use super::critic_update::{critic_update, critic_values, CriticUpdateConfig};
@@ -255,15 +255,9 @@ impl<'a> Trainer<'a> {
 
     /// Saves a checkpoint of the current state; returns its directory.
     pub fn save(&self) -> Result<PathBuf> {
-        let adapters = self
-            .model
-            .trainable()
-            .into_iter()
-            .map(|(n, v)| Ok((n, v.as_tensor().copy()?)))
-            .collect::<Result<_>>()?;
         let ckpt = Checkpoint {
             step: self.step,
-            adapters,
+            adapters: copies(self.model.trainable())?,
             optimizer: self.opt.state()?,
             rngs: [(
                 PROFILE_RNG.to_string(),
@@ -274,11 +268,7 @@ impl<'a> Trainer<'a> {
             meta: serde_json::json!({ "run": self.cfg.file.run }),
             critic: match &self.critic {
                 Some((head, opt)) => Some(CriticState {
-                    tensors: head
-                        .trainable(&self.model)
-                        .into_iter()
-                        .map(|(n, v)| Ok((n, v.as_tensor().copy()?)))
-                        .collect::<Result<_>>()?,
+                    tensors: copies(head.trainable(&self.model))?,
                     optimizer: opt.state()?,
                 }),
                 None => None,

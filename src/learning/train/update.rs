@@ -274,14 +274,8 @@ fn prepare(
     for (ci, chunk) in seqs.chunks(cfg.micro_batch).enumerate() {
         let first = ci * cfg.micro_batch;
         let range = first..first + chunk.len();
-        let ids: Vec<Vec<u32>> = chunk.iter().map(|s| s.ids().to_vec()).collect();
-        let width = ids
-            .iter()
-            .map(Vec::len)
-            .max()
-            .unwrap_or(1)
-            .saturating_sub(1);
-        let mask = Tensor::from_vec(padded_masks(chunk, width), (chunk.len(), width), dev)?;
+        let (ids, mask) = micro_inputs(chunk, dev)?;
+        let width = mask.dim(1)?;
         let advantages = match advantages {
             Advantages::PerSequence(a) => Tensor::from_slice(&a[range], chunk.len(), dev)?,
             Advantages::PerToken(a) => Tensor::from_vec(
@@ -326,6 +320,22 @@ fn prepare(
         });
     }
     Ok(out)
+}
+
+/// The token ids of a micro-batch and its `[B, T-1]` loss mask (right-padded with zeros).
+pub(crate) fn micro_inputs(
+    chunk: &[&TokenSequence],
+    dev: &Device,
+) -> Result<(Vec<Vec<u32>>, Tensor)> {
+    let ids: Vec<Vec<u32>> = chunk.iter().map(|s| s.ids().to_vec()).collect();
+    let width = ids
+        .iter()
+        .map(Vec::len)
+        .max()
+        .unwrap_or(1)
+        .saturating_sub(1);
+    let mask = Tensor::from_vec(padded_masks(chunk, width), (chunk.len(), width), dev)?;
+    Ok((ids, mask))
 }
 
 /// The KL sample's part of a micro-batch: its first `ids.len()` rows. The reference log-probs
