@@ -2,7 +2,9 @@
 //! dialogues (docs/DESIGN.md section 24), the warm start before `train`.
 
 use clap::Args;
-use empathy_gym::learning::sft::{read_corpus, read_rows, SftParts, SftTrainer, SFT_FILE, SFT_SVG};
+use empathy_gym::learning::sft::{
+    read_corpus, read_rows, SftParts, SftRow, SftTrainer, SFT_FILE, SFT_SVG,
+};
 use empathy_gym::learning::train::run_files::CONFIG_FILE;
 use empathy_gym::learning::train::{device, load_policy};
 
@@ -49,26 +51,20 @@ pub fn run(args: SftArgs) -> anyhow::Result<()> {
     trainer.run(args.stop_after)?;
     let dir = trainer.run_dir().to_path_buf();
     let rows = read_rows(&dir.join(SFT_FILE))?;
-    let trained: Vec<_> = rows
-        .iter()
-        .filter_map(|r| Some((r.step, r.loss?)))
-        .collect();
-    if let (Some(a), Some(b)) = (trained.first(), trained.last()) {
-        println!(
-            "loss on the training batch: {:.3} at step {} -> {:.3} at step {}",
-            a.1, a.0, b.1, b.0
-        );
-    }
-    let held: Vec<_> = rows
-        .iter()
-        .filter_map(|r| Some((r.step, r.validation_loss?)))
-        .collect();
-    if let (Some(a), Some(b)) = (held.first(), held.last()) {
-        println!(
-            "loss on the held-out dialogues: {:.3} at step {} -> {:.3} at step {}",
-            a.1, a.0, b.1, b.0
-        );
-    }
+    let span = |what: &str, pick: fn(&SftRow) -> Option<f64>| {
+        let points: Vec<(u64, f64)> = rows
+            .iter()
+            .filter_map(|r| Some((r.step, pick(r)?)))
+            .collect();
+        if let (Some(a), Some(b)) = (points.first(), points.last()) {
+            println!(
+                "loss on {what}: {:.3} at step {} -> {:.3} at step {}",
+                a.1, a.0, b.1, b.0
+            );
+        }
+    };
+    span("the training batch", |r| r.loss);
+    span("the held-out dialogues", |r| r.validation_loss);
     let show = |f: &str| dir.join(f).display().to_string();
     println!(
         "after {} steps, results are in {}:",

@@ -28,7 +28,7 @@ use crate::learning::train::checkpoint::{
     copies, latest_checkpoint, load_checkpoint, remove_leftovers, save_checkpoint, Checkpoint,
 };
 use crate::learning::train::restore::restore_adapters;
-use crate::learning::train::run_files::CONFIG_FILE;
+use crate::learning::train::run_files::{create_run_dir, CONFIG_FILE};
 use crate::learning::train::sequence::TokenSequence;
 use crate::learning::train::trainer::streams;
 use crate::learning::train::update::{
@@ -69,17 +69,7 @@ impl SftTrainer {
     /// part, row 0 of `sft.csv` (the held-out loss before training).
     pub fn start(parts: SftParts) -> Result<Self> {
         let dir = parts.cfg.run_dir.clone();
-        if dir.join(SFT_FILE).exists() {
-            return Err(Error::input(
-                dir.join(SFT_FILE),
-                "run",
-                "this run already exists: continue it with --resume DIR, or choose another run \
-                 name (--set run=NAME)",
-            ));
-        }
-        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-        let cfg_path = dir.join(CONFIG_FILE);
-        std::fs::write(&cfg_path, parts.cfg.to_yaml()?).map_err(|e| Error::io(&cfg_path, e))?;
+        create_run_dir(&dir, &dir.join(SFT_FILE), &parts.cfg.to_yaml()?)?;
         let log = SftLog::create(&dir)?;
         let mut t = Self::assemble(parts, log, 0)?;
         // Row 0: the held-out loss of the policy before any update, the baseline of the curve.

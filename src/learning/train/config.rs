@@ -181,11 +181,11 @@ fn check_sft(f: &TrainConfigFile, path: &Path) -> Result<()> {
     if s.steps == 0 {
         return bad("steps", "must be at least 1 (default 200)");
     }
-    if s.batch == 0 || s.micro_batch == 0 {
-        return bad(
-            if s.batch == 0 { "batch" } else { "micro_batch" },
-            "must be at least 1 (defaults 8 and 4)",
-        );
+    if s.batch == 0 {
+        return bad("batch", "must be at least 1 (default 8)");
+    }
+    if s.micro_batch == 0 {
+        return bad("micro_batch", "must be at least 1 (default 4)");
     }
     Ok(())
 }

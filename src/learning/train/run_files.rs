@@ -43,17 +43,7 @@ impl RunFiles {
     /// that already holds a run's metrics.
     pub fn create(dir: &Path, config_yaml: &str) -> Result<Self> {
         let metrics = dir.join(METRICS_FILE);
-        if metrics.exists() {
-            return Err(Error::input(
-                &metrics,
-                "run",
-                "this run already exists: continue it with --resume DIR, or choose another run \
-                 name (--set run=NAME)",
-            ));
-        }
-        fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-        let cfg = dir.join(CONFIG_FILE);
-        fs::write(&cfg, config_yaml).map_err(|e| Error::io(&cfg, e))?;
+        create_run_dir(dir, &metrics, config_yaml)?;
         Ok(RunFiles {
             dir: dir.to_path_buf(),
             metrics: MetricsWriter::create(&metrics)?,
@@ -90,6 +80,22 @@ impl RunFiles {
             })
             .collect()
     }
+}
+
+/// Creates the directory of a fresh run and writes its resolved config, refusing a directory
+/// where `log` (the file a run writes every step to) exists: that run continues with --resume.
+pub fn create_run_dir(dir: &Path, log: &Path, config_yaml: &str) -> Result<()> {
+    if log.exists() {
+        return Err(Error::input(
+            log,
+            "run",
+            "this run already exists: continue it with --resume DIR, or choose another run \
+             name (--set run=NAME)",
+        ));
+    }
+    fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let cfg = dir.join(CONFIG_FILE);
+    fs::write(&cfg, config_yaml).map_err(|e| Error::io(&cfg, e))
 }
 
 /// A chart of a run's metrics rows, as SVG text.
