@@ -158,6 +158,24 @@ pub struct Fitted {
     pub grid: Vec<(FitSettings, f64)>,
     /// Per set, its size and each head's AUC (the chosen network).
     pub report: Vec<(&'static str, usize, BTreeMap<&'static str, Estimate>)>,
+    /// Per head, the share of the fit part's replies it labels that are positive.
+    pub priors: Vec<f64>,
+}
+
+/// Per head, the share of positives among the replies of `set` that label it.
+pub fn priors(set: &[&Labelled]) -> Vec<f64> {
+    (0..HEADS.len())
+        .map(|k| {
+            let labels: Vec<bool> = set.iter().filter_map(|l| l.labels[k]).collect();
+            let positive = labels.iter().filter(|y| **y).count();
+            // A head nothing labels carries no base rate: one half leaves it as read.
+            if labels.is_empty() {
+                0.5
+            } else {
+                super::r3(positive as f64 / labels.len() as f64)
+            }
+        })
+        .collect()
 }
 
 fn mean_auc(aucs: &[BTreeMap<&'static str, Estimate>]) -> f64 {
@@ -224,6 +242,7 @@ pub fn fit(corpora: &Corpora, embedder: &Embedder, grid: &[FitSettings]) -> Resu
         settings,
         grid: scores,
         report,
+        priors: priors(&train),
     })
 }
 
@@ -286,6 +305,7 @@ pub fn write(root: &Path, f: &Fitted) -> Result<()> {
         hidden: s.hidden,
         heads: HEADS.iter().map(|h| h.to_string()).collect(),
         sources: sources(),
+        priors: Some(f.priors.clone()),
         fit: fit.into(),
     };
     let yaml = serde_yaml::to_string(&meta).map_err(|e| Error::Other(e.to_string()))?;
@@ -303,6 +323,28 @@ pub fn write(root: &Path, f: &Fitted) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn priors_count_only_the_replies_that_label_a_head() {
+        let mut a = [None; HEADS.len()];
+        a[0] = Some(true);
+        a[3] = Some(false);
+        let mut b = a;
+        b[0] = Some(false);
+        let mut c = [None; HEADS.len()];
+        c[3] = Some(true);
+        let set: Vec<Labelled> = [a, b, b, c]
+            .into_iter()
+            .map(|labels| Labelled {
+                context: String::new(),
+                reply: String::new(),
+                labels,
+            })
+            .collect();
+        let p = priors(&set.iter().collect::<Vec<_>>());
+        // Head 0: 1 of 3 labelled; head 3: 1 of 4; head 1: none labelled, so even.
+        assert_eq!((p[0], p[3], p[1]), (0.333, 0.25, 0.5));
+    }
 
     #[test]
     fn a_strategy_labels_only_esconvs_heads() {

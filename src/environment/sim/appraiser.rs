@@ -18,12 +18,12 @@ use super::fluency::Fluency;
 use super::lexicon::{Cues, Lexicon};
 use super::moves::Move;
 use super::perceive::{Perception, HEADS};
-use super::points::{landing, stacked};
+use super::points::{landing, rapport, stacked};
 use super::text::{looping, read_together, restatement_spans, sentences, without_words, words};
 use super::warmth::warmth;
 use super::wording::{has_judged_words, used_words, Said, Wording};
 use crate::environment::profile::{FactualTurn, Profile};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// What the appraiser looks at for one reply.
 #[derive(Clone, Debug)]
@@ -154,7 +154,16 @@ impl Appraiser {
         // Head names were checked against `HEADS` when the config loaded.
         let perception = match &cfg.perception {
             Some(p) => {
-                let heads = Perception::load(&root.join("data").join(&p.heads))?;
+                let path = root.join("data").join(&p.heads);
+                let heads = Perception::load(&path)?;
+                if p.even_odds && heads.meta.priors.is_none() {
+                    return Err(Error::input(
+                        &path,
+                        "priors",
+                        "missing, and data/appraiser.yaml reads the heads at `perception.even_odds`: \
+                         fit them again with `empathy-gym perception fit`, or set it to false",
+                    ));
+                }
                 let index = |n: &String| HEADS.iter().position(|h| h == n);
                 let moves = p
                     .moves
@@ -628,7 +637,16 @@ impl Appraiser {
             return Ok(None);
         };
         let context = head::embed_context(&self.embedder, &perception_context(inp))?;
-        Ok(Some(p.read(reply, &context)))
+        // Load refuses even odds from a file without priors.
+        let even = self.cfg.perception.as_ref().is_some_and(|u| u.even_odds);
+        let at_even_odds = if even {
+            p.read_at_even_odds(reply, &context)
+        } else {
+            None
+        };
+        Ok(Some(
+            at_even_odds.unwrap_or_else(|| p.read(reply, &context)),
+        ))
     }
 }
 
@@ -721,8 +739,14 @@ impl Appraiser {
         }
         let mut c = BTreeMap::new();
         if spec >= knobs.acceptance {
-            let landed = landing(spec, cfg.specificity.full_at);
-            c.insert("fit", scale.gain * landed * (fit + helps));
+            let landed = scale.gain * landing(spec, cfg.specificity.full_at) * (fit + helps);
+            c.insert("fit", landed);
+            if let Some(r) = &cfg.rapport {
+                let m = rapport(inp.emotion, knobs.start_emotion, r.per_ten, r.max);
+                if m > 1.0 && landed > 0.0 {
+                    c.insert("rapport", (m - 1.0) * landed);
+                }
+            }
         } else {
             let generic = knobs.generic_credit * (fit + helps).min(cfg.generic_points);
             c.insert("generic", scale.gain * generic);

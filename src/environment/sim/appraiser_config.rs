@@ -111,6 +111,10 @@ pub struct PerceptionUse {
     /// Per move, the heads whose largest probability is the move's score, in place of the
     /// phrase lists and prototypes; moves not named keep those.
     pub moves: BTreeMap<Move, Vec<String>>,
+    /// Read each head at even odds (`perceive::at_even_odds`): its fit part's base rate taken
+    /// out, so a head fit where the move is rare scores a clear instance near 1, not near its rarity.
+    #[serde(default)]
+    pub even_odds: bool,
 }
 
 /// How the appraiser reads the wording head (`sim::wording`).
@@ -171,6 +175,20 @@ pub struct AppraiserConfig {
     /// costs and the user names it.
     #[serde(default)]
     pub cost_floor: f64,
+    /// How being heard opens the user to the next reply; absent: it does not.
+    #[serde(default)]
+    pub rapport: Option<Rapport>,
+}
+
+/// Rapport (docs/REWARD.md, "The emotion model"): the supportive points that land are multiplied
+/// by `points::rapport` of how far the emotion stands above its start.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rapport {
+    /// What the multiplier gains per 10 points of emotion above the start.
+    pub per_ten: f64,
+    /// The largest multiplier.
+    pub max: f64,
 }
 
 fn no_decay() -> f64 {
@@ -237,6 +255,15 @@ impl AppraiserConfig {
                  is too short",
             ));
         }
+        if let Some(r) = &cfg.rapport {
+            if !(r.per_ten >= 0.0 && r.max >= 1.0) {
+                return Err(Error::input(
+                    path,
+                    "rapport",
+                    "per_ten must be 0 or more and max 1 or more (1: no rapport)",
+                ));
+            }
+        }
         if let Some(p) = &cfg.perception {
             for (m, heads) in &p.moves {
                 if let Some(h) = heads
@@ -290,6 +317,7 @@ mod tests {
     fn landing_and_shortness_out_of_range_name_their_field() {
         for (from, to, field) in [
             ("  full_at: 0.5", "  full_at: 0", "specificity.full_at"),
+            ("  max: 2.0", "  max: 0.5", "rapport"),
             (
                 "  short_share: 0.5",
                 "  short_share: 1.5",

@@ -54,6 +54,10 @@ pub struct PerceptionMeta {
     pub heads: Vec<String>,
     /// What the weights were fit on, with each source's terms.
     pub sources: Vec<String>,
+    /// Per head, in output order, the share of the fit part's replies it labels that are
+    /// positive: the base rate its probabilities carry (absent in files fit before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priors: Option<Vec<f64>>,
     /// The fitting settings and what they gave, for a person to read.
     pub fit: serde_yaml::Value,
 }
@@ -77,6 +81,15 @@ impl Perception {
                 format!("must list {} in this order: {FIX}", HEADS.join(", ")),
             ));
         }
+        if let Some(p) = &meta.priors {
+            if p.len() != HEADS.len() || p.iter().any(|x| !(*x > 0.0 && *x < 1.0)) {
+                return Err(Error::input(
+                    meta_path,
+                    "priors",
+                    format!("must hold one share in (0, 1) per head: {FIX}"),
+                ));
+            }
+        }
         let path = meta_path.with_file_name(&meta.weights);
         let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
         let net = Mlp::from_safetensors(&bytes, [INPUT, meta.hidden, HEADS.len()], &path, FIX)?;
@@ -87,6 +100,24 @@ impl Perception {
     pub fn read(&self, reply: &[f32], context: &[f32]) -> [f64; HEADS.len()] {
         probabilities(&self.net, &features(reply, context))
     }
+
+    /// Each head's probability at even odds: as if the replies it was fit on had been half
+    /// positive (see [`at_even_odds`]). `None` when the file does not record its priors.
+    pub fn read_at_even_odds(&self, reply: &[f32], context: &[f32]) -> Option<[f64; HEADS.len()]> {
+        let priors = self.meta.priors.as_ref()?;
+        let z = self.net.logits(&features(reply, context));
+        Some(std::array::from_fn(|k| at_even_odds(z[k], priors[k])))
+    }
+}
+
+/// A head's probability with its base rate taken out: the logit `z` of a head fit where a share
+/// `prior` of the replies were positive, shifted as Bayes' rule shifts it to a base rate of one
+/// half (Saerens, Latinne & Decaestecker, "Adjusting the outputs of a classifier to new a priori
+/// probabilities", Neural Computation 2002). ESConv's coders gave each turn one strategy, so a
+/// reflection of feelings is a twelfth of the turns and its head reads a plain reflection at 0.2:
+/// the chance that a coder picked it, not that the reply does it.
+pub fn at_even_odds(z: f64, prior: f64) -> f64 {
+    sigmoid(z - (prior / (1.0 - prior)).ln())
 }
 
 /// Each head's probability for one input of features.
@@ -98,6 +129,17 @@ pub fn probabilities(net: &Mlp, x: &[f32]) -> [f64; HEADS.len()] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn even_odds_take_the_base_rate_out() {
+        // A head fit at a base rate of 0.2 reading 0.2 (logit ln 0.25) carries no evidence
+        // either way: 0.5 at even odds.
+        assert!((at_even_odds(0.25f64.ln(), 0.2) - 0.5).abs() < 1e-12);
+        // Odds 1 at a prior of 1/9 (odds 1/8): likelihood ratio 8, so 8/9.
+        assert!((at_even_odds(0.0, 1.0 / 9.0) - 8.0 / 9.0).abs() < 1e-12);
+        // At a prior of one half nothing moves.
+        assert!((at_even_odds(1.3, 0.5) - sigmoid(1.3)).abs() < 1e-12);
+    }
 
     #[test]
     fn strategies_name_their_heads() {

@@ -17,6 +17,16 @@ pub fn landing(spec: f64, full_at: f64) -> f64 {
     (spec / full_at).clamp(0.0, 1.0)
 }
 
+/// The multiplier of the supportive points that land at `emotion` for a user who started at
+/// `start`: 1 at or below the start, `per_ten` more per 10 points above it, at most `max`. Intimacy
+/// grows over repeated exchanges in which a person feels understood (Reis & Shaver's intimacy
+/// process model, 1988; Laurenceau, Barrett & Pietromonaco 1998): a user who has been heard takes
+/// in the next good reply more fully. Losses are not multiplied.
+pub fn rapport(emotion: u8, start: u8, per_ten: f64, max: f64) -> f64 {
+    let above = f64::from(emotion.saturating_sub(start));
+    (1.0 + per_ten * above / 10.0).clamp(1.0, max.max(1.0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -34,6 +44,20 @@ mod tests {
         );
         assert_eq!(stacked(vec![3.0, 5.0], 1.0), 8.0, "1: they add up");
         assert_eq!(stacked(Vec::new(), 0.5), 0.0);
+    }
+
+    #[test]
+    fn rapport_grows_above_the_start_up_to_its_cap() {
+        assert_eq!(rapport(40, 40, 0.25, 2.0), 1.0);
+        assert_eq!(
+            rapport(30, 40, 0.25, 2.0),
+            1.0,
+            "below the start: no change"
+        );
+        assert_eq!(rapport(60, 40, 0.25, 2.0), 1.5); // 1 + 0.25 * 20 / 10
+        assert_eq!(rapport(55, 40, 0.25, 2.0), 1.375); // 1 + 0.25 * 1.5
+        assert_eq!(rapport(95, 40, 0.25, 2.0), 2.0, "capped");
+        assert_eq!(rapport(95, 40, 0.0, 2.0), 1.0, "per_ten 0: none");
     }
 
     #[test]

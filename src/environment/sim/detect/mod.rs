@@ -32,6 +32,9 @@ pub struct CopiedCfg {
     pub restated_min_words: usize,
     pub min_share: f64,
     pub min_words: usize,
+    /// A reply that copies only the scenario's own lines (which the user never said, so it cannot
+    /// be echoing them) is flagged from this share of its words.
+    pub scenario_min_share: f64,
     pub points: f64,
 }
 
@@ -191,7 +194,8 @@ pub struct Findings {
     /// Share of the reply's words copied from the user alone.
     pub copied_user_share: f64,
     pub copied: bool,
-    /// The reply copies one of the scenario's own example replies.
+    /// The reply copies `copied.min_share` of its words from the scenario's own lines (more than
+    /// from the user): it earns no `helps` points, flagged as `copied` or not.
     pub copied_scenario: bool,
     /// Per reply word (as `text::words` splits it): copied from the user or listed bare from
     /// their words. Such words earn no reflection credit.
@@ -262,12 +266,17 @@ impl Detectors {
     pub fn load(root: &Path) -> Result<Self> {
         let path = root.join("data/detectors.yaml");
         let cfg: DetectorsCfg = crate::environment::profile::yaml::read_yaml(&path)?;
-        if !(0.0..=1.0).contains(&cfg.copied.min_share) {
-            return Err(Error::input(
-                &path,
-                "copied.min_share",
-                "must be a share between 0 and 1",
-            ));
+        for (field, share) in [
+            ("copied.min_share", cfg.copied.min_share),
+            ("copied.scenario_min_share", cfg.copied.scenario_min_share),
+        ] {
+            if !(0.0..=1.0).contains(&share) {
+                return Err(Error::input(
+                    &path,
+                    field,
+                    "must be a share between 0 and 1",
+                ));
+            }
         }
         if !(cfg.copied.restated_cosine > 0.0 && cfg.copied.restated_cosine <= 1.0) {
             return Err(Error::input(
@@ -340,11 +349,15 @@ impl Detectors {
             .zip(&from_scenario)
             .map(|(u, s)| *u || *s)
             .collect();
-        let (_, user_share) = copying::coverage(&from_user);
-        let (n, share) = copying::coverage(&from_either);
+        let (n_user, user_share) = copying::coverage(&from_user);
+        let (_, share) = copying::coverage(&from_either);
         (f.copied_share, f.copied_user_share) = (share, user_share);
-        f.copied = share >= c.copied.min_share || n >= c.copied.min_words;
-        f.copied_scenario = f.copied && share > user_share;
+        // Echoing the user is judged on what the user said; the scenario's lines (example replies
+        // a good listener may come close to by chance) only when quoted at length.
+        f.copied = user_share >= c.copied.min_share
+            || n_user >= c.copied.min_words
+            || share >= c.copied.scenario_min_share;
+        f.copied_scenario = share >= c.copied.min_share && share > user_share;
         // Any word the user said but the pronouns, which a list of things never holds.
         let user_words: BTreeSet<String> = inp
             .user_messages

@@ -83,6 +83,16 @@ fn copying_the_scenario_is_flagged_as_such() {
 }
 
 #[test]
+fn coming_close_to_an_example_reply_is_no_echo_but_earns_no_helps() {
+    // A third of its words lie in runs shared with HELPS, none with what the user said.
+    let near = "Of course you're hurt after that. Finding out it became a joke, from someone you trusted, is hard to take in, and nobody warned you.";
+    let f = find(near, &[]);
+    assert!(f.copied_user_share < 0.3, "{f:?}");
+    assert!((0.3..0.6).contains(&f.copied_share), "{f:?}");
+    assert!(!f.copied && f.copied_scenario, "{f:?}");
+}
+
+#[test]
 fn stacked_questions_need_three() {
     assert!(!find(HONEST, &[]).stacked_questions, "one open question");
     assert!(
