@@ -23,7 +23,7 @@ use super::text::{looping, read_together, restatement_spans, sentences, without_
 use super::warmth::warmth;
 use super::wording::{has_judged_words, used_words, Said, Wording};
 use crate::environment::profile::{FactualTurn, Profile};
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// What the appraiser looks at for one reply.
 #[derive(Clone, Debug)]
@@ -156,14 +156,11 @@ impl Appraiser {
             Some(p) => {
                 let path = root.join("data").join(&p.heads);
                 let heads = Perception::load(&path)?;
-                if p.even_odds && heads.meta.priors.is_none() {
-                    return Err(Error::input(
-                        &path,
-                        "priors",
-                        "missing, and data/appraiser.yaml reads the heads at `perception.even_odds`: \
-                         fit them again with `empathy-gym perception fit`, or set it to false",
-                    ));
-                }
+                let heads = if p.even_odds {
+                    heads.with_even_odds(&path)?
+                } else {
+                    heads
+                };
                 let index = |n: &String| HEADS.iter().position(|h| h == n);
                 let moves = p
                     .moves
@@ -637,16 +634,7 @@ impl Appraiser {
             return Ok(None);
         };
         let context = head::embed_context(&self.embedder, &perception_context(inp))?;
-        // Load refuses even odds from a file without priors.
-        let even = self.cfg.perception.as_ref().is_some_and(|u| u.even_odds);
-        let at_even_odds = if even {
-            p.read_at_even_odds(reply, &context)
-        } else {
-            None
-        };
-        Ok(Some(
-            at_even_odds.unwrap_or_else(|| p.read(reply, &context)),
-        ))
+        Ok(Some(p.read(reply, &context)))
     }
 }
 

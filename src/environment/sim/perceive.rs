@@ -66,6 +66,9 @@ pub struct PerceptionMeta {
 pub struct Perception {
     pub meta: PerceptionMeta,
     net: Mlp,
+    /// Per head, the base rate [`Self::read`] takes out of its logit ([`at_even_odds`]): one half
+    /// (nothing taken out) unless [`Self::with_even_odds`] set the fit part's.
+    read_priors: [f64; HEADS.len()],
 }
 
 const FIX: &str = "fit it again with `empathy-gym perception fit`, or restore it from git";
@@ -93,20 +96,33 @@ impl Perception {
         let path = meta_path.with_file_name(&meta.weights);
         let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
         let net = Mlp::from_safetensors(&bytes, [INPUT, meta.hidden, HEADS.len()], &path, FIX)?;
-        Ok(Perception { meta, net })
+        Ok(Perception {
+            meta,
+            net,
+            read_priors: [0.5; HEADS.len()],
+        })
+    }
+
+    /// The same heads read at even odds: as if the replies they were fit on had been half
+    /// positive (see [`at_even_odds`]). An error naming `meta_path` when it records no priors.
+    pub fn with_even_odds(mut self, meta_path: &Path) -> Result<Self> {
+        let Some(priors) = &self.meta.priors else {
+            return Err(Error::input(
+                meta_path,
+                "priors",
+                "missing, and data/appraiser.yaml reads the heads at `perception.even_odds`: \
+                 fit them again with `empathy-gym perception fit`, or set it to false",
+            ));
+        };
+        // Load checked one prior per head.
+        self.read_priors = std::array::from_fn(|k| priors[k]);
+        Ok(self)
     }
 
     /// Each head's probability for a reply embedding in a context embedding.
     pub fn read(&self, reply: &[f32], context: &[f32]) -> [f64; HEADS.len()] {
-        probabilities(&self.net, &features(reply, context))
-    }
-
-    /// Each head's probability at even odds: as if the replies it was fit on had been half
-    /// positive (see [`at_even_odds`]). `None` when the file does not record its priors.
-    pub fn read_at_even_odds(&self, reply: &[f32], context: &[f32]) -> Option<[f64; HEADS.len()]> {
-        let priors = self.meta.priors.as_ref()?;
         let z = self.net.logits(&features(reply, context));
-        Some(std::array::from_fn(|k| at_even_odds(z[k], priors[k])))
+        std::array::from_fn(|k| at_even_odds(z[k], self.read_priors[k]))
     }
 }
 
@@ -139,6 +155,18 @@ mod tests {
         assert!((at_even_odds(0.0, 1.0 / 9.0) - 8.0 / 9.0).abs() < 1e-12);
         // At a prior of one half nothing moves.
         assert!((at_even_odds(1.3, 0.5) - sigmoid(1.3)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn even_odds_need_the_priors_of_the_fit() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/perception.yaml");
+        let mut p = Perception::load(&path).unwrap();
+        p.meta.priors = None;
+        let err = p.with_even_odds(&path).err().unwrap().to_string();
+        assert!(
+            err.contains("perception.yaml") && err.contains("priors"),
+            "{err}"
+        );
     }
 
     #[test]
