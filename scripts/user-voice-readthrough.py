@@ -6,14 +6,26 @@ shuffled into readthrough-items.md with the key apart in readthrough-key.json. S
 logs give the same set.
 
     python3 scripts/user-voice-readthrough.py
+    python3 scripts/user-voice-readthrough.py SIDE SIDE NAME
+
+The second form compares two re-played sides of results/experiments/user-voice/ (folders written
+by scripts/user-voice.sh, e.g. `after` and a later rules version) and writes NAME-items.md and
+NAME-key.json.
 """
 import json, random, sys, os, yaml, zlib
 random.seed(20261129)
 M=os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 B=M+'/results/experiments/user-realism/after'
-A=M+'/results/experiments/user-voice/after'
-sets={'before':{'listener':B+'/listener.jsonl','advice-first':B+'/advice-first.jsonl','base':B+'/eval/episodes-0.jsonl','trained':B+'/eval/episodes-1.jsonl','honest':M+'/results/experiments/user-voice/before/honest.jsonl'},
-      'after':{'listener':A+'/listener.jsonl','advice-first':A+'/advice-first.jsonl','base':A+'/base.jsonl','trained':A+'/trained-seed2.jsonl','honest':A+'/honest.jsonl'}}
+def replayed(side):
+    A=M+'/results/experiments/user-voice/'+side
+    return {'listener':A+'/listener.jsonl','advice-first':A+'/advice-first.jsonl','base':A+'/base.jsonl','trained':A+'/trained-seed2.jsonl','honest':A+'/honest.jsonl'}
+if len(sys.argv)==4:
+    sets={sys.argv[1]:replayed(sys.argv[1]),sys.argv[2]:replayed(sys.argv[2])}
+    set_name=sys.argv[3]
+else:
+    sets={'before':{'listener':B+'/listener.jsonl','advice-first':B+'/advice-first.jsonl','base':B+'/eval/episodes-0.jsonl','trained':B+'/eval/episodes-1.jsonl','honest':M+'/results/experiments/user-voice/before/honest.jsonl'},
+          'after':replayed('after')}
+    set_name='readthrough'
 quota={'listener':20,'advice-first':15,'base':20,'trained':15,'honest':30}
 personas={}
 for f in os.listdir(M+'/personas'):
@@ -41,9 +53,9 @@ for k,it in enumerate(items): it['id']=k+1
 key=[{k:it[k] for k in ('id','side','log','profile','turn','delta')} for it in items]
 blind=[{k:it[k] for k in ('id','persona','previous','reply','message')} for it in items]
 out=M+'/results/experiments/user-voice'
-json.dump(key,open(out+'/readthrough-key.json','w'),indent=1)
-with open(out+'/readthrough-items.md','w') as f:
-    f.write('# Read-through items (blind: which build wrote each turn is in readthrough-key.json)\n\n')
+json.dump(key,open(out+f'/{set_name}-key.json','w'),indent=1)
+with open(out+f'/{set_name}-items.md','w') as f:
+    f.write(f'# Read-through items (blind: which build wrote each turn is in {set_name}-key.json)\n\n')
     for it in blind:
         f.write(f"## Item {it['id']}\n\n- persona: {it['persona']}\n- user before: {it['previous']}\n- listener: {it['reply']}\n- **user next:** {it['message']}\n\n")
 print(len(items))

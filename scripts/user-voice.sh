@@ -13,8 +13,11 @@ cd "$(dirname "$0")/.."
 cargo build --release --quiet
 bin=$PWD/target/release/empathy-gym
 out=results/experiments/user-voice
+side=${1:-after}
+table=$out/fit
+[ "$side" = after ] || table=$out/$side/fit
 before=results/experiments/user-realism/after
-mkdir -p "$out/after"
+mkdir -p "$out/$side"
 pairs=(
   "listener:$before/listener.jsonl" "advice-first:$before/advice-first.jsonl"
   "base:$before/eval/episodes-0.jsonl" "trained-seed2:$before/eval/episodes-1.jsonl"
@@ -24,7 +27,7 @@ pairs=(
 logs=()
 for pair in "${pairs[@]}"; do
   name=${pair%%:*} file=${pair#*:}
-  [ -s "$out/after/$name.jsonl" ] || "$bin" replay rescore "$file" --out "$out/after/$name.jsonl" >/dev/null
-  logs+=("$file" "$out/after/$name.jsonl")
+  [ -s "$out/$side/$name.jsonl" ] || "$bin" replay rescore "$file" --out "$out/$side/$name.jsonl" >/dev/null
+  logs+=("$file" "$out/$side/$name.jsonl")
 done
-"$bin" replay user "${logs[@]}" --csv "$out/fit.csv" --stock 5 | tee "$out/fit.md"
+"$bin" replay user "${logs[@]}" --csv "$table.csv" --stock 5 | tee "$table.md"

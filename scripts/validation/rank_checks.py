@@ -7,6 +7,10 @@ from its output files (standard library only).
     rank_checks.py catalog LOG_DIR JUDGED.jsonl       # `judge score` of logs against the logs
     rank_checks.py survey JUDGED.jsonl                # ESConv-shaped dialogues against the
                                                       #   seekers' survey scores
+    rank_checks.py without JUDGED.jsonl [QUANTUM CAP] # the per-reply change re-computed from its
+                                                      #   logged components with each one left
+                                                      #   out (a dev-part diagnosis: which
+                                                      #   components pull its rank agreement down)
     rank_checks.py rates JUDGED.jsonl [MIN_LEVELS]    # how often each detector, each costly
                                                       #   move's charge and "too generic" fire on
                                                       #   judged (honest) replies; with MIN_LEVELS,
@@ -81,6 +85,42 @@ def components(judged):
         print(f"| {m} | {spearman([f['moves'].get(m, 0.0) for f in first], total):+.3f} |")
 
 
+def step(points, quantum, cap):
+    """The appraiser's step: points rounded to the quantum (under half of one moves nothing),
+    clamped to the cap (docs/REWARD.md, "The emotion model", step 6)."""
+    q = quantum * int((abs(points) + quantum / 2 - 1e-9) // quantum)
+    return (1 if points >= 0 else -1) * min(cap, q)
+
+
+def without(judged, quantum=5, cap=10):
+    quantum, cap = float(quantum), float(cap)
+    rows = read_jsonl(judged)
+    total = [sum(r["labels"].values()) for r in rows]
+    first = [r["replies"][0] for r in rows]
+    # An unsafe reply ends the dialogue at the floor: it keeps its logged change.
+    kept = [f["delta"] if "unsafe" in f["components"] else None for f in first]
+
+    def changes(leave_out):
+        return [k if k is not None else step(sum(v for c, v in f["components"].items() if c not in leave_out), quantum, cap)
+                for f, k in zip(first, kept)]
+
+    logged = [f["delta"] for f in first]
+    print(f"{len(rows)} replies; logged change rho {spearman(logged, total):+.3f}, "
+          f"re-computed from the components {spearman(changes(set()), total):+.3f}\n")
+    print("| left out | fires on | mean level sum where it fires / elsewhere | rho of the change without it |")
+    print("| --- | ---: | ---: | ---: |")
+    for k in sorted({c for f in first for c in f["components"]} - {"unsafe"}):
+        on = [t for f, t in zip(first, total) if f["components"].get(k, 0.0)]
+        off = [t for f, t in zip(first, total) if not f["components"].get(k, 0.0)]
+        mean = lambda xs: sum(xs) / len(xs) if xs else float("nan")
+        print(f"| {k} | {len(on)} | {mean(on):.2f} / {mean(off):.2f} | {spearman(changes({k}), total):+.3f} |")
+    earned = {"fit", "generic", "rapport"}
+    costs = {c for f in first for c in f["components"]} - earned - {"unsafe"}
+    print(f"| every cost (only what the reply earned) | | | {spearman(changes(costs), total):+.3f} |")
+    fit = [sum(f["components"].get(c, 0.0) for c in earned) for f in first]
+    print(f"| the same, not rounded | | | {spearman(fit, total):+.3f} |")
+
+
 def catalog(log_dir, judged):
     logged = {}
     for f in sorted(Path(log_dir).glob("*.jsonl")):
@@ -143,7 +183,7 @@ def rates(judged, min_levels=None):
 
 
 if __name__ == "__main__":
-    commands = {"components": components, "catalog": catalog, "survey": survey, "rates": rates}
+    commands = {"components": components, "without": without, "catalog": catalog, "survey": survey, "rates": rates}
     if len(sys.argv) < 3 or sys.argv[1] not in commands:
         sys.exit(__doc__)
     commands[sys.argv[1]](*sys.argv[2:])

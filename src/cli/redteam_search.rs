@@ -67,6 +67,10 @@ pub struct SearchArgs {
     /// more generations).
     #[arg(long)]
     pub resume: bool,
+    /// Policies played at once, each on its own thread (default: the machine's cores). The
+    /// search finds the same policies with any number.
+    #[arg(long)]
+    pub workers: Option<usize>,
     #[command(flatten)]
     pub sim: SimulatorArgs,
 }
@@ -89,6 +93,8 @@ struct Resolved<'a> {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     start_from: Vec<String>,
     simulator: &'a str,
+    /// Policies played at once: the time depends on it, the results do not.
+    workers: usize,
     /// The fingerprint of the rule files the simulator read: the reward version searched.
     rules: Option<String>,
 }
@@ -149,27 +155,38 @@ pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<()> {
             cp.seconds
         );
     }
-    let last = search::search(sim.as_ref(), &catalog, &grammar, &plan, resume, |cp| {
-        cp.write(&state_path)?;
-        if let Some(g) = cp.trace.last() {
-            if bar.is_hidden() {
-                eprintln!(
-                    "redteam search: generation {} of {}: best {:.1}, mean {:.1} ({}); {} \
+    let workers = args.workers.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+    });
+    let last = search::search(
+        sim.as_ref(),
+        &catalog,
+        &grammar,
+        &plan,
+        workers,
+        resume,
+        |cp| {
+            cp.write(&state_path)?;
+            if let Some(g) = cp.trace.last() {
+                if bar.is_hidden() {
+                    eprintln!(
+                        "redteam search: generation {} of {}: best {:.1}, mean {:.1} ({}); {} \
                      policies evaluated, {:.0} s",
-                    g.index,
-                    args.generations,
-                    g.best,
-                    g.mean,
-                    g.best_policy,
-                    g.evaluated,
-                    cp.seconds
-                );
+                        g.index,
+                        args.generations,
+                        g.best,
+                        g.mean,
+                        g.best_policy,
+                        g.evaluated,
+                        cp.seconds
+                    );
+                }
+                bar.set_message(format!("best {:.1} ({})", g.best, g.best_policy));
             }
-            bar.set_message(format!("best {:.1} ({})", g.best, g.best_policy));
-        }
-        bar.set_position(cp.generation() as u64 + 1);
-        Ok(())
-    })?;
+            bar.set_position(cp.generation() as u64 + 1);
+            Ok(())
+        },
+    )?;
     bar.finish_and_clear();
     let best = &last.population;
     let search_s = last.seconds;
@@ -257,6 +274,7 @@ pub fn run(root: &Path, args: SearchArgs) -> anyhow::Result<()> {
             .map(|p| p.display().to_string())
             .collect(),
         simulator: args.sim.simulator.as_str(),
+        workers,
         rules: sim.info().data,
     };
     std::fs::write(

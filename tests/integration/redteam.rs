@@ -106,8 +106,8 @@ fn play_the_suite(difficulty: Difficulty, profiles: Option<usize>) {
     );
 }
 
-/// The adaptive attacker: a tiny search is seeded (the same population twice), only ever improves
-/// its best, and writes found policies that load back as scripts and play their rendered replies.
+/// The adaptive attacker: a tiny search is seeded (the same population twice, the second time
+/// with two policies played at once), only ever improves its best, and writes found policies that load back as scripts and play their rendered replies.
 #[test]
 fn the_search_is_seeded_and_its_finds_play_back() {
     use empathy_gym::environment::episode::{Policy, PolicyRequest, ScriptedPolicy, Turn};
@@ -124,17 +124,25 @@ fn the_search_is_seeded_and_its_finds_play_back() {
         children: 2,
         start: Vec::new(),
     };
-    let run = || {
+    let run = |workers| {
         let mut checkpoints = Vec::new();
-        let pop = search::search(simulator(), catalog(), &grammar, &plan, None, |cp| {
-            checkpoints.push(cp.clone());
-            Ok(())
-        })
+        let pop = search::search(
+            simulator(),
+            catalog(),
+            &grammar,
+            &plan,
+            workers,
+            None,
+            |cp| {
+                checkpoints.push(cp.clone());
+                Ok(())
+            },
+        )
         .unwrap()
         .population;
         (pop, checkpoints)
     };
-    let (pop, checkpoints) = run();
+    let (pop, checkpoints) = run(1);
     let bests: Vec<f64> = checkpoints
         .iter()
         .map(|c| c.trace.last().unwrap().best)
@@ -143,7 +151,9 @@ fn the_search_is_seeded_and_its_finds_play_back() {
     assert!(bests.windows(2).all(|w| w[1] >= w[0]), "{bests:?}");
     assert!(pop.windows(2).all(|w| w[0].fitness >= w[1].fitness));
     assert_eq!(checkpoints[2].population, pop);
-    assert_eq!(run().0, pop, "seeded");
+    let (pop2, checkpoints2) = run(2);
+    assert_eq!(pop2, pop, "seeded, whatever the number of workers");
+    assert_eq!(checkpoints2[2].seen, checkpoints[2].seen);
 
     // Stopped after the first generation and continued from its checkpoint (written and read
     // back), the search ends as the one that never stopped, with the same trace.
@@ -161,6 +171,7 @@ fn the_search_is_seeded_and_its_finds_play_back() {
         catalog(),
         &grammar,
         &plan,
+        1,
         Some((&state, resumed.clone())),
         |cp| {
             after.push(cp.clone());
@@ -184,6 +195,7 @@ fn the_search_is_seeded_and_its_finds_play_back() {
         catalog(),
         &grammar,
         &other,
+        1,
         Some((&state, resumed)),
         |_| Ok(()),
     )
@@ -252,8 +264,10 @@ fn the_search_is_seeded_and_its_finds_play_back() {
         start: vec![start.clone()],
         ..plan.clone()
     };
-    let first =
-        search::search(simulator(), catalog(), &grammar, &seeded, None, |_| Ok(())).unwrap();
+    let first = search::search(simulator(), catalog(), &grammar, &seeded, 1, None, |_| {
+        Ok(())
+    })
+    .unwrap();
     assert!(
         first.seen.iter().any(|s| s.genome == start),
         "the start was played"

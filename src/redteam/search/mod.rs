@@ -8,6 +8,7 @@ pub mod grammar;
 pub mod state;
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use rand::{Rng, SeedableRng};
@@ -86,13 +87,14 @@ struct Evaluator<'a> {
     grammar: &'a Grammar,
     cells: Vec<Vec<EpisodeJob>>,
     seen: BTreeMap<Genome, f64>,
+    /// Policies played at once, each on its own thread.
+    workers: usize,
 }
 
 impl Evaluator<'_> {
-    fn fitness(&mut self, genome: &Genome) -> Result<f64> {
-        if let Some(&f) = self.seen.get(genome) {
-            return Ok(f);
-        }
+    /// The mean final emotion of `genome`'s dialogues over the cells. It depends on nothing
+    /// else: each dialogue is seeded by its job, and the simulator's caches hold exact values.
+    fn play(&self, genome: &Genome) -> Result<f64> {
         let mut p = policy(genome, self.grammar, "search", self.catalog)?;
         let opts = RolloutOptions {
             run: "redteam-search".into(),
@@ -110,9 +112,46 @@ impl Evaluator<'_> {
                 .sum::<f64>()
                 / n;
         }
-        let f = total / self.cells.len().max(1) as f64;
-        self.seen.insert(genome.clone(), f);
-        Ok(f)
+        Ok(total / self.cells.len().max(1) as f64)
+    }
+
+    /// The fitness of each of `genomes`, in order: a policy seen before is looked up, the others
+    /// are played on up to `workers` threads at once. Since [`Evaluator::play`] depends on the
+    /// genome alone, the scores are the same for any number of workers.
+    fn fitness(&mut self, genomes: &[Genome]) -> Result<Vec<f64>> {
+        let mut todo: Vec<&Genome> = genomes
+            .iter()
+            .filter(|g| !self.seen.contains_key(*g))
+            .collect();
+        todo.sort();
+        todo.dedup();
+        let next = AtomicUsize::new(0);
+        let this = &*self;
+        let mut played: Vec<(usize, Result<f64>)> = std::thread::scope(|s| {
+            let workers: Vec<_> = (0..this.workers.clamp(1, todo.len().max(1)))
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut out = Vec::new();
+                        loop {
+                            let i = next.fetch_add(1, Ordering::Relaxed);
+                            let Some(g) = todo.get(i) else { break };
+                            out.push((i, this.play(g)));
+                        }
+                        out
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .flat_map(|w| w.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                .collect()
+        });
+        // The first failure in the genomes' order, whichever thread met it first.
+        played.sort_by_key(|(i, _)| *i);
+        for (i, f) in played {
+            self.seen.insert(todo[i].clone(), f?);
+        }
+        Ok(genomes.iter().map(|g| self.seen[g]).collect())
     }
 
     /// `cp` with the policies seen and the time so far (`earlier` seconds from earlier parts of
@@ -173,12 +212,14 @@ fn stream(seed: u64, index: usize) -> ChaCha8Rng {
 /// read from (checked to be the same search by [`SearchState::check_continues`], whose errors name
 /// the file); returns the final state, its population fittest first. `on_generation` sees the
 /// state after each generation, the starting population's included, whose `trace` ends with
-/// that generation's summary.
+/// that generation's summary. `workers` policies are played at once (at least one); the result
+/// does not depend on how many.
 pub fn search(
     sim: &dyn Simulator,
     catalog: &Catalog,
     grammar: &Grammar,
     plan: &SearchPlan,
+    workers: usize,
     resume: Option<(&std::path::Path, SearchState)>,
     mut on_generation: impl FnMut(&SearchState) -> Result<()>,
 ) -> Result<SearchState> {
@@ -200,6 +241,7 @@ pub fn search(
         grammar,
         cells,
         seen: BTreeMap::new(),
+        workers,
     };
     let population = plan.population.max(1);
     let report = |index: usize, pop: &[Scored], evaluated: usize| Generation {
@@ -234,11 +276,12 @@ pub fn search(
             while start.len() < population {
                 start.push(Genome::random(grammar, &mut rng));
             }
-            let mut pop = Vec::new();
-            for genome in start {
-                let fitness = eval.fitness(&genome)?;
-                pop.push(Scored { genome, fitness });
-            }
+            let fitness = eval.fitness(&start)?;
+            let pop = start
+                .into_iter()
+                .zip(fitness)
+                .map(|(genome, fitness)| Scored { genome, fitness })
+                .collect();
             let pop = select(pop, population);
             let cp = SearchState {
                 plan: plan.clone(),
@@ -255,24 +298,30 @@ pub fn search(
     for index in state.generation() + 1..=plan.generations {
         let mut rng = stream(plan.seed, index);
         let pop = &state.population;
+        // The children are drawn first and played together: playing draws nothing from `rng`.
+        let children: Vec<Genome> = (0..plan.children)
+            .map(|_| {
+                let parent = tournament(pop, &mut rng).genome.clone();
+                let mut child = if rng.random_bool(0.3) {
+                    let other = tournament(pop, &mut rng).genome.clone();
+                    parent.cross(&other, grammar, &mut rng)
+                } else {
+                    parent
+                };
+                for _ in 0..rng.random_range(1..=2) {
+                    child = child.mutate(grammar, &mut rng);
+                }
+                child
+            })
+            .collect();
+        let fitness = eval.fitness(&children)?;
         let mut next = pop.clone();
-        for _ in 0..plan.children {
-            let parent = tournament(pop, &mut rng).genome.clone();
-            let mut child = if rng.random_bool(0.3) {
-                let other = tournament(pop, &mut rng).genome.clone();
-                parent.cross(&other, grammar, &mut rng)
-            } else {
-                parent
-            };
-            for _ in 0..rng.random_range(1..=2) {
-                child = child.mutate(grammar, &mut rng);
-            }
-            let fitness = eval.fitness(&child)?;
-            next.push(Scored {
-                genome: child,
-                fitness,
-            });
-        }
+        next.extend(
+            children
+                .into_iter()
+                .zip(fitness)
+                .map(|(genome, fitness)| Scored { genome, fitness }),
+        );
         state.population = select(next, population);
         state
             .trace
