@@ -111,3 +111,66 @@ fn quickstart_fetches_its_models_itself() {
         "{lines:?}"
     );
 }
+
+/// The value `.ci/run` exports for `name` (the text between the quotes of `export NAME="..."`).
+fn ci_export(name: &str) -> String {
+    let prefix = format!("export {name}=\"");
+    code_lines(".ci/run")
+        .iter()
+        .find_map(|l| {
+            l.strip_prefix(&prefix)?
+                .strip_suffix('"')
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| panic!(".ci/run exports no {name}"))
+}
+
+/// CI's lint set-up, as `.ci/run` writes it, refuses a build with a clippy warning: a scratch
+/// crate with one planted warning fails to build under it, naming the lint, and the same crate
+/// without it builds. Where clippy is not installed, `.ci/run` itself refuses to start, so there
+/// is nothing to check.
+#[test]
+fn ci_lint_set_up_refuses_a_planted_warning() {
+    let Some(driver) = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join("clippy-driver"))
+            .find(|p| p.is_file())
+    }) else {
+        eprintln!("clippy-driver is not installed: .ci/run refuses to start without it");
+        return;
+    };
+    assert_eq!(ci_export("RUSTC_WORKSPACE_WRAPPER"), "$driver");
+    let args = ci_export("CLIPPY_ARGS");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    std::fs::write(
+        dir.path().join("Cargo.toml"),
+        "[package]\nname = \"planted\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    )
+    .unwrap();
+    let build = |lib: &str| {
+        std::fs::write(dir.path().join("src/lib.rs"), lib).unwrap();
+        std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args(["build", "--quiet", "--offline"])
+            .current_dir(dir.path())
+            .env("CARGO_TARGET_DIR", dir.path().join("target"))
+            .env("RUSTC_WORKSPACE_WRAPPER", &driver)
+            .env("CLIPPY_ARGS", &args)
+            .env_remove("RUSTFLAGS")
+            .output()
+            .unwrap()
+    };
+    // clippy::ptr_arg, warned by default: a &Vec parameter where a slice would do.
+    let planted = build("pub fn len(v: &Vec<u8>) -> usize {\n    v.len()\n}\n");
+    let err = String::from_utf8_lossy(&planted.stderr);
+    assert!(
+        !planted.status.success() && err.contains("ptr_arg"),
+        "a clippy warning must fail the build under .ci/run's set-up: {err}"
+    );
+    let clean = build("pub fn len(v: &[u8]) -> usize {\n    v.len()\n}\n");
+    assert!(
+        clean.status.success(),
+        "{}",
+        String::from_utf8_lossy(&clean.stderr)
+    );
+}
