@@ -5,7 +5,8 @@
 # re-scored logs, set the honest rows' `commit:` to that commit, and run `tables` again.
 #
 #   scripts/rescore-cited.sh [BINARY]    # default target/release/empathy-gym; resumable: a log
-#                                        # newer than every file of data/ is kept
+#                                        # newer than every file of data/ and than BINARY is kept
+#                                        # (a rebuilt binary may hold a changed simulator)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-target/release/empathy-gym}
@@ -31,8 +32,8 @@ for src, dst in pairs.items():
 EOF
 )
 while read -r src dst; do
-    if [[ -f "$dst" && -z "$(find data -newer "$dst" -type f | head -1)" ]]; then
-        echo "kept      $dst (newer than data/)"
+    if [[ -f "$dst" && -z "$(find data "$bin" -newer "$dst" -type f | head -1)" ]]; then
+        echo "kept      $dst (newer than data/ and $bin)"
         continue
     fi
     echo "rescoring $src -> $dst"

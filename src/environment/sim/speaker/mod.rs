@@ -233,7 +233,15 @@ pub fn speak(
         if stacked.agrees_with(input.delta) && found(stacked, input.appraisal, input.delta, heard) {
             msg.say_from(&[persona.voice.lines(stacked), rules.lines(stacked)]);
         }
-        revealed_now = answer(&mut msg, profile, &asked, input.emotion, reacted.is_some());
+        let mood = mood(scenario, bucket, input.delta);
+        revealed_now = answer(
+            &mut msg,
+            profile,
+            &asked,
+            input.emotion,
+            reacted.is_some(),
+            mood,
+        );
     }
     let trusting =
         input.delta >= input.reveal_min_delta && persona.character != Character::Avoidant;
@@ -244,13 +252,8 @@ pub fn speak(
         }
     }
     if !msg.said_something {
-        // Nothing in the reply to answer: how the user feels now. A fall makes a warm user cool.
-        let bank = match bucket {
-            Bucket::A if input.delta >= 0 => &u.A,
-            Bucket::A | Bucket::B => &u.B,
-            _ => &u.C,
-        };
-        msg.say_from(&[bank]);
+        // Nothing in the reply to answer: how the user feels now.
+        msg.say_from(&[mood(scenario, bucket, input.delta)]);
     }
     let hint_now = !msg.mem.hinted
         && !scenario.hints.is_empty()
@@ -270,6 +273,16 @@ pub fn speak(
         msg.parts.push(q.to_string());
     }
     finish(msg, profile)
+}
+
+/// The scenario's lines for how the user feels now, by bucket; a fall makes a warm user cool.
+fn mood(scenario: &Scenario, bucket: Bucket, delta: i32) -> &[String] {
+    let u = &scenario.utterances;
+    match bucket {
+        Bucket::A if delta >= 0 => &u.A,
+        Bucket::A | Bucket::B => &u.B,
+        _ => &u.C,
+    }
 }
 
 /// A line for reaction `r`: the scenario's own first, then the persona's, then the speaker's
@@ -438,14 +451,18 @@ fn acknowledge(msg: &mut Message<'_>, profile: &Profile, reply: &str) {
 /// Answers the reply's questions: a hidden fact one of them asks about, else (a guarded avoidant
 /// user declines) the scenario's answer to the first question of a known kind, else the user says
 /// there is no more to tell. A question of no known kind beside a reaction ("Have you considered
-/// therapy?" in a piece of advice) is answered by the reaction. Returns whether a hidden fact came
-/// out.
+/// therapy?" in a piece of advice) is answered by the reaction. A question whose kind has no
+/// answer left is still taken up where the user has one: how they feel now (`mood`) for a
+/// question about feelings, the need itself (a hint not yet given) for a question about what
+/// would help. "I think that covers it" answers "How are you feeling right now?" with nothing.
+/// Returns whether a hidden fact came out.
 fn answer(
     msg: &mut Message<'_>,
     profile: &Profile,
     asked: &[&str],
     emotion: u8,
     reacted: bool,
+    mood: &[String],
 ) -> bool {
     let (s, persona, rules) = (&profile.scenario, &profile.persona, &profile.speaker);
     let question_text = normalize(&asked.join(" "));
@@ -466,6 +483,12 @@ fn answer(
     }
     let answers = |k: QuestionKind| s.answers.get(&k).map_or(&[][..], Vec::as_slice);
     let answered = match kind {
+        Some(QuestionKind::Feel) => msg.say_from(&[answers(QuestionKind::Feel), mood]),
+        Some(QuestionKind::Need) if msg.say_from(&[answers(QuestionKind::Need)]) => true,
+        Some(QuestionKind::Need) if !msg.mem.hinted => {
+            msg.mem.hinted = msg.say_from(&[&s.hints]);
+            msg.mem.hinted
+        }
         Some(k) => msg.say_from(&[answers(k)]),
         // A question of no known kind ("Do you want to talk about it?"): whatever the user has
         // left to tell, what happened first.

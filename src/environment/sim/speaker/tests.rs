@@ -371,6 +371,35 @@ fn each_kind_of_question_gets_its_answer() {
     }
 }
 
+/// A question the user has no scripted answer left for is still taken up where the user has
+/// one: how they feel now for a question about feelings, the need itself for a question about
+/// what would help; only then "nothing more".
+#[test]
+fn a_question_whose_answers_are_used_up_is_still_taken_up() {
+    let p = profile(Character::Negative);
+    let a = appraisal(&[], &[(Move::OpenQuestion, 1.0)]);
+    let nothing_more = &p.persona.voice.nothing_more;
+    let mut mem = SpeakerMemory::default();
+    let ask = |mem: &mut SpeakerMemory, q: &str| say(&p, mem, q, &a, 45, 0);
+    assert!(ask(&mut mem, "How are you feeling right now?").contains("Mostly guilty"));
+    let again = ask(&mut mem, "And how are you feeling about it today?");
+    assert!(
+        contains_one(&again, &p.scenario.utterances.B) && !contains_one(&again, nothing_more),
+        "{again}"
+    );
+
+    let mut mem = SpeakerMemory::default();
+    assert!(ask(&mut mem, "What would help most right now?").contains("I'm not a monster"));
+    let need = ask(&mut mem, "What would you like to happen next?");
+    assert!(
+        need.contains("I need to hear I'm not a terrible daughter"),
+        "{need}"
+    );
+    assert!(mem.hinted);
+    let after = ask(&mut mem, "What do you want, deep down?");
+    assert!(contains_one(&after, nothing_more), "{after}");
+}
+
 #[test]
 fn a_question_about_a_hidden_fact_brings_it_out() {
     let text = first_turn("Does your brother help?", &appraisal(&[], &[]), 45, 0);
