@@ -352,4 +352,28 @@ fn the_realism_measure_counts_repeats_and_answers() {
         unrelated.asked_responded < base.asked_responded,
         "{base:?} vs {unrelated:?}"
     );
+
+    // A question about feelings met with how the user feels now (a mood line, as the speaker
+    // answers once the scenario's `feel` answers are used up) is answered; met with an
+    // unrelated line, it is not.
+    let scenario = &catalog().scenarios[&records[0].profile.scenario];
+    let asking = |answer: &str| {
+        let mut r = records[0].clone();
+        let at = user_idx[1] - 1;
+        r.turns[at] = Turn::Assistant {
+            text: "That sounds heavy. How are you feeling right now?".into(),
+            think: None,
+        };
+        if let Turn::User { text, .. } = &mut r.turns[at + 1] {
+            *text = answer.to_string();
+        }
+        let mut acc = Realism::default();
+        measure(&r, catalog(), &lexicon, &mut acc);
+        acc.asked_responded
+    };
+    assert_eq!(
+        asking(&scenario.utterances.B[0]),
+        asking("The weather is nice today.") + 1,
+        "a mood line answers a question about feelings"
+    );
 }
