@@ -171,7 +171,7 @@ def rates(judged, min_levels=None):
     replies = [x for r in rows for x in r["replies"]]
     n = len(replies)
     # What every reply earns or pays whatever it says is not a finding.
-    names = sorted({k for x in replies for k in x["components"]} - {"fit", "generic", "resistance"})
+    names = sorted({k for x in replies for k in x["components"]} - {"fit", "generic", "rapport", "resistance"})
     print(f"{n} replies of {len(rows)} conversations\n")
     print("| component | replies | share |\n| --- | ---: | ---: |")
     for k in names:
