@@ -8,8 +8,12 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::{Args, Subcommand};
+use empathy_gym::environment::sim::appraiser_config::AppraiserConfig;
+use empathy_gym::environment::sim::moves::Move;
+use empathy_gym::environment::sim::perceive::{Perception, HEADS};
 use empathy_gym::environment::sim::Embedder;
 use empathy_gym::fit::train::FitSettings;
+use empathy_gym::fit::perception::MoveReading;
 use empathy_gym::fit::{fluency, perception, wording};
 
 #[derive(Debug, Subcommand)]
@@ -17,6 +21,10 @@ pub enum PerceptionCommand {
     /// Fit the heads (writes data/perception.yaml and data/perception.safetensors in the catalog)
     /// and report them (results/validation/perception.md).
     Fit(FitArgs),
+    /// Measure the heads as they ship, without fitting: each head on every part and each move's
+    /// readings on the choice parts (results/validation/perception.md). Only --esconv and
+    /// --epitome are read.
+    Measure(FitArgs),
     /// Fit the wording head, which finds words put where they do not belong (writes
     /// data/wording.yaml and data/wording.safetensors) and report it
     /// (results/validation/wording.md).
@@ -82,44 +90,90 @@ fn command_line() -> String {
 }
 
 pub fn run(catalog: &Path, cmd: PerceptionCommand) -> anyhow::Result<()> {
-    let (a, is_wording) = match cmd {
-        PerceptionCommand::Fit(a) => (a, false),
-        PerceptionCommand::Wording(a) => (a, true),
+    let (a, fit) = match cmd {
+        PerceptionCommand::Fit(a) => (a, true),
+        PerceptionCommand::Measure(a) => (a, false),
+        PerceptionCommand::Wording(a) => {
+            let start = Instant::now();
+            let (corpora, embedder) = inputs(&a)?;
+            return run_wording(catalog, &a, &corpora, &embedder, start);
+        }
         PerceptionCommand::Fluency(a) => return run_fluency(catalog, &a),
     };
     let start = Instant::now();
+    let (corpora, embedder) = inputs(&a)?;
+    // The moves the appraiser reads from the heads, and how (their names were checked on load).
+    let use_ = AppraiserConfig::load(&catalog.join("data/appraiser.yaml"))?.perception;
+    let index = |n: &String| HEADS.iter().position(|h| h == n);
+    let moves = use_.as_ref().map_or_else(Default::default, |p| {
+        p.moves
+            .iter()
+            .map(|(m, names)| (*m, names.iter().filter_map(index).collect()))
+            .collect()
+    });
+    let (measured, how) = if fit {
+        let fitted = perception::fit(&corpora, &embedder, &grid(&a), &moves)?;
+        perception::write(catalog, &fitted)?;
+        let how = format!(
+            "chosen from {} settings by the mean AUC on the choice parts: {} hidden units, {} \
+             epochs, weight decay {}",
+            fitted.grid.len(),
+            fitted.settings.hidden,
+            fitted.settings.epochs,
+            fitted.settings.weight_decay,
+        );
+        (fitted.measured, how)
+    } else {
+        let path = catalog.join("data/perception.yaml");
+        let heads = Perception::load(&path)?;
+        let measured = perception::measure_shipped(&corpora, &embedder, &heads, &moves)?;
+        let how = "the weights as they ship, not fit again".to_string();
+        (measured, how)
+    };
+    let table = perception::report_markdown(&measured);
+    let as_read = |m: Move, r: &MoveReading| {
+        use_.as_ref().is_some_and(|p| {
+            moves.get(&m) == Some(&r.heads)
+                && (r.heads.len() < 2 || (r.pool == p.pool && r.even_odds == p.even_odds))
+        })
+    };
+    let move_table = perception::moves_markdown(&measured, &as_read);
+    let command = command_line();
+    let md = format!(
+        "# Perception: the learned heads on what they never fit\n\nWritten by `{command}` \
+         ({:.0} s on this machine; {how}). Each cell is the head's AUC (95% bootstrap interval) \
+         on the set: EPITOME's mechanisms against level 1 or 2, ESConv's strategies one against \
+         the rest. The fit parts are for reference only; `EPITOME test` and `ESConv dev (held \
+         apart)` were never fit nor tuned on. The sources and their terms are in \
+         `data/perception.yaml`.\n\n{table}\n## The moves read from the heads\n\n\
+         Each move of `data/appraiser.yaml` (`perception.moves`) read each way it can be: every \
+         head at the fit part's base rate (`even_odds: false`) or at even odds, pooled by the \
+         largest head (`max`) or the mean of their log-odds (`mean_log_odds`), and each head \
+         alone. Each cell is the AUC against the move's label on the choice part (EPITOME: the \
+         mechanism's level 1 or 2; ESConv: the strategy), so a reading is chosen without the \
+         reported parts.\n\n{move_table}",
+        start.elapsed().as_secs_f64(),
+    );
+    let out = catalog.join("results/validation/perception.md");
+    std::fs::write(&out, md)?;
+    print!("{table}\n{move_table}");
+    if fit {
+        println!("written to data/perception.* and {}", out.display());
+    } else {
+        println!("written to {}", out.display());
+    }
+    Ok(())
+}
+
+/// The corpora the arguments name and the embedder.
+fn inputs(a: &FitArgs) -> anyhow::Result<(empathy_gym::fit::Corpora, Embedder)> {
     let embedder = Embedder::load_default()?.with_cache_entries(1 << 16);
     let corpora = empathy_gym::fit::Corpora {
         diasafety: PathBuf::new(),
         esconv: a.esconv.clone(),
         epitome: a.epitome.clone(),
     };
-    if is_wording {
-        return run_wording(catalog, &a, &corpora, &embedder, start);
-    }
-    let fitted = perception::fit(&corpora, &embedder, &grid(&a))?;
-    perception::write(catalog, &fitted)?;
-    let table = perception::report_markdown(&fitted);
-    let command = command_line();
-    let md = format!(
-        "# Perception: the learned heads on what they never fit\n\nWritten by `{command}` \
-         ({:.0} s on this machine; chosen from {} settings by the mean AUC on the choice parts: \
-         {} hidden units, {} epochs, weight decay {}). Each cell is the head's AUC (95% bootstrap interval) on the \
-         set: EPITOME's mechanisms against level 1 or 2, ESConv's strategies one against the \
-         rest. The fit parts are for reference only; `EPITOME test` and `ESConv dev (held \
-         apart)` were never fit nor tuned on. The sources and their terms are in \
-         `data/perception.yaml`.\n\n{table}",
-        start.elapsed().as_secs_f64(),
-        fitted.grid.len(),
-        fitted.settings.hidden,
-        fitted.settings.epochs,
-        fitted.settings.weight_decay,
-    );
-    let out = catalog.join("results/validation/perception.md");
-    std::fs::write(&out, md)?;
-    print!("{table}");
-    println!("written to data/perception.* and {}", out.display());
-    Ok(())
+    Ok((corpora, embedder))
 }
 
 fn run_wording(

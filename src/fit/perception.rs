@@ -20,7 +20,8 @@ use crate::environment::sim::detect::safety::head::context_sentences;
 use crate::environment::sim::detect::safety::head::{features, INPUT};
 use crate::environment::sim::embed::Embedder;
 use crate::environment::sim::mlp::Mlp;
-use crate::environment::sim::perceive::{self, PerceptionMeta, EPITOME_HEADS, HEADS};
+use crate::environment::sim::moves::Move;
+use crate::environment::sim::perceive::{self, PerceptionMeta, Pool, EPITOME_HEADS, HEADS};
 use crate::error::{Error, Result};
 use crate::fit::corpora::{self, EsconvTurn};
 use crate::fit::embedded::Embedded;
@@ -150,17 +151,110 @@ pub fn aucs(net: &Mlp, emb: &Embedded<'_>, set: &[Labelled]) -> BTreeMap<&'stati
     out
 }
 
+/// One way to read a move for [`move_aucs`]: its heads, each at the fit's base rate or at even
+/// odds, pooled.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MoveReading {
+    pub heads: Vec<usize>,
+    pub even_odds: bool,
+    pub pool: Pool,
+}
+
+impl MoveReading {
+    /// Every reading of a move that names `heads`: each pool at each base rate, then each head
+    /// alone (one reading when it names one head: the base rate and the pool change no ranking).
+    pub fn all(heads: &[usize]) -> Vec<Self> {
+        if heads.len() < 2 {
+            return vec![Self {
+                heads: heads.to_vec(),
+                even_odds: false,
+                pool: Pool::Max,
+            }];
+        }
+        let mut out = Vec::new();
+        for even_odds in [false, true] {
+            for pool in [Pool::Max, Pool::MeanLogOdds] {
+                out.push(Self {
+                    heads: heads.to_vec(),
+                    even_odds,
+                    pool,
+                });
+            }
+        }
+        out.extend(heads.iter().map(|&k| Self {
+            heads: vec![k],
+            even_odds: false,
+            pool: Pool::Max,
+        }));
+        out
+    }
+
+    /// The reading in the words of `data/appraiser.yaml`.
+    pub fn describe(&self) -> String {
+        match self.heads.as_slice() {
+            [k] => format!("{} alone", HEADS[*k]),
+            _ => format!(
+                "pool: {}, even_odds: {}",
+                self.pool.as_str(),
+                self.even_odds
+            ),
+        }
+    }
+
+    fn score(&self, z: &[f64], priors: &[f64; HEADS.len()]) -> f64 {
+        let at = if self.even_odds { *priors } else { [0.5; HEADS.len()] };
+        perceive::pooled(&perceive::read_log_odds(z, &at), &self.heads, self.pool)
+    }
+}
+
+/// The AUC of `reading` on `set` against the move's label there: positive when any of its heads
+/// the reply labels is; `None` when the set labels none of them or only one class.
+pub fn move_auc(
+    net: &Mlp,
+    priors: &[f64; HEADS.len()],
+    emb: &Embedded<'_>,
+    set: &[Labelled],
+    reading: &MoveReading,
+    label_heads: &[usize],
+) -> Option<Estimate> {
+    let (scores, positive): (Vec<f64>, Vec<bool>) = set
+        .iter()
+        .filter_map(|l| {
+            let labels: Vec<bool> = label_heads.iter().filter_map(|&k| l.labels[k]).collect();
+            if labels.is_empty() {
+                return None;
+            }
+            let z = net.logits(&input(emb, l));
+            Some((reading.score(&z, priors), labels.contains(&true)))
+        })
+        .unzip();
+    (positive.contains(&true) && positive.contains(&false))
+        .then(|| auc_ci(&scores, &positive, &BootstrapConfig::default()))
+}
+
 /// What the fit gives.
 pub struct Fitted {
     pub net: Mlp,
     pub settings: FitSettings,
     /// Each setting of the grid and its mean AUC on the choice parts.
     pub grid: Vec<(FitSettings, f64)>,
-    /// Per set, its size and each head's AUC (the chosen network).
-    pub report: Vec<(&'static str, usize, BTreeMap<&'static str, Estimate>)>,
     /// Per head, the share of the fit part's replies it labels that are positive.
     pub priors: Vec<f64>,
+    /// The chosen network, measured.
+    pub measured: Measured,
 }
+
+/// A network measured (see [`measure`]).
+pub struct Measured {
+    /// Per part, its size and each head's AUC.
+    pub report: Vec<(&'static str, usize, BTreeMap<&'static str, Estimate>)>,
+    /// Per move the appraiser reads from the heads, each reading's AUC on [`MOVE_SETS`].
+    pub moves: Vec<(Move, MoveReading, Vec<Option<Estimate>>)>,
+}
+
+/// The parts the readings of a move are compared on: the choice parts, so a reading can be chosen
+/// without looking at the reported ones.
+pub const MOVE_SETS: [&str; 2] = ["EPITOME dev (choices)", "ESConv dev (choices)"];
 
 /// Per head, the share of positives among the replies of `set` that label it.
 pub fn priors(set: &[&Labelled]) -> Vec<f64> {
@@ -186,28 +280,90 @@ fn mean_auc(aucs: &[BTreeMap<&'static str, Estimate>]) -> f64 {
     v.iter().sum::<f64>() / v.len().max(1) as f64
 }
 
-/// Fits a network per setting of `grid` on the fit parts, keeps the one with the best mean AUC
-/// on the choice parts (the first on a tie), and measures it on every part.
-pub fn fit(corpora: &Corpora, embedder: &Embedder, grid: &[FitSettings]) -> Result<Fitted> {
+impl Parts {
+    /// The parts with their names, as the report's columns.
+    fn named(&self) -> [(&'static str, &Vec<Labelled>); 6] {
+        [
+            ("EPITOME dev (fit)", &self.epitome_fit),
+            ("EPITOME dev (choices)", &self.epitome_choices),
+            ("EPITOME test", &self.epitome_test),
+            ("ESConv dev (fit)", &self.esconv_fit),
+            ("ESConv dev (choices)", &self.esconv_choices),
+            ("ESConv dev (held apart)", &self.esconv_held),
+        ]
+    }
+}
+
+/// Reads and splits the corpora and embeds every part.
+fn prepare<'a>(corpora: &Corpora, embedder: &'a Embedder) -> Result<(Parts, Embedded<'a>)> {
     let p = parts(corpora)?;
-    if p.epitome_fit.is_empty() || p.esconv_fit.is_empty() || grid.is_empty() {
+    if p.epitome_fit.is_empty() || p.esconv_fit.is_empty() {
         return Err(Error::Other(
-            "no EPITOME dev pairs, no ESConv strategy turns or no settings: check the folders"
-                .into(),
+            "no EPITOME dev pairs or no ESConv strategy turns: check the folders".into(),
         ));
     }
     let mut emb = Embedded::new(embedder);
-    let sets: [(&'static str, &Vec<Labelled>); 6] = [
-        ("EPITOME dev (fit)", &p.epitome_fit),
-        ("EPITOME dev (choices)", &p.epitome_choices),
-        ("EPITOME test", &p.epitome_test),
-        ("ESConv dev (fit)", &p.esconv_fit),
-        ("ESConv dev (choices)", &p.esconv_choices),
-        ("ESConv dev (held apart)", &p.esconv_held),
-    ];
-    for (what, set) in sets {
+    for (what, set) in p.named() {
         embed_all(&mut emb, set, what)?;
     }
+    Ok((p, emb))
+}
+
+/// A network measured: each head on every part, and the readings of each move of `moves` (its
+/// heads' indices) on the choice parts, its heads at even odds by `priors`.
+fn measure(
+    net: &Mlp,
+    priors: &[f64],
+    p: &Parts,
+    emb: &Embedded<'_>,
+    moves: &BTreeMap<Move, Vec<usize>>,
+) -> Measured {
+    let report = p
+        .named()
+        .iter()
+        .map(|(what, set)| (*what, set.len(), aucs(net, emb, set)))
+        .collect();
+    let at: [f64; HEADS.len()] = std::array::from_fn(|k| priors[k]);
+    let mut rows = Vec::new();
+    for (m, heads) in moves {
+        for r in MoveReading::all(heads) {
+            let cells = [&p.epitome_choices, &p.esconv_choices]
+                .iter()
+                .map(|set| move_auc(net, &at, emb, set, &r, heads))
+                .collect();
+            rows.push((*m, r, cells));
+        }
+    }
+    Measured {
+        report,
+        moves: rows,
+    }
+}
+
+/// Measures the heads of `data/perception.yaml` as they ship, without fitting (see [`measure`]).
+pub fn measure_shipped(
+    corpora: &Corpora,
+    embedder: &Embedder,
+    heads: &perceive::Perception,
+    moves: &BTreeMap<Move, Vec<usize>>,
+) -> Result<Measured> {
+    let (p, emb) = prepare(corpora, embedder)?;
+    let priors = heads.meta.priors.clone().unwrap_or_else(|| vec![0.5; HEADS.len()]);
+    Ok(measure(heads.net(), &priors, &p, &emb, moves))
+}
+
+/// Fits a network per setting of `grid` on the fit parts, keeps the one with the best mean AUC
+/// on the choice parts (the first on a tie), and measures it (see [`measure`]).
+pub fn fit(
+    corpora: &Corpora,
+    embedder: &Embedder,
+    grid: &[FitSettings],
+    moves: &BTreeMap<Move, Vec<usize>>,
+) -> Result<Fitted> {
+    if grid.is_empty() {
+        return Err(Error::Other("no settings to fit".into()));
+    }
+    let (p, emb) = prepare(corpora, embedder)?;
     let train: Vec<&Labelled> = p.epitome_fit.iter().chain(&p.esconv_fit).collect();
     let mut x = Vec::with_capacity(train.len() * INPUT);
     let (mut y, mut mask) = (Vec::new(), Vec::new());
@@ -233,16 +389,14 @@ pub fn fit(corpora: &Corpora, embedder: &Embedder, grid: &[FitSettings]) -> Resu
         }
     }
     let (net, settings, _) = best.expect("a non-empty grid");
-    let report = sets
-        .iter()
-        .map(|(what, set)| (*what, set.len(), aucs(&net, &emb, set)))
-        .collect();
+    let priors = priors(&train);
+    let measured = measure(&net, &priors, &p, &emb, moves);
     Ok(Fitted {
         net,
         settings,
         grid: scores,
-        report,
-        priors: priors(&train),
+        priors,
+        measured,
     })
 }
 
@@ -262,7 +416,7 @@ pub fn sources() -> Vec<String> {
 }
 
 /// The report as markdown: one row per head, one column per set.
-pub fn report_markdown(f: &Fitted) -> String {
+pub fn report_markdown(f: &Measured) -> String {
     let mut md = String::from("| head |");
     for (what, n, _) in &f.report {
         let _ = write!(md, " {what} (n {n}) |");
@@ -285,13 +439,39 @@ pub fn report_markdown(f: &Fitted) -> String {
     md
 }
 
+/// The readings of each move as markdown: one row per reading, one column per choice part; the
+/// reading `configured` names (per move, how `data/appraiser.yaml` reads it) is marked.
+pub fn moves_markdown(f: &Measured, configured: &dyn Fn(Move, &MoveReading) -> bool) -> String {
+    let mut md = String::from("| move | reading |");
+    for what in MOVE_SETS {
+        let _ = write!(md, " {what} |");
+    }
+    md.push_str("\n| --- | --- |");
+    md.push_str(&" ---: |".repeat(MOVE_SETS.len()));
+    md.push('\n');
+    for (m, r, cells) in &f.moves {
+        let mark = if configured(*m, r) { " (as read)" } else { "" };
+        let _ = write!(md, "| {} | {}{mark} |", m.as_str(), r.describe());
+        for c in cells {
+            match c {
+                Some(e) => {
+                    let _ = write!(md, " {:.3} [{:.3}, {:.3}] |", e.value, e.low, e.high);
+                }
+                None => md.push_str(" |"),
+            }
+        }
+        md.push('\n');
+    }
+    md
+}
+
 /// Writes `data/perception.safetensors` and `data/perception.yaml` under `root`, each through a
 /// temporary file so that a failed write leaves the old ones whole.
 pub fn write(root: &Path, f: &Fitted) -> Result<()> {
     let s = &f.settings;
     let data = root.join("data");
     let mut summary = serde_yaml::Mapping::new();
-    for (what, _, aucs) in &f.report {
+    for (what, _, aucs) in &f.measured.report {
         let mut m = serde_yaml::Mapping::new();
         for (head, e) in aucs {
             m.insert((*head).into(), super::r3(e.value).into());
@@ -344,6 +524,33 @@ mod tests {
         let p = priors(&set.iter().collect::<Vec<_>>());
         // Head 0: 1 of 3 labelled; head 3: 1 of 4; head 1: none labelled, so even.
         assert_eq!((p[0], p[3], p[1]), (0.333, 0.25, 0.5));
+    }
+
+    #[test]
+    fn a_move_of_two_heads_is_read_six_ways_and_one_of_one_head() {
+        let two = MoveReading::all(&[0, 5]);
+        let words: Vec<String> = two.iter().map(MoveReading::describe).collect();
+        assert_eq!(
+            words,
+            [
+                "pool: max, even_odds: false",
+                "pool: mean_log_odds, even_odds: false",
+                "pool: max, even_odds: true",
+                "pool: mean_log_odds, even_odds: true",
+                "emotional_reactions alone",
+                "reflection_of_feelings alone",
+            ]
+        );
+        assert_eq!(MoveReading::all(&[7]).len(), 1);
+        // Logits 0 and 1 at base rates 0.2 and 0.5: at even odds ln 4 joins the first.
+        let mut priors = [0.5; HEADS.len()];
+        priors[0] = 0.2;
+        let mut z = vec![0.0; HEADS.len()];
+        z[5] = 1.0;
+        let sig = crate::environment::sim::mlp::sigmoid;
+        assert!((two[0].score(&z, &priors) - sig(1.0)).abs() < 1e-12);
+        assert!((two[2].score(&z, &priors) - sig(4f64.ln())).abs() < 1e-12);
+        assert!((two[3].score(&z, &priors) - sig((4f64.ln() + 1.0) / 2.0)).abs() < 1e-12);
     }
 
     #[test]

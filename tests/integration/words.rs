@@ -12,6 +12,7 @@ use empathy_gym::environment::profile::{Difficulty, HiddenNeed, QuestionKind, Re
 use empathy_gym::environment::reward::{Aggregate, RewardMode};
 use empathy_gym::environment::sim::detect::UnsafeKind;
 use empathy_gym::environment::sim::llm::Backend;
+use empathy_gym::environment::sim::perceive::Pool;
 use empathy_gym::environment::sim::{Move, SimulatorKind};
 use empathy_gym::eval::factual::{Belief, Context, Outcome};
 use empathy_gym::learning::credit::{AdvantageScale, Algorithm, Credit};
@@ -105,6 +106,7 @@ fn enums_display_as_their_serde_words() {
         prints_serde_words::<UnsafeKind>("UnsafeKind", |v| v.as_str().into()),
         prints_serde_words::<Reaction>("Reaction", |v| v.as_str().into()),
         prints_serde_words::<QuestionKind>("QuestionKind", |v| v.as_str().into()),
+        prints_serde_words::<Pool>("Pool", |v| v.as_str().into()),
     ]
     .into();
     let exempt: BTreeSet<&str> = NOT_PRINTED.iter().map(|(n, _)| *n).collect();

@@ -17,7 +17,7 @@ use super::factual::{grade_answer, FactualVerdict};
 use super::fluency::Fluency;
 use super::lexicon::{Cues, Lexicon};
 use super::moves::Move;
-use super::perceive::{Perception, HEADS};
+use super::perceive::{pooled, Perception, Pool, HEADS};
 use super::points::{landing, rapport, stacked};
 use super::text::{looping, read_together, restatement_spans, sentences, without_words, words};
 use super::warmth::warmth;
@@ -85,8 +85,8 @@ pub struct Appraiser {
     lexicon: Lexicon,
     embedder: Arc<Embedder>,
     prototypes: BTreeMap<Move, Vec<Arc<Embedding>>>,
-    /// Learned perception, and per move the indices of the heads it reads.
-    perception: Option<(Perception, BTreeMap<Move, Vec<usize>>)>,
+    /// Learned perception, per move the indices of the heads it reads, and how it pools them.
+    perception: Option<(Perception, BTreeMap<Move, Vec<usize>>, Pool)>,
     /// The wording head, and how the appraiser uses it.
     wording: Option<(Wording, WordingUse)>,
     /// The fluency judge, and how the appraiser uses it.
@@ -167,7 +167,7 @@ impl Appraiser {
                     .iter()
                     .map(|(m, names)| (*m, names.iter().filter_map(index).collect()))
                     .collect();
-                Some((heads, moves))
+                Some((heads, moves, p.pool))
             }
             None => None,
         };
@@ -568,9 +568,9 @@ impl Appraiser {
         let need = inp.profile.scenario.need;
         let mut moves = BTreeMap::new();
         for m in Move::ALL {
-            if let Some((p, (_, read))) = heads.zip(self.perception.as_ref()) {
+            if let Some((p, (_, read, pool))) = heads.zip(self.perception.as_ref()) {
                 if let Some(ks) = read.get(&m) {
-                    let learned = ks.iter().map(|&k| p[k]).fold(0.0, f64::max);
+                    let learned = pooled(&p, ks, *pool);
                     let gated = match m {
                         Move::Validate if findings.feeling_salad => 0.0,
                         Move::OpenQuestion if findings.stacked_questions => 0.0,
@@ -627,10 +627,10 @@ impl Appraiser {
 }
 
 impl Appraiser {
-    /// Perception's heads on a reply in the context of the user's last message (its last
+    /// Perception's heads' log-odds on a reply in the context of the user's last message (its last
     /// sentences), when the appraiser reads them.
     fn heads(&self, inp: &AppraisalInput<'_>, reply: &[f32]) -> Result<Option<[f64; HEADS.len()]>> {
-        let Some((p, _)) = &self.perception else {
+        let Some((p, _, _)) = &self.perception else {
             return Ok(None);
         };
         let context = head::embed_context(&self.embedder, &perception_context(inp))?;

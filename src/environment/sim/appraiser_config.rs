@@ -6,6 +6,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::moves::Move;
+use super::perceive::Pool;
 use crate::environment::profile::{Character, HiddenNeed};
 use crate::error::{Error, Result};
 
@@ -115,6 +116,10 @@ pub struct PerceptionUse {
     /// out, so a head fit where the move is rare scores a clear instance near 1, not near its rarity.
     #[serde(default)]
     pub even_odds: bool,
+    /// How a move that reads several heads pools them (`perceive::Pool`): `max` or
+    /// `mean_log_odds`.
+    #[serde(default)]
+    pub pool: Pool,
 }
 
 /// How the appraiser reads the wording head (`sim::wording`).

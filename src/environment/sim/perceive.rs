@@ -119,21 +119,68 @@ impl Perception {
         Ok(self)
     }
 
-    /// Each head's probability for a reply embedding in a context embedding.
+    /// The network.
+    pub fn net(&self) -> &Mlp {
+        &self.net
+    }
+
+    /// Each head's log-odds for a reply embedding in a context embedding, at the base rate it is
+    /// read at (its fit part's, or one half with [`Self::with_even_odds`]).
     pub fn read(&self, reply: &[f32], context: &[f32]) -> [f64; HEADS.len()] {
-        let z = self.net.logits(&features(reply, context));
-        std::array::from_fn(|k| at_even_odds(z[k], self.read_priors[k]))
+        read_log_odds(&self.net.logits(&features(reply, context)), &self.read_priors)
     }
 }
 
-/// A head's probability with its base rate taken out: the logit `z` of a head fit where a share
+/// Logits `z` of heads fit at base rates `priors`, each shifted to even odds
+/// ([`at_even_odds`]); a prior of one half leaves its logit as it is.
+pub fn read_log_odds(z: &[f64], priors: &[f64; HEADS.len()]) -> [f64; HEADS.len()] {
+    std::array::from_fn(|k| at_even_odds(z[k], priors[k]))
+}
+
+/// How a move that reads several heads pools them into one score.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pool {
+    /// The largest head: the move is there when either corpus's coders would mark it.
+    #[default]
+    Max,
+    /// The mean of the heads' log-odds (a logarithmic opinion pool; Genest & Zidek, "Combining
+    /// probability distributions", Statistical Science 1986): each head a separate witness, so
+    /// one head read far from the data it was fit on cannot carry the move alone.
+    MeanLogOdds,
+}
+
+impl Pool {
+    /// The word a config and a report use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Pool::Max => "max",
+            Pool::MeanLogOdds => "mean_log_odds",
+        }
+    }
+}
+
+/// A move's score in [0, 1] from the log-odds of every head and the indices of the move's heads
+/// (0 when it names none).
+pub fn pooled(log_odds: &[f64], heads: &[usize], pool: Pool) -> f64 {
+    if heads.is_empty() {
+        return 0.0;
+    }
+    let z = heads.iter().map(|&k| log_odds[k]);
+    sigmoid(match pool {
+        Pool::Max => z.fold(f64::NEG_INFINITY, f64::max),
+        Pool::MeanLogOdds => z.sum::<f64>() / heads.len() as f64,
+    })
+}
+
+/// A head's log-odds with its base rate taken out: the logit `z` of a head fit where a share
 /// `prior` of the replies were positive, shifted as Bayes' rule shifts it to a base rate of one
 /// half (Saerens, Latinne & Decaestecker, "Adjusting the outputs of a classifier to new a priori
 /// probabilities", Neural Computation 2002). ESConv's coders gave each turn one strategy, so a
 /// reflection of feelings is a twelfth of the turns and its head reads a plain reflection at 0.2:
 /// the chance that a coder picked it, not that the reply does it.
 pub fn at_even_odds(z: f64, prior: f64) -> f64 {
-    sigmoid(z - (prior / (1.0 - prior)).ln())
+    z - (prior / (1.0 - prior)).ln()
 }
 
 /// Each head's probability for one input of features.
@@ -150,11 +197,25 @@ mod tests {
     fn even_odds_take_the_base_rate_out() {
         // A head fit at a base rate of 0.2 reading 0.2 (logit ln 0.25) carries no evidence
         // either way: 0.5 at even odds.
-        assert!((at_even_odds(0.25f64.ln(), 0.2) - 0.5).abs() < 1e-12);
+        assert!((sigmoid(at_even_odds(0.25f64.ln(), 0.2)) - 0.5).abs() < 1e-12);
         // Odds 1 at a prior of 1/9 (odds 1/8): likelihood ratio 8, so 8/9.
-        assert!((at_even_odds(0.0, 1.0 / 9.0) - 8.0 / 9.0).abs() < 1e-12);
+        assert!((sigmoid(at_even_odds(0.0, 1.0 / 9.0)) - 8.0 / 9.0).abs() < 1e-12);
         // At a prior of one half nothing moves.
-        assert!((at_even_odds(1.3, 0.5) - sigmoid(1.3)).abs() < 1e-12);
+        assert!((at_even_odds(1.3, 0.5) - 1.3).abs() < 1e-12);
+    }
+
+    #[test]
+    fn pooling_takes_the_largest_head_or_the_mean_log_odds() {
+        let z = [2.0, -1.0, 0.5];
+        assert!((pooled(&z, &[0, 1], Pool::Max) - sigmoid(2.0)).abs() < 1e-12);
+        assert!((pooled(&z, &[0, 1], Pool::MeanLogOdds) - sigmoid(0.5)).abs() < 1e-12);
+        assert!((pooled(&z, &[2], Pool::MeanLogOdds) - sigmoid(0.5)).abs() < 1e-12);
+        assert_eq!(pooled(&z, &[], Pool::Max), 0.0);
+        // ln(0.25 / 0.75) = -ln 3 comes off a head fit at a base rate of one quarter.
+        let mut priors = [0.5; HEADS.len()];
+        priors[1] = 0.25;
+        let read = read_log_odds(&[0.0; HEADS.len()], &priors);
+        assert!((read[1] - 3f64.ln()).abs() < 1e-12 && read[0] == 0.0);
     }
 
     #[test]
