@@ -12,8 +12,8 @@ use empathy_gym::environment::sim::appraiser_config::AppraiserConfig;
 use empathy_gym::environment::sim::moves::Move;
 use empathy_gym::environment::sim::perceive::{Perception, HEADS};
 use empathy_gym::environment::sim::Embedder;
-use empathy_gym::fit::train::FitSettings;
 use empathy_gym::fit::perception::MoveReading;
+use empathy_gym::fit::train::FitSettings;
 use empathy_gym::fit::{fluency, perception, wording};
 
 #[derive(Debug, Subcommand)]

@@ -202,7 +202,11 @@ impl MoveReading {
     }
 
     fn score(&self, z: &[f64], priors: &[f64; HEADS.len()]) -> f64 {
-        let at = if self.even_odds { *priors } else { [0.5; HEADS.len()] };
+        let at = if self.even_odds {
+            *priors
+        } else {
+            [0.5; HEADS.len()]
+        };
         perceive::pooled(&perceive::read_log_odds(z, &at), &self.heads, self.pool)
     }
 }
@@ -348,7 +352,11 @@ pub fn measure_shipped(
     moves: &BTreeMap<Move, Vec<usize>>,
 ) -> Result<Measured> {
     let (p, emb) = prepare(corpora, embedder)?;
-    let priors = heads.meta.priors.clone().unwrap_or_else(|| vec![0.5; HEADS.len()]);
+    let priors = heads
+        .meta
+        .priors
+        .clone()
+        .unwrap_or_else(|| vec![0.5; HEADS.len()]);
     Ok(measure(heads.net(), &priors, &p, &emb, moves))
 }
 

@@ -127,7 +127,10 @@ impl Perception {
     /// Each head's log-odds for a reply embedding in a context embedding, at the base rate it is
     /// read at (its fit part's, or one half with [`Self::with_even_odds`]).
     pub fn read(&self, reply: &[f32], context: &[f32]) -> [f64; HEADS.len()] {
-        read_log_odds(&self.net.logits(&features(reply, context)), &self.read_priors)
+        read_log_odds(
+            &self.net.logits(&features(reply, context)),
+            &self.read_priors,
+        )
     }
 }
 
