@@ -10,7 +10,7 @@ use std::time::Instant;
 use clap::{Args, Subcommand};
 use empathy_gym::environment::sim::appraiser_config::AppraiserConfig;
 use empathy_gym::environment::sim::moves::Move;
-use empathy_gym::environment::sim::perceive::{Perception, HEADS};
+use empathy_gym::environment::sim::perceive::Perception;
 use empathy_gym::environment::sim::Embedder;
 use empathy_gym::fit::perception::MoveReading;
 use empathy_gym::fit::train::FitSettings;
@@ -104,13 +104,9 @@ pub fn run(catalog: &Path, cmd: PerceptionCommand) -> anyhow::Result<()> {
     let (corpora, embedder) = inputs(&a)?;
     // The moves the appraiser reads from the heads, and how (their names were checked on load).
     let use_ = AppraiserConfig::load(&catalog.join("data/appraiser.yaml"))?.perception;
-    let index = |n: &String| HEADS.iter().position(|h| h == n);
-    let moves = use_.as_ref().map_or_else(Default::default, |p| {
-        p.moves
-            .iter()
-            .map(|(m, names)| (*m, names.iter().filter_map(index).collect()))
-            .collect()
-    });
+    let moves = use_
+        .as_ref()
+        .map_or_else(Default::default, |p| p.head_indices());
     let (measured, how) = if fit {
         let fitted = perception::fit(&corpora, &embedder, &grid(&a), &moves)?;
         perception::write(catalog, &fitted)?;

@@ -331,9 +331,11 @@ fn measure(
     let mut rows = Vec::new();
     for (m, heads) in moves {
         for r in MoveReading::all(heads) {
-            let cells = [&p.epitome_choices, &p.esconv_choices]
+            let cells = p
+                .named()
                 .iter()
-                .map(|set| move_auc(net, &at, emb, set, &r, heads))
+                .filter(|(what, _)| MOVE_SETS.contains(what))
+                .map(|(_, set)| move_auc(net, &at, emb, set, &r, heads))
                 .collect();
             rows.push((*m, r, cells));
         }

@@ -9,7 +9,8 @@
 //!   the share whose next user turn holds a line that answers it. For a question: a hidden fact
 //!   whose cue is in the question, a scenario answer of the question's kind (any kind when the
 //!   kind is unknown; an advice line, when the question of no known kind came with a suggestion;
-//!   a mood line for a question about feelings, a hint for one about what would help), a decline, a "nothing more" line, or "one thing at a time". For a suggestion: an
+//!   a mood line for a question about feelings, a hint for one about what would help), a
+//!   decline, a "nothing more" line, or "one thing at a time". For a suggestion: an
 //!   advice line (taken up or pushed back), the scenario's, the persona's or the speaker's. For both: a line
 //!   saying the reply was not talking to the user (meta, off topic, incoherent, unsafe). A line
 //!   counts when its words are in the turn in order (normalized). Lines are the current

@@ -161,13 +161,7 @@ impl Appraiser {
                 } else {
                     heads
                 };
-                let index = |n: &String| HEADS.iter().position(|h| h == n);
-                let moves = p
-                    .moves
-                    .iter()
-                    .map(|(m, names)| (*m, names.iter().filter_map(index).collect()))
-                    .collect();
-                Some((heads, moves, p.pool))
+                Some((heads, p.head_indices(), p.pool))
             }
             None => None,
         };

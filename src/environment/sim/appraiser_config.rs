@@ -6,7 +6,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::moves::Move;
-use super::perceive::Pool;
+use super::perceive::{Pool, HEADS};
 use crate::environment::profile::{Character, HiddenNeed};
 use crate::error::{Error, Result};
 
@@ -120,6 +120,18 @@ pub struct PerceptionUse {
     /// `mean_log_odds`.
     #[serde(default)]
     pub pool: Pool,
+}
+
+impl PerceptionUse {
+    /// Per move, the indices in `perceive::HEADS` of the heads it reads (names not in it are
+    /// skipped; `AppraiserConfig::load` refuses them).
+    pub fn head_indices(&self) -> BTreeMap<Move, Vec<usize>> {
+        let index = |n: &String| HEADS.iter().position(|h| h == n);
+        self.moves
+            .iter()
+            .map(|(m, names)| (*m, names.iter().filter_map(index).collect()))
+            .collect()
+    }
 }
 
 /// How the appraiser reads the wording head (`sim::wording`).
