@@ -70,6 +70,8 @@ mod redteam;
 mod replay_html;
 #[path = "integration/replay_stats.rs"]
 mod replay_stats;
+#[path = "integration/responsive.rs"]
+mod responsive;
 #[path = "integration/restated.rs"]
 mod restated;
 #[path = "integration/safety.rs"]

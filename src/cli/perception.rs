@@ -1,8 +1,10 @@
 //! `empathy-gym perception fit`: fit perception's heads from the user's copies of EPITOME and
 //! ESConv (writes `data/perception.*`) and report each head's AUC on what it never fit
 //! (`results/validation/perception.md`). `empathy-gym perception wording` does the same for the
-//! wording head (`data/wording.*`, `results/validation/wording.md`), and `empathy-gym perception
-//! fluency` sets the fluency judge (`data/fluency.yaml`, `results/validation/fluency.md`).
+//! wording head (`data/wording.*`, `results/validation/wording.md`), `empathy-gym perception
+//! responsive` for the responsiveness head (`data/responsive.*`,
+//! `results/validation/responsive.md`), and `empathy-gym perception fluency` sets the fluency
+//! judge (`data/fluency.yaml`, `results/validation/fluency.md`).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -14,7 +16,7 @@ use empathy_gym::environment::sim::perceive::Perception;
 use empathy_gym::environment::sim::Embedder;
 use empathy_gym::fit::perception::MoveReading;
 use empathy_gym::fit::train::FitSettings;
-use empathy_gym::fit::{fluency, perception, wording};
+use empathy_gym::fit::{fluency, perception, responsive, wording};
 
 #[derive(Debug, Subcommand)]
 pub enum PerceptionCommand {
@@ -33,6 +35,10 @@ pub enum PerceptionCommand {
     /// its window and threshold on human replies (writes data/fluency.yaml and data/fluency-unigram.yaml) and report it
     /// (results/validation/fluency.md). Only --esconv and --epitome are read.
     Fluency(FitArgs),
+    /// Fit the responsiveness head, which reads how far a reply in its own words answers what
+    /// the user said (writes data/responsive.yaml and data/responsive.safetensors) and report it
+    /// (results/validation/responsive.md). Reads FailedESConv.json too.
+    Responsive(FitArgs),
 }
 
 #[derive(Debug, Args)]
@@ -99,6 +105,7 @@ pub fn run(catalog: &Path, cmd: PerceptionCommand) -> anyhow::Result<()> {
             return run_wording(catalog, &a, &corpora, &embedder, start);
         }
         PerceptionCommand::Fluency(a) => return run_fluency(catalog, &a),
+        PerceptionCommand::Responsive(a) => return run_responsive(catalog, &a),
     };
     let start = Instant::now();
     let (corpora, embedder) = inputs(&a)?;
@@ -242,5 +249,41 @@ fn run_fluency(catalog: &Path, a: &FitArgs) -> anyhow::Result<()> {
         "written to data/fluency.yaml, data/fluency-unigram.yaml and {}",
         out.display()
     );
+    Ok(())
+}
+
+fn run_responsive(catalog: &Path, a: &FitArgs) -> anyhow::Result<()> {
+    let start = Instant::now();
+    let (corpora, embedder) = inputs(a)?;
+    let lexicon =
+        empathy_gym::environment::sim::lexicon::Lexicon::load(&catalog.join("data/lexicon.yaml"))?;
+    let bank = catalog.join("data/responsive/never-tuned.yaml");
+    let fitted = responsive::fit(&corpora, &lexicon, &bank, &embedder, &grid(a))?;
+    responsive::write(catalog, &fitted)?;
+    let table = responsive::report_markdown(&fitted.reports);
+    let s = &fitted.settings;
+    let md = format!(
+        "# Responsiveness: replies that answer this message, on what the head never fit\n\n\
+         Written by `{}` ({:.0} s on this machine; chosen from {} settings by the AUC on the \
+         choice parts: {} hidden units, {} epochs, weight decay {}). Each human reply is read \
+         without its message's content words, after its own message and after another message \
+         of the same corpus (`src/fit/responsive.rs`); the AUC is own against another's, by the \
+         head and by the cosine of the same embeddings. Responsiveness is `2p - 1` of the head's \
+         probability, 0 at even odds or below (`src/environment/sim/responsive.rs`). The bank's \
+         row sets its specific replies against its generic ones, each after its own message. The \
+         fit part is not shown; `EPITOME test`, `ESConv dev (held apart)`, FailedESConv and the \
+         never-tuned bank were never fit nor chosen on. The sources and their terms are in \
+         `data/responsive.yaml`.\n\n{table}",
+        command_line(),
+        start.elapsed().as_secs_f64(),
+        fitted.grid.len(),
+        s.hidden,
+        s.epochs,
+        s.weight_decay,
+    );
+    let out = catalog.join("results/validation/responsive.md");
+    std::fs::write(&out, md)?;
+    print!("{table}");
+    println!("written to data/responsive.* and {}", out.display());
     Ok(())
 }

@@ -6,6 +6,7 @@ pub mod corpora;
 pub mod embedded;
 pub mod fluency;
 pub mod perception;
+pub mod responsive;
 pub mod safety;
 pub mod train;
 pub mod wording;

@@ -55,6 +55,11 @@ const FIT_COPIES: u64 = 3;
 pub struct Pair {
     pub context: String,
     pub reply: String,
+    /// The corpus it comes from (`EPITOME`, `ESConv`, `FailedESConv`).
+    pub corpus: &'static str,
+    /// Pairs of one conversation share this: EPITOME's post, ESConv's dialogue (FailedESConv's
+    /// message, as its file is read).
+    pub thread: u64,
 }
 
 /// A reply with one word out of place: the text and the bytes of the word put there.
@@ -178,6 +183,8 @@ pub fn parts(corpora: &Corpora) -> Result<Parts> {
         let pair = Pair {
             context: item.post.trim().to_string(),
             reply: item.response.trim().to_string(),
+            corpus: "EPITOME",
+            thread: fnv1a64(item.sp_id.as_bytes()),
         };
         if pair.reply.is_empty() {
             continue;
@@ -192,6 +199,8 @@ pub fn parts(corpora: &Corpora) -> Result<Parts> {
         let pair = Pair {
             context: t.example.context.clone(),
             reply: t.example.reply.clone(),
+            corpus: "ESConv",
+            thread: fnv1a64(t.dialogue.as_bytes()),
         };
         match fnv1a64(t.dialogue.as_bytes()) % 5 {
             0 => p.reported[1].1.push(pair),
@@ -202,8 +211,10 @@ pub fn parts(corpora: &Corpora) -> Result<Parts> {
     p.failed = corpora::esconv_failed(&corpora.esconv)?
         .into_iter()
         .map(|e| Pair {
+            thread: fnv1a64(e.context.as_bytes()),
             context: e.context,
             reply: e.reply,
+            corpus: "FailedESConv",
         })
         .collect();
     Ok(p)

@@ -106,27 +106,16 @@ impl Part {
     }
 }
 
-/// The data files that make up the appraiser and the judge's rules, in the order hashed.
-const DATA_FILES: [&str; 13] = [
-    "appraiser.yaml",
-    "detectors.yaml",
-    "difficulty.yaml",
-    "judge.yaml",
-    "lexicon.yaml",
-    "moves.yaml",
-    "perception.yaml",
-    "perception.safetensors",
-    "safety.yaml",
-    "safety-head.yaml",
-    "safety-head.safetensors",
-    "wording.yaml",
-    "wording.safetensors",
-];
+/// The judge's own data files, read after the appraiser's and the speaker's
+/// ([`crate::environment::sim::appraiser::RULE_FILES`]).
+const JUDGE_FILES: [&str; 2] = ["difficulty.yaml", "judge.yaml"];
 
 /// The version of the rules a report measured (report the test part once per version): the
-/// fingerprint of [`DATA_FILES`] under `root/data`.
+/// fingerprint of the rule files and [`JUDGE_FILES`] under `root/data`.
 pub fn data_fingerprint(root: &Path) -> Result<String> {
-    crate::environment::profile::yaml::fingerprint(&root.join("data"), &DATA_FILES)
+    use crate::environment::sim::appraiser::RULE_FILES;
+    let names: Vec<&str> = RULE_FILES.iter().chain(&JUDGE_FILES).copied().collect();
+    crate::environment::profile::yaml::fingerprint(&root.join("data"), &names)
 }
 
 /// One (post, response) pair with its three levels.

@@ -19,6 +19,7 @@ use super::lexicon::{Cues, Lexicon};
 use super::moves::Move;
 use super::perceive::{pooled, Perception, Pool, HEADS};
 use super::points::{landing, rapport, stacked};
+use super::responsive::content_words;
 use super::text::{looping, read_together, restatement_spans, sentences, without_words, words};
 use super::warmth::warmth;
 use super::wording::{has_judged_words, used_words, Said, Wording};
@@ -457,11 +458,7 @@ impl Appraiser {
 
     /// The content words of everything the user said (4 letters or more, not stopwords).
     fn user_content_words(&self, inp: &AppraisalInput<'_>) -> std::collections::BTreeSet<String> {
-        inp.user_messages
-            .iter()
-            .flat_map(|m| words(m))
-            .filter(|w| w.chars().count() >= 4 && !self.lexicon.stopwords.contains(w))
-            .collect()
+        content_words(inp.user_messages.iter().copied(), &self.lexicon.stopwords)
     }
 
     /// The reply's cosine to the closest sentence of anything the user has said (-1 when the user

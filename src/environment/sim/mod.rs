@@ -19,6 +19,7 @@ pub mod mlp;
 pub mod moves;
 pub mod perceive;
 pub mod points;
+pub mod responsive;
 pub mod speaker;
 pub mod text;
 pub mod warmth;
