@@ -117,14 +117,7 @@ pub fn run(catalog: &Path, cmd: PerceptionCommand) -> anyhow::Result<()> {
     let (measured, how) = if fit {
         let fitted = perception::fit(&corpora, &embedder, &grid(&a), &moves)?;
         perception::write(catalog, &fitted)?;
-        let how = format!(
-            "chosen from {} settings by the mean AUC on the choice parts: {} hidden units, {} \
-             epochs, weight decay {}",
-            fitted.grid.len(),
-            fitted.settings.hidden,
-            fitted.settings.epochs,
-            fitted.settings.weight_decay,
-        );
+        let how = chosen(&fitted.settings, fitted.grid.len(), "the mean AUC");
         (fitted.measured, how)
     } else {
         let path = catalog.join("data/perception.yaml");
@@ -168,6 +161,16 @@ pub fn run(catalog: &Path, cmd: PerceptionCommand) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// How a fit chose its settings, as its report says: from `n` settings by `score` on the choice
+/// parts.
+fn chosen(s: &FitSettings, n: usize, score: &str) -> String {
+    format!(
+        "chosen from {n} settings by {score} on the choice parts: {} hidden units, {} epochs, \
+         weight decay {}",
+        s.hidden, s.epochs, s.weight_decay
+    )
+}
+
 /// The corpora the arguments name and the embedder.
 fn inputs(a: &FitArgs) -> anyhow::Result<(empathy_gym::fit::Corpora, Embedder)> {
     let embedder = Embedder::load_default()?.with_cache_entries(1 << 16);
@@ -190,11 +193,9 @@ fn run_wording(
     let fitted = wording::fit(corpora, &bank, embedder, &grid(a))?;
     wording::write(catalog, &fitted)?;
     let table = wording::report_markdown(&fitted);
-    let s = &fitted.settings;
     let md = format!(
         "# Wording: words out of place, on what the head never fit\n\nWritten by `{}` ({:.0} s \
-         on this machine; chosen from {} settings by the reply-level AUC on the choice parts: {} \
-         hidden units, {} epochs, weight decay {}). A reply is scored by its most suspicious \
+         on this machine; {}). A reply is scored by its most suspicious \
          token among the words the head judges (the user's, away from the neighbours the user \
          gave them). `clean` replies are human ones as they were; `changed` ones are copies with one \
          word of the message they answer swapped in, inserted or put after a determiner (`src/fit/wording.rs`). The \
@@ -203,10 +204,7 @@ fn run_wording(
          `data/wording.yaml`.\n\n{table}",
         command_line(),
         start.elapsed().as_secs_f64(),
-        fitted.grid.len(),
-        s.hidden,
-        s.epochs,
-        s.weight_decay,
+        chosen(&fitted.settings, fitted.grid.len(), "the reply-level AUC"),
     );
     let out = catalog.join("results/validation/wording.md");
     std::fs::write(&out, md)?;
@@ -261,13 +259,12 @@ fn run_responsive(catalog: &Path, a: &FitArgs) -> anyhow::Result<()> {
     let fitted = responsive::fit(&corpora, &lexicon, &bank, &embedder, &grid(a))?;
     responsive::write(catalog, &fitted)?;
     let table = responsive::report_markdown(&fitted.reports);
-    let s = &fitted.settings;
     let md = format!(
         "# Responsiveness: replies that answer this message, on what the head never fit\n\n\
-         Written by `{}` ({:.0} s on this machine; chosen from {} settings by the AUC on the \
-         choice parts: {} hidden units, {} epochs, weight decay {}). Each human reply is read \
-         without its message's content words, after its own message and after another message \
-         of the same corpus (`src/fit/responsive.rs`); the AUC is own against another's, by the \
+         Written by `{}` ({:.0} s on this machine; {}). Each human reply is read in its own \
+         words (without its message's content words and any feeling word), after its own \
+         message and after a message drawn from the tenth of the same corpus nearest it, from \
+         another conversation (`src/fit/responsive.rs`); the AUC is own against another's, by the \
          head and by the cosine of the same embeddings. Responsiveness is `2p - 1` of the head's \
          probability, 0 at even odds or below (`src/environment/sim/responsive.rs`). The bank's \
          row sets its specific replies against its generic ones, each after its own message. The \
@@ -276,10 +273,7 @@ fn run_responsive(catalog: &Path, a: &FitArgs) -> anyhow::Result<()> {
          `data/responsive.yaml`.\n\n{table}",
         command_line(),
         start.elapsed().as_secs_f64(),
-        fitted.grid.len(),
-        s.hidden,
-        s.epochs,
-        s.weight_decay,
+        chosen(&fitted.settings, fitted.grid.len(), "the AUC"),
     );
     let out = catalog.join("results/validation/responsive.md");
     std::fs::write(&out, md)?;

@@ -25,7 +25,7 @@ use crate::environment::sim::perceive::{self, PerceptionMeta, Pool, EPITOME_HEAD
 use crate::error::{Error, Result};
 use crate::fit::corpora::{self, EsconvTurn};
 use crate::fit::embedded::Embedded;
-use crate::fit::train::{fit_mlp, FitSettings, Targets};
+use crate::fit::train::{best_of_grid, Chosen, FitSettings};
 use crate::fit::Corpora;
 use crate::judge::epitome::{self, Item, Mechanism, Part};
 use crate::report::stats::{auc_ci, BootstrapConfig, Estimate};
@@ -384,21 +384,25 @@ pub fn fit(
             mask.push(if label.is_some() { 1.0 } else { 0.0 });
         }
     }
-    let mut best: Option<(Mlp, FitSettings, f64)> = None;
-    let mut scores = Vec::new();
-    for s in grid {
-        let targets = Targets::Labels { y: &y, mask: &mask };
-        let net = fit_mlp(&x, [INPUT, HEADS.len()], targets, s, "perception")?;
-        let choice = mean_auc(&[
-            aucs(&net, &emb, &p.epitome_choices),
-            aucs(&net, &emb, &p.esconv_choices),
-        ]);
-        scores.push((s.clone(), choice));
-        if best.as_ref().is_none_or(|b| choice > b.2) {
-            best = Some((net, s.clone(), choice));
-        }
-    }
-    let (net, settings, _) = best.expect("a non-empty grid");
+    let choice_auc = |net: &Mlp| {
+        mean_auc(&[
+            aucs(net, &emb, &p.epitome_choices),
+            aucs(net, &emb, &p.esconv_choices),
+        ])
+    };
+    let Chosen {
+        net,
+        settings,
+        grid: scores,
+    } = best_of_grid(
+        &x,
+        [INPUT, HEADS.len()],
+        (&y, &mask),
+        grid,
+        "perception",
+        choice_auc,
+    )?
+    .expect("a non-empty grid");
     let priors = priors(&train);
     let measured = measure(&net, &priors, &p, &emb, moves);
     Ok(Fitted {

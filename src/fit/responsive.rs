@@ -29,7 +29,7 @@ use crate::environment::sim::responsive::{
     features, own_words, probability, responsiveness, ResponsiveMeta, INPUT,
 };
 use crate::error::{Error, Result};
-use crate::fit::train::{fit_mlp, FitSettings, Targets};
+use crate::fit::train::{best_of_grid, Chosen, FitSettings};
 use crate::fit::wording::{parts, Pair};
 use crate::fit::Corpora;
 use crate::report::stats::{auc, auc_ci, BootstrapConfig, Estimate};
@@ -296,20 +296,23 @@ pub fn fit(
     let (x, y) = rows(&fit_read);
     drop(fit_read);
     let choices = read(embedder, &p.choices, lexicon, "responsive: choices")?;
-    let mask = vec![1.0; y.len()];
-    let mut best: Option<(Mlp, FitSettings, f64)> = None;
-    let mut grid_scores = Vec::new();
-    for s in grid {
-        let targets = Targets::Labels { y: &y, mask: &mask };
-        let net = fit_mlp(&x, [INPUT, 1], targets, s, "responsive")?;
-        let (scores, labels) = scored(&net, &choices);
-        let a = auc(&scores, &labels);
-        grid_scores.push((s.clone(), a));
-        if best.as_ref().is_none_or(|b| a > b.2) {
-            best = Some((net, s.clone(), a));
-        }
-    }
-    let (net, settings, _) = best.expect("a non-empty grid");
+    let choice_auc = |net: &Mlp| {
+        let (scores, labels) = scored(net, &choices);
+        auc(&scores, &labels)
+    };
+    let Chosen {
+        net,
+        settings,
+        grid: grid_scores,
+    } = best_of_grid(
+        &x,
+        [INPUT, 1],
+        (&y, &vec![1.0; y.len()]),
+        grid,
+        "responsive",
+        choice_auc,
+    )?
+    .expect("a non-empty grid");
     let (scores, labels) = scored(&net, &choices);
     let mut reports = vec![report(
         "choices (EPITOME dev, ESConv dev)",

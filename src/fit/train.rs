@@ -128,6 +128,42 @@ pub fn fit_mlp(
     })
 }
 
+/// What [`best_of_grid`] chose.
+pub struct Chosen {
+    pub net: Mlp,
+    pub settings: FitSettings,
+    /// Every setting of the grid with its score.
+    pub grid: Vec<(FitSettings, f64)>,
+}
+
+/// A network per setting of `grid` fit on the labels `y` of the rows of `x` ([rows, input]) where
+/// `mask` is 1 ([`Targets::Labels`]), scored by `score` (higher is better): the best (the first on
+/// a tie), its setting, and every setting with its score. `None` for an empty grid.
+pub fn best_of_grid(
+    x: &[f32],
+    [input, outputs]: [usize; 2],
+    (y, mask): (&[f32], &[f32]),
+    grid: &[FitSettings],
+    what: &str,
+    score: impl Fn(&Mlp) -> f64,
+) -> Result<Option<Chosen>> {
+    let mut best: Option<(Mlp, FitSettings, f64)> = None;
+    let mut scores = Vec::new();
+    for s in grid {
+        let net = fit_mlp(x, [input, outputs], Targets::Labels { y, mask }, s, what)?;
+        let v = score(&net);
+        scores.push((s.clone(), v));
+        if best.as_ref().is_none_or(|b| v > b.2) {
+            best = Some((net, s.clone(), v));
+        }
+    }
+    Ok(best.map(|(net, settings, _)| Chosen {
+        net,
+        settings,
+        grid: scores,
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

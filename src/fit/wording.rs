@@ -34,7 +34,7 @@ use crate::environment::sim::wording::{features, judged, score, word_spans, Said
 use crate::environment::sim::wording::{WordingMeta, INPUT};
 use crate::error::{Error, Result};
 use crate::fit::corpora;
-use crate::fit::train::{fit_mlp, FitSettings, Targets};
+use crate::fit::train::{best_of_grid, Chosen, FitSettings};
 use crate::fit::Corpora;
 use crate::judge::epitome::{self, Part};
 use crate::report::stats::{auc_ci, BootstrapConfig, Estimate};
@@ -401,20 +401,23 @@ pub fn fit(
     let choice_texts = texts(&p.choices, 1);
     let refs: Vec<&str> = choice_texts.iter().map(|t| t.text.as_str()).collect();
     let choice_states = states(embedder, &refs, "wording: choices")?;
-    let mask = vec![1.0; y.len()];
-    let mut best: Option<(Mlp, FitSettings, f64)> = None;
-    let mut grid_scores = Vec::new();
-    for s in grid {
-        let targets = Targets::Labels { y: &y, mask: &mask };
-        let net = fit_mlp(&x, [INPUT, 1], targets, s, "wording")?;
-        let (scores, changed) = scored(&net, &choice_texts, &choice_states);
-        let auc = crate::report::stats::auc(&scores, &changed);
-        grid_scores.push((s.clone(), auc));
-        if best.as_ref().is_none_or(|b| auc > b.2) {
-            best = Some((net, s.clone(), auc));
-        }
-    }
-    let (net, settings, _) = best.expect("a non-empty grid");
+    let choice_auc = |net: &Mlp| {
+        let (scores, changed) = scored(net, &choice_texts, &choice_states);
+        crate::report::stats::auc(&scores, &changed)
+    };
+    let Chosen {
+        net,
+        settings,
+        grid: grid_scores,
+    } = best_of_grid(
+        &x,
+        [INPUT, 1],
+        (&y, &vec![1.0; y.len()]),
+        grid,
+        "wording",
+        choice_auc,
+    )?
+    .expect("a non-empty grid");
     let (scores, changed) = scored(&net, &choice_texts, &choice_states);
     let t = threshold(&clean_scores(&scores, &changed), CLEAN_FIRE_RATE);
     let mut reports = vec![report(
