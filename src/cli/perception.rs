@@ -273,7 +273,7 @@ fn run_responsive(catalog: &Path, a: &FitArgs) -> anyhow::Result<()> {
          `data/responsive.yaml`.\n\n{table}",
         command_line(),
         start.elapsed().as_secs_f64(),
-        chosen(&fitted.settings, fitted.grid.len(), "the AUC"),
+        chosen(&fitted.chosen.settings, fitted.chosen.grid.len(), "the AUC"),
     );
     let out = catalog.join("results/validation/responsive.md");
     std::fs::write(&out, md)?;

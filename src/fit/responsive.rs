@@ -268,12 +268,9 @@ fn bank_report(
     Ok(r)
 }
 
-/// What the fit gives.
+/// What the fit gives: the network chosen by the AUC on the choice parts, and its reports.
 pub struct Fitted {
-    pub net: Mlp,
-    pub settings: FitSettings,
-    /// Each setting of the grid and its AUC on the choice parts.
-    pub grid: Vec<(FitSettings, f64)>,
+    pub chosen: Chosen,
     pub reports: Vec<SetReport>,
 }
 
@@ -300,11 +297,7 @@ pub fn fit(
         let (scores, labels) = scored(net, &choices);
         auc(&scores, &labels)
     };
-    let Chosen {
-        net,
-        settings,
-        grid: grid_scores,
-    } = best_of_grid(
+    let chosen = best_of_grid(
         &x,
         [INPUT, 1],
         (&y, &vec![1.0; y.len()]),
@@ -313,7 +306,8 @@ pub fn fit(
         choice_auc,
     )?
     .expect("a non-empty grid");
-    let (scores, labels) = scored(&net, &choices);
+    let net = &chosen.net;
+    let (scores, labels) = scored(net, &choices);
     let mut reports = vec![report(
         "choices (EPITOME dev, ESConv dev)",
         &scores,
@@ -324,16 +318,11 @@ pub fn fit(
     reported.push(("ESConv FailedESConv.json", p.failed));
     for (what, set) in &reported {
         let r = read(embedder, set, lexicon, what)?;
-        let (scores, labels) = scored(&net, &r);
+        let (scores, labels) = scored(net, &r);
         reports.push(report(what, &scores, &labels, &cosines(&r)));
     }
-    reports.push(bank_report(&net, bank, embedder, lexicon)?);
-    Ok(Fitted {
-        net,
-        settings,
-        grid: grid_scores,
-        reports,
-    })
+    reports.push(bank_report(net, bank, embedder, lexicon)?);
+    Ok(Fitted { chosen, reports })
 }
 
 /// One row per set.
@@ -372,7 +361,8 @@ pub fn report_markdown(reports: &[SetReport]) -> String {
 /// temporary file so that a failed write leaves the old ones whole.
 pub fn write(root: &Path, f: &Fitted) -> Result<()> {
     let r3 = super::r3;
-    let mut fit = super::fit_record(&f.settings, &f.grid, "choices_auc")?;
+    let c = &f.chosen;
+    let mut fit = super::fit_record(&c.settings, &c.grid, "choices_auc")?;
     let mut sets = serde_yaml::Mapping::new();
     for r in &f.reports {
         let mut m = serde_yaml::Mapping::new();
@@ -384,7 +374,7 @@ pub fn write(root: &Path, f: &Fitted) -> Result<()> {
     fit.insert("sets".into(), sets.into());
     let meta = ResponsiveMeta {
         weights: "responsive.safetensors".into(),
-        hidden: f.settings.hidden,
+        hidden: c.settings.hidden,
         sources: super::wording::sources(),
         fit: fit.into(),
     };
@@ -395,7 +385,7 @@ pub fn write(root: &Path, f: &Fitted) -> Result<()> {
     super::write_files(
         &root.join("data"),
         [
-            ("responsive.safetensors", f.net.to_safetensors()?),
+            ("responsive.safetensors", c.net.to_safetensors()?),
             ("responsive.yaml", format!("{header}{yaml}").into_bytes()),
         ],
     )

@@ -170,6 +170,36 @@ mod tests {
     use crate::environment::sim::mlp::sigmoid;
 
     #[test]
+    fn the_grid_keeps_the_best_score_and_the_first_on_a_tie() {
+        let x = [1.0f32, -1.0, 2.0, -2.0];
+        let y = [1.0f32, 0.0, 1.0, 0.0];
+        let mask = [1.0f32; 4];
+        let setting = |hidden, seed| FitSettings {
+            hidden,
+            epochs: 2,
+            seed,
+            ..FitSettings::default()
+        };
+        let grid = [setting(2, 0), setting(3, 1), setting(3, 2)];
+        // Scored by the hidden width: the two 3s tie, and the first of them (seed 1) is kept.
+        let c = best_of_grid(&x, [1, 1], (&y, &mask), &grid, "t", |n| n.hidden as f64)
+            .unwrap()
+            .expect("a choice");
+        assert_eq!((c.settings.hidden, c.settings.seed), (3, 1));
+        let scores: Vec<f64> = c.grid.iter().map(|(_, v)| *v).collect();
+        assert_eq!(scores, [2.0, 3.0, 3.0]);
+        let alone = best_of_grid(&x, [1, 1], (&y, &mask), &grid[1..2], "t", |_| 0.0).unwrap();
+        assert_eq!(
+            c.net,
+            alone.expect("a choice").net,
+            "the network of that setting"
+        );
+        assert!(best_of_grid(&x, [1, 1], (&y, &mask), &[], "t", |_| 0.0)
+            .unwrap()
+            .is_none());
+    }
+
+    #[test]
     fn labels_are_learned_where_the_mask_says_and_only_there() {
         // Output 0 is the sign of the first feature; output 1 is labelled 1 on every row but
         // masked out, so it stays near its start.
