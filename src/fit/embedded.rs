@@ -46,6 +46,11 @@ impl<'a> Embedded<'a> {
         &self.map[text]
     }
 
+    /// The embedding of `text`, shared.
+    pub fn shared(&self, text: &str) -> Arc<Embedding> {
+        self.map[text].clone()
+    }
+
     /// The context embedding of a message: its last [`head::CONTEXT_SENTENCES`] sentences.
     pub fn context(&self, context: &str) -> Vec<f32> {
         let s = context_sentences(context);

@@ -29,6 +29,7 @@ use crate::environment::sim::responsive::{
     features, own_words, probability, responsiveness, ResponsiveMeta, INPUT,
 };
 use crate::error::{Error, Result};
+use crate::fit::embedded::Embedded;
 use crate::fit::train::{best_of_grid, Chosen, FitSettings};
 use crate::fit::wording::{parts, Pair};
 use crate::fit::Corpora;
@@ -75,36 +76,30 @@ pub fn others(set: &[Pair], messages: &[Arc<Embedding>], seed: u64) -> Vec<Optio
         .collect()
 }
 
-/// Embeds a set's messages and own words (in batches, with a progress bar) and draws each pair's
-/// negative ([`others`]); pairs with none are left out.
+/// Embeds a set's messages and own words ([`Embedded`]: each text once, with a progress bar) and
+/// draws each pair's negative ([`others`]); pairs with none are left out.
 fn read(embedder: &Embedder, set: &[Pair], lexicon: &Lexicon, what: &str) -> Result<Read> {
-    let mut texts: Vec<String> = Vec::with_capacity(2 * set.len());
-    for p in set {
-        texts.push(p.context.clone());
-        texts.push(own_words(
-            &p.reply,
-            [p.context.as_str()],
-            &lexicon.stopwords,
-            &lexicon.feelings,
-        ));
-    }
-    let bar = super::bar(texts.len() as u64, what);
-    let mut embs = Vec::with_capacity(texts.len());
-    for chunk in texts.chunks(64) {
-        let refs: Vec<&str> = chunk.iter().map(String::as_str).collect();
-        embs.extend(embedder.embed(&refs)?);
-        bar.inc(chunk.len() as u64);
-    }
-    bar.finish_and_clear();
-    let (mut message, mut own) = (Vec::new(), Vec::new());
-    for pair in embs.chunks(2) {
-        message.push(pair[0].clone());
-        own.push(pair[1].clone());
-    }
+    let owns: Vec<String> = set
+        .iter()
+        .map(|p| {
+            own_words(
+                &p.reply,
+                [p.context.as_str()],
+                &lexicon.stopwords,
+                &lexicon.feelings,
+            )
+        })
+        .collect();
+    let mut emb = Embedded::new(embedder);
+    let texts: Vec<&str> = (set.iter().map(|p| p.context.as_str()))
+        .chain(owns.iter().map(String::as_str))
+        .collect();
+    emb.add(&texts, what)?;
+    let message: Vec<Arc<Embedding>> = set.iter().map(|p| emb.shared(&p.context)).collect();
     let drawn = others(set, &message, 0);
     let kept: Vec<usize> = (0..set.len()).filter(|&i| drawn[i].is_some()).collect();
     Ok(Read {
-        own: kept.iter().map(|&i| own[i].clone()).collect(),
+        own: kept.iter().map(|&i| emb.shared(&owns[i])).collect(),
         other: kept
             .iter()
             .map(|&i| message[drawn[i].unwrap_or(i)].clone())
