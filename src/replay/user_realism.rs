@@ -31,7 +31,7 @@ use crate::environment::episode::{End, EpisodeRecord, Turn};
 use crate::environment::profile::{Catalog, QuestionKind, Reaction, Scenario};
 use crate::environment::sim::lexicon::Lexicon;
 use crate::environment::sim::speaker::reaction::questions;
-use crate::environment::sim::speaker::{asks_about, question_kind};
+use crate::environment::sim::speaker::{asks_about, question_kind, Fallback};
 use crate::environment::sim::text::normalize;
 use crate::report::Table;
 
@@ -160,15 +160,15 @@ impl Answers<'_> {
                 out.extend(lines.iter().map(String::as_str));
             }
         }
-        // What the speaker says once a kind's answers are used up: how the user feels now, the
-        // need itself.
-        match kind {
-            Some(QuestionKind::Feel) => {
+        // What the speaker says once a kind's answers are used up; any bucket's mood, since the
+        // log does not say which was current.
+        match kind.and_then(Fallback::of) {
+            Some(Fallback::Mood) => {
                 let u = &s.utterances;
                 out.extend(u.A.iter().chain(&u.B).chain(&u.C).map(String::as_str));
             }
-            Some(QuestionKind::Need) => out.extend(s.hints.iter().map(String::as_str)),
-            _ => {}
+            Some(Fallback::Need) => out.extend(s.hints.iter().map(String::as_str)),
+            None => {}
         }
         out.extend(
             rules

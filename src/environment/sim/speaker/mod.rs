@@ -483,13 +483,15 @@ fn answer(
     }
     let answers = |k: QuestionKind| s.answers.get(&k).map_or(&[][..], Vec::as_slice);
     let answered = match kind {
-        Some(QuestionKind::Feel) => msg.say_from(&[answers(QuestionKind::Feel), mood]),
-        Some(QuestionKind::Need) if msg.say_from(&[answers(QuestionKind::Need)]) => true,
-        Some(QuestionKind::Need) if !msg.mem.hinted => {
-            msg.mem.hinted = msg.say_from(&[&s.hints]);
-            msg.mem.hinted
-        }
-        Some(k) => msg.say_from(&[answers(k)]),
+        Some(k) if msg.say_from(&[answers(k)]) => true,
+        Some(k) => match Fallback::of(k) {
+            Some(Fallback::Mood) => msg.say_from(&[mood]),
+            Some(Fallback::Need) if !msg.mem.hinted => {
+                msg.mem.hinted = msg.say_from(&[&s.hints]);
+                msg.mem.hinted
+            }
+            _ => false,
+        },
         // A question of no known kind ("Do you want to talk about it?"): whatever the user has
         // left to tell, what happened first.
         None => {
@@ -508,6 +510,27 @@ fn answer(
         msg.say_from(&[&persona.voice.nothing_more, &rules.said_all]);
     }
     false
+}
+
+/// What a question of a known kind is still answered from once the scenario's answers of that
+/// kind are used up: the one home of this rule, which the speaker follows and `replay user` reads
+/// answers by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fallback {
+    /// How the user feels now (the scenario's mood lines): a question about feelings.
+    Mood,
+    /// The need itself (the scenario's hints, once): a question about what would help.
+    Need,
+}
+
+impl Fallback {
+    pub fn of(kind: QuestionKind) -> Option<Fallback> {
+        match kind {
+            QuestionKind::Feel => Some(Fallback::Mood),
+            QuestionKind::Need => Some(Fallback::Need),
+            QuestionKind::Tried | QuestionKind::Who | QuestionKind::Happened => None,
+        }
+    }
 }
 
 /// True when a question (normalized, see [`normalize`]) names one of `fact`'s cues.
