@@ -60,6 +60,8 @@ mod locate;
 mod lora;
 #[path = "integration/model.rs"]
 mod model;
+#[path = "integration/pmi.rs"]
+mod pmi;
 #[path = "integration/rate_page.rs"]
 mod rate_page;
 #[path = "integration/readme.rs"]

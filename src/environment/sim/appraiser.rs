@@ -515,13 +515,28 @@ impl Appraiser {
         let user_sim = if inp.user_messages.is_empty() {
             0.0
         } else {
-            let own = without_words(inp.reply, &user_words);
-            let own = self.embedder.embed(&[own.as_str()])?.remove(0);
-            let best = self.closeness_to_user(inp, &own)?;
-            self.cfg.semantic.score(best) * (1.0 - findings.copied_user_share)
+            self.own_words_about_user(inp, &user_words)? * (1.0 - findings.copied_user_share)
         };
         let w = &self.cfg.specificity;
         Ok((w.overlap * overlap + w.user_similarity * user_sim).min(1.0))
+    }
+
+    /// How far what the reply says in its own words (the user's content words out) is about what
+    /// the user said, in [0, 1]: its PMI with the user's messages where `specificity.pmi` is set,
+    /// else its embedding's closeness to the nearest sentence the user said.
+    fn own_words_about_user(
+        &self,
+        inp: &AppraisalInput<'_>,
+        user_words: &std::collections::BTreeSet<String>,
+    ) -> Result<f64> {
+        if let (Some(p), Some((f, _))) = (&self.cfg.specificity.pmi, &self.fluency) {
+            let gains = super::pmi::gains(f, p, &inp.user_messages, inp.reply, user_words)?;
+            // A reply with no word of its own says nothing about this person.
+            return Ok(super::pmi::pmi(&gains).map_or(0.0, |x| p.score(x)));
+        }
+        let own = without_words(inp.reply, user_words);
+        let own = self.embedder.embed(&[own.as_str()])?.remove(0);
+        Ok(self.cfg.semantic.score(self.closeness_to_user(inp, &own)?))
     }
 
     fn move_scores(

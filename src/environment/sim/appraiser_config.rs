@@ -34,6 +34,10 @@ pub struct Specificity {
     /// Specificity from which a reply's supportive points count in full; below it they count in
     /// proportion (a reply lands as far as it is about this person).
     pub full_at: f64,
+    /// Read the reply's own words by their PMI with the user's messages under the fluency judge's
+    /// language model (`src/environment/sim/pmi.rs`) instead of by their embedding's closeness.
+    #[serde(default)]
+    pub pmi: Option<super::pmi::PmiUse>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -264,6 +268,16 @@ impl AppraiserConfig {
                 "must be in (0, 1]: the specificity from which a reply's points count in full",
             ));
         }
+        if let Some(problem) = cfg.specificity.pmi.as_ref().and_then(|p| p.problem()) {
+            return Err(Error::input(path, "specificity.pmi", problem));
+        }
+        if cfg.specificity.pmi.is_some() && cfg.fluency.is_none() {
+            return Err(Error::input(
+                path,
+                "specificity.pmi",
+                "reads with the fluency judge's language model: set `fluency` too, or drop `pmi`",
+            ));
+        }
         if !(cfg.length.short_share > 0.0 && cfg.length.short_share <= 1.0) {
             return Err(Error::input(
                 path,
@@ -313,13 +327,23 @@ mod tests {
 
     /// The shipped `data/appraiser.yaml` with one line replaced, loaded from a temporary file.
     fn load_with(from: &str, to: &str) -> Result<AppraiserConfig> {
+        load_edited(&[(from, to)])
+    }
+
+    /// The shipped `data/appraiser.yaml` with each `(from, to)` replaced, loaded from a temporary
+    /// file named after the first.
+    fn load_edited(edits: &[(&str, &str)]) -> Result<AppraiserConfig> {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(root.join("data/appraiser.yaml")).unwrap();
-        assert!(text.contains(from), "{from}");
+        let mut text = std::fs::read_to_string(root.join("data/appraiser.yaml")).unwrap();
+        for (from, to) in edits {
+            assert!(text.contains(from), "{from}");
+            text = text.replace(from, to);
+        }
         let dir = std::env::temp_dir().join(format!("eg-appraiser-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join(format!("{}.yaml", from.trim().replace([':', ' '], "-")));
-        std::fs::write(&path, text.replace(from, to)).unwrap();
+        let name = edits[0].0.trim().replace([':', ' ', '\n'], "-");
+        let path = dir.join(format!("{name}.yaml"));
+        std::fs::write(&path, text).unwrap();
         AppraiserConfig::load(&path)
     }
 
@@ -340,9 +364,39 @@ mod tests {
                 "  short_share: 1.5",
                 "length.short_share",
             ),
+            (
+                "  full_at: 0.5\n",
+                "  full_at: 0.5\n  pmi: {floor: 0.3, ceiling: 0.1, generic: [hi], user_open: a, \
+                 user_close: b, max_context_tokens: 8}\n",
+                "specificity.pmi",
+            ),
+            (
+                "  full_at: 0.5\n",
+                "  full_at: 0.5\n  pmi: {floor: 0.0, ceiling: 0.3, generic: [], user_open: a, \
+                 user_close: b, max_context_tokens: 8}\n",
+                "specificity.pmi",
+            ),
         ] {
             let err = load_with(from, to).unwrap_err().to_string();
             assert!(err.contains(field), "{err}");
         }
+    }
+
+    #[test]
+    fn the_pmi_reading_needs_the_fluency_judge() {
+        let pmi = "  full_at: 0.5\n  pmi: {floor: 0.0, ceiling: 0.3, generic: [hi], \
+                   user_open: a, user_close: b, max_context_tokens: 8}\n";
+        let with = load_edited(&[("  full_at: 0.5\n", pmi)]).unwrap();
+        assert_eq!(with.specificity.pmi.map(|p| p.ceiling), Some(0.3));
+        let err = load_edited(&[
+            ("  full_at: 0.5\n", pmi),
+            ("fluency:\n  head: fluency.yaml\n  points: -8\n", ""),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("specificity.pmi") && err.contains("fluency"),
+            "{err}"
+        );
     }
 }

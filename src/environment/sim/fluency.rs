@@ -115,6 +115,9 @@ struct UnigramTable {
     seen: BTreeMap<u32, f64>,
 }
 
+/// A text's token ids, and each token's byte span in the text.
+pub type TokenSpans = (Vec<u32>, Vec<(usize, usize)>);
+
 /// The loaded judge.
 pub struct Fluency {
     pub meta: FluencyMeta,
@@ -225,10 +228,17 @@ impl Fluency {
     /// each, read after the prefix.
     pub fn surprisal(&self, text: &str) -> Result<(Vec<u32>, Vec<f64>)> {
         let ids = self.token_ids(text)?;
+        let lp = self.logprobs_after(&self.prefix, &ids)?;
+        Ok((ids, lp.into_iter().map(|x| -x).collect()))
+    }
+
+    /// Each of `ids`' log-probability (nats) read after `prefix` (which must hold a token), the
+    /// sequence alone in its batch.
+    pub fn logprobs_after(&self, prefix: &[u32], ids: &[u32]) -> Result<Vec<f64>> {
         if ids.is_empty() {
-            return Ok((ids, Vec::new()));
+            return Ok(Vec::new());
         }
-        let seq: Vec<u32> = self.prefix.iter().chain(&ids).copied().collect();
+        let seq: Vec<u32> = prefix.iter().chain(ids).copied().collect();
         let lp = token_logprobs(
             &self.lm.model,
             &[seq],
@@ -240,25 +250,40 @@ impl Fluency {
         .squeeze(0)?
         .to_vec1::<f32>()?;
         // lp[t] is log p(seq[t + 1] | seq[..=t]): the text's tokens start at prefix - 1.
-        let s = lp[self.prefix.len() - 1..]
+        Ok(lp[prefix.len() - 1..]
             .iter()
-            .map(|&x| -f64::from(x))
-            .collect();
-        Ok((ids, s))
+            .map(|&x| f64::from(x))
+            .collect())
+    }
+
+    /// The judge's prefix: the start of an assistant turn, which every reply is read after.
+    pub fn prefix(&self) -> &[u32] {
+        &self.prefix
     }
 
     /// The token ids of `text` as the judge reads them (at most `max_tokens`).
     pub fn token_ids(&self, text: &str) -> Result<Vec<u32>> {
-        let e = self
-            .lm
+        Ok(self.tokens_with_offsets(text)?.0)
+    }
+
+    /// The token ids of `text` as the judge reads them (at most `max_tokens`), with each token's
+    /// byte span in `text`.
+    pub fn tokens_with_offsets(&self, text: &str) -> Result<TokenSpans> {
+        let e = self.encode(text)?;
+        let n = e.get_ids().len().min(self.meta.max_tokens);
+        Ok((e.get_ids()[..n].to_vec(), e.get_offsets()[..n].to_vec()))
+    }
+
+    /// All the token ids of `text` (a prefix to read a reply after).
+    pub fn encode_all(&self, text: &str) -> Result<Vec<u32>> {
+        Ok(self.encode(text)?.get_ids().to_vec())
+    }
+
+    fn encode(&self, text: &str) -> Result<tokenizers::Encoding> {
+        self.lm
             .tokenizer
             .encode(text, false)
-            .map_err(|e| Error::Other(format!("tokenizing for the fluency judge: {e}")))?;
-        Ok(e.get_ids()
-            .iter()
-            .take(self.meta.max_tokens)
-            .copied()
-            .collect())
+            .map_err(|e| Error::Other(format!("tokenizing for the fluency judge: {e}")))
     }
 
     /// The language model's vocabulary size.

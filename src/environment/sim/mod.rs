@@ -18,6 +18,7 @@ pub mod lru;
 pub mod mlp;
 pub mod moves;
 pub mod perceive;
+pub mod pmi;
 pub mod points;
 pub mod responsive;
 pub mod speaker;
