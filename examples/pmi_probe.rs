@@ -3,7 +3,7 @@
 //! said, against each generic message of a bank. results/validation/pmi.md says how it was run.
 //!
 //! ```text
-//! cargo run --release --example pmi_probe -- ITEMS OUT GENERIC [EPITOME_DIR ESCONV_DIR N]
+//! cargo run --release --example pmi_probe -- ITEMS OUT GENERIC [EPITOME_DIR ESCONV_DIR N [CORPUS]]
 //! ```
 //!
 //! ITEMS is a JSONL file of `{"label", "users": [..], "reply"}` objects, or `human` to draw N
@@ -57,13 +57,22 @@ fn human(epitome_dir: &Path, esconv_dir: &Path, n: usize) -> anyhow::Result<Vec<
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.len() < 3 {
-        bail!("usage: pmi_probe ITEMS|human OUT GENERIC [EPITOME_DIR ESCONV_DIR N]");
+        bail!("usage: pmi_probe ITEMS|human OUT GENERIC [EPITOME_DIR ESCONV_DIR N [CORPUS]]");
     }
     let items: Vec<Value> = if args[0] == "human" {
         let n = args
             .get(5)
             .context("human needs EPITOME_DIR ESCONV_DIR N")?;
-        human(Path::new(&args[3]), Path::new(&args[4]), n.parse()?)?
+        let mut items = human(Path::new(&args[3]), Path::new(&args[4]), n.parse()?)?;
+        // An optional seventh argument keeps one corpus's pairs (`epitome-dev`, `esconv-dev`).
+        if let Some(only) = args.get(6) {
+            items.retain(|i| {
+                i["label"]
+                    .as_str()
+                    .is_some_and(|l| l.starts_with(only.as_str()))
+            });
+        }
+        items
     } else {
         std::io::BufReader::new(std::fs::File::open(&args[0])?)
             .lines()

@@ -74,14 +74,26 @@ def read(name, reading):
     return values
 
 
+def scale(values):
+    """The written rule for the scale: floor at the median of human dev replies read after
+    another message, ceiling at the 75th percentile of those read after their own."""
+    own = [v for side, _, v in values["_human"] if side.endswith("-own")]
+    other = [v for side, _, v in values["_human"] if side.endswith("-other")]
+    q75 = statistics.quantiles(own, n=4)[2]
+    print(f"\nScale from people ({len(own)} own, {len(other)} other): floor "
+          f"{statistics.median(other):.3f}, ceiling {q75:.3f}")
+
+
 def main():
     table(read("probe-two-generic.csv", lambda r: float(r["pmi_mean_of_two"])),
           "Two generic messages, their mean (probe-two-generic.csv)")
     six = [f"pmi_generic_{k}" for k in range(1, 7)]
     table(read("probe-six-generic.csv", lambda r: statistics.mean(float(r[c]) for c in six)),
           "Six generic messages, their mean (probe-six-generic.csv)")
-    table(read("probe-six-generic.csv", lambda r: min(float(r[c]) for c in six)),
-          "Six generic messages, the one the reply fits best: the reward's reading (probe-six-generic.csv)")
+    best = read("probe-six-generic.csv", lambda r: min(float(r[c]) for c in six))
+    table(best, "Six generic messages, the one the reply fits best: the reward's reading "
+          "(probe-six-generic.csv)")
+    scale(best)
 
 
 if __name__ == "__main__":
