@@ -331,7 +331,7 @@ mod tests {
     }
 
     /// The shipped `data/appraiser.yaml` with each `(from, to)` replaced, loaded from a temporary
-    /// file named after the first.
+    /// file of its own (tests run in parallel and several edit the same line).
     fn load_edited(edits: &[(&str, &str)]) -> Result<AppraiserConfig> {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let mut text = std::fs::read_to_string(root.join("data/appraiser.yaml")).unwrap();
@@ -341,8 +341,9 @@ mod tests {
         }
         let dir = std::env::temp_dir().join(format!("eg-appraiser-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let name = edits[0].0.trim().replace([':', ' ', '\n'], "-");
-        let path = dir.join(format!("{name}.yaml"));
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = dir.join(format!("edited-{n}.yaml"));
         std::fs::write(&path, text).unwrap();
         AppraiserConfig::load(&path)
     }
