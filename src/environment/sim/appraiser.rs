@@ -351,14 +351,23 @@ impl Appraiser {
             findings.slot_filled = !findings.misplaced.is_empty()
                 && findings.misplaced.len() as f64 >= u.slotted_share * used as f64;
         }
-        let spec = self.specificity(inp, &reply_words, &findings)?;
+        let user_words = self.user_content_words(inp);
+        // Closeness to anything the user has said (a listener may pick up an earlier message), of
+        // what the reply says in its own words: the user's words dropped into stock frames bring
+        // a reply near the user's message without saying anything about it.
+        let about = if inp.user_messages.is_empty() {
+            0.0
+        } else {
+            self.own_words_about_user(inp, &user_words)?
+        };
+        let spec = self.specificity(&user_words, about, &reply_words, &findings);
         if !findings.misplaced.is_empty() && spec < inp.profile.knobs.acceptance {
             let all = Findings {
                 misplaced: Default::default(),
                 ..findings.clone()
             };
-            findings.misplaced_cost =
-                self.specificity(inp, &reply_words, &all)? >= inp.profile.knobs.acceptance;
+            findings.misplaced_cost = self.specificity(&user_words, about, &reply_words, &all)
+                >= inp.profile.knobs.acceptance;
         }
         self.detectors.judge_engagement(&mut findings, &cues, spec);
         let moves = self.move_scores(inp, &reply_emb, &cues, spec, &findings)?;
@@ -492,16 +501,17 @@ impl Appraiser {
         (known as f64) / (alpha.len() as f64) < self.cfg.gibberish.min_vocab_share
     }
 
-    /// How specific the reply is to this user: the content words it shares with what they said
-    /// (in the reply's own phrasing: not in copied runs nor bare lists) and its closeness to their
-    /// last message, discounted by the share of it that is copied.
+    /// How specific the reply is to this user: the content words of theirs (`user_words`) it
+    /// shares (in the reply's own phrasing: not in copied runs nor bare lists nor misplaced), and
+    /// how far its own words are about what they said (`about`, [`Appraiser::own_words_about_user`],
+    /// read once per reply), discounted by the share of it that is copied.
     fn specificity(
         &self,
-        inp: &AppraisalInput<'_>,
+        user_words: &std::collections::BTreeSet<String>,
+        about: f64,
         reply_words: &[String],
         findings: &Findings,
-    ) -> Result<f64> {
-        let user_words = self.user_content_words(inp);
+    ) -> f64 {
         let shared: std::collections::BTreeSet<&String> = reply_words
             .iter()
             .zip(&findings.borrowed)
@@ -509,16 +519,9 @@ impl Appraiser {
             .map(|(w, _)| w)
             .collect();
         let overlap = (shared.len() as f64 / self.cfg.specificity.overlap_words).min(1.0);
-        // Closeness to anything the user has said (a listener may pick up an earlier message), of
-        // what the reply says in its own words: the user's words dropped into stock frames bring
-        // a reply near the user's message without saying anything about it.
-        let user_sim = if inp.user_messages.is_empty() {
-            0.0
-        } else {
-            self.own_words_about_user(inp, &user_words)? * (1.0 - findings.copied_user_share)
-        };
+        let user_sim = about * (1.0 - findings.copied_user_share);
         let w = &self.cfg.specificity;
-        Ok((w.overlap * overlap + w.user_similarity * user_sim).min(1.0))
+        (w.overlap * overlap + w.user_similarity * user_sim).min(1.0)
     }
 
     /// How far what the reply says in its own words (the user's content words out) is about what

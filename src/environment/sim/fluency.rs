@@ -263,7 +263,12 @@ impl Fluency {
 
     /// The token ids of `text` as the judge reads them (at most `max_tokens`).
     pub fn token_ids(&self, text: &str) -> Result<Vec<u32>> {
-        Ok(self.tokens_with_offsets(text)?.0)
+        let e = self.encode(text)?;
+        Ok(e.get_ids()
+            .iter()
+            .take(self.meta.max_tokens)
+            .copied()
+            .collect())
     }
 
     /// The token ids of `text` as the judge reads them (at most `max_tokens`), with each token's
