@@ -3,14 +3,16 @@
 //! said, against each generic message of a bank. results/validation/pmi.md says how it was run.
 //!
 //! ```text
-//! cargo run --release --example pmi_probe -- ITEMS OUT GENERIC [EPITOME_DIR ESCONV_DIR N [CORPUS]]
+//! cargo run --release --example pmi_probe -- ITEMS OUT SETTING [EPITOME_DIR ESCONV_DIR N [CORPUS]]
 //! ```
 //!
 //! ITEMS is a JSONL file of `{"label", "users": [..], "reply"}` objects, or `human` to draw N
 //! replies of EPITOME's and ESConv's dev parts (the user's own copies), each read once after its
-//! own message and once after another message of its corpus. GENERIC holds one generic message a
-//! line. Each output line is the item with `per_generic`: the mean PMI (nats per own token past
-//! the first) against each generic message; the reward's reading is their least.
+//! own message and once after another message of its corpus. SETTING is a `pmi:` block alone in a
+//! file (results/validation/pmi/specificity-pmi-best-of-six.yaml); its generic messages and chat
+//! template are read, its scale is not. Each output line is the item with `per_generic`: the mean
+//! PMI (nats per own token past the first) against each generic message; the reward's reading is
+//! their least.
 use std::collections::BTreeSet;
 use std::io::{BufRead, Write};
 use std::path::Path;
@@ -19,7 +21,7 @@ use anyhow::{bail, Context};
 use candle_core::Device;
 use empathy_gym::environment::sim::fluency::Fluency;
 use empathy_gym::environment::sim::lexicon::Lexicon;
-use empathy_gym::environment::sim::pmi::{gains, PmiUse};
+use empathy_gym::environment::sim::pmi::{gains, load_setting};
 use empathy_gym::environment::sim::responsive::content_words;
 use empathy_gym::fit::corpora::{epitome, esconv_dev, Example};
 use rand::{Rng, SeedableRng};
@@ -57,7 +59,7 @@ fn human(epitome_dir: &Path, esconv_dir: &Path, n: usize) -> anyhow::Result<Vec<
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.len() < 3 {
-        bail!("usage: pmi_probe ITEMS|human OUT GENERIC [EPITOME_DIR ESCONV_DIR N [CORPUS]]");
+        bail!("usage: pmi_probe ITEMS|human OUT SETTING [EPITOME_DIR ESCONV_DIR N [CORPUS]]");
     }
     let items: Vec<Value> = if args[0] == "human" {
         let n = args
@@ -79,20 +81,7 @@ fn main() -> anyhow::Result<()> {
             .map(|l| Ok(serde_json::from_str(&l?)?))
             .collect::<anyhow::Result<_>>()?
     };
-    let generic: Vec<String> = std::fs::read_to_string(&args[2])?
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(String::from)
-        .collect();
-    // The template of data/appraiser.yaml's `specificity.pmi` for SmolLM2's chat format.
-    let use_ = PmiUse {
-        floor: 0.0,
-        ceiling: 1.0,
-        generic,
-        user_open: "<|im_start|>user\n".into(),
-        user_close: "<|im_end|>\n".into(),
-        max_context_tokens: 256,
-    };
+    let use_ = load_setting(Path::new(&args[2]))?;
     let lex = Lexicon::load(Path::new("data/lexicon.yaml"))?;
     let f = Fluency::load(Path::new("data/fluency.yaml"), &Device::Cpu)?;
     let mut out = std::fs::File::create(&args[1])?;

@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 
 use empathy_gym::environment::sim::fluency::Fluency;
 use empathy_gym::environment::sim::lexicon::Lexicon;
-use empathy_gym::environment::sim::pmi::{gains, pmi, PmiUse};
+use empathy_gym::environment::sim::pmi::{gains, load_setting, pmi, PmiUse};
 use empathy_gym::environment::sim::responsive::content_words;
 
 use super::common::*;
@@ -22,29 +22,11 @@ fn judge() -> &'static Fluency {
     })
 }
 
-/// The six generic messages of results/validation/pmi/generic-messages.txt, written before any
-/// reading.
+/// The setting the first honest set was re-scored with (six generic messages, written before any
+/// reading; floor 0, ceiling 0.3).
 fn reading() -> PmiUse {
-    PmiUse {
-        floor: 0.0,
-        ceiling: 0.3,
-        generic: vec![
-            "I'm going through something really hard right now and I don't know how to feel \
-             about it."
-                .into(),
-            "Something happened that upset me a lot, and I keep thinking about it.".into(),
-            "I feel so alone with all of this. Nobody really gets it.".into(),
-            "I'm angry and hurt, and I'm ashamed of how I reacted.".into(),
-            "I'm scared about what happens next and I can't stop worrying.".into(),
-            "It's been a really hard time. I feel sad, alone, angry and ashamed, I'm anxious \
-             about what comes next, and I keep going over what happened and what I should have \
-             done."
-                .into(),
-        ],
-        user_open: "<|im_start|>user\n".into(),
-        user_close: "<|im_end|>\n".into(),
-        max_context_tokens: 256,
-    }
+    load_setting(&root().join("results/validation/pmi/specificity-pmi-best-of-six.yaml"))
+        .expect("the setting loads")
 }
 
 fn read(user: &str, reply: &str) -> f64 {

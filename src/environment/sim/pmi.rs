@@ -12,12 +12,13 @@
 //! as specificity's embedding reading leaves those words out (docs/REWARD.md, "Specificity").
 
 use std::collections::BTreeSet;
+use std::path::Path;
 
 use serde::Deserialize;
 
 use super::fluency::Fluency;
 use super::text::words;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// `specificity.pmi` in `data/appraiser.yaml`: read the reply's own words by their PMI with the
 /// user's messages instead of by their embedding's closeness to them.
@@ -61,6 +62,21 @@ impl PmiUse {
             return Some("max_context_tokens must be at least 1");
         }
         None
+    }
+}
+
+/// A `pmi:` block alone in a file, as a trial setting is kept beside its results: read and checked
+/// as `data/appraiser.yaml`'s would be.
+pub fn load_setting(path: &Path) -> Result<PmiUse> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Setting {
+        pmi: PmiUse,
+    }
+    let s: Setting = crate::environment::profile::yaml::read_yaml(path)?;
+    match s.pmi.problem() {
+        Some(problem) => Err(Error::input(path, "pmi", problem)),
+        None => Ok(s.pmi),
     }
 }
 
