@@ -6,10 +6,13 @@ mermaid drawing to stdout. A room is a top-level module of src/ or, with --areas
 area folder (src/environment/sim -> environment::sim); the binary (main.rs, cli/) is one room,
 `cli`. An arrow A -> B is one or more imports of B in A's files (`crate::B` in the library,
 `empathy_gym::B` in the binary). A room's floor is one above the highest floor it imports, so
-floor 0 imports nothing of the library. The layer test (tests/integration/layers.rs) checks that
-arrows only point down; this draws them.
+floor 0 imports nothing of the library. With --crate-area, that area folder is a crate of its own
+which the library re-exports under the area's name: inside it `crate::B` is `area::B`, except for
+its modules the library re-exports at its top (model, openai), which keep their own names. The
+layer test (tests/integration/layers.rs) checks that arrows only point down; this draws them.
 
-    python3 scripts/structure.py [--src DIR] [--areas environment,learning] [--title TEXT]
+    python3 scripts/structure.py [--src DIR] [--areas environment,learning]
+        [--crate-area environment] [--title TEXT]
 """
 
 import argparse
@@ -42,19 +45,27 @@ def names_after(text, prefix):
     return out
 
 
-def room_of(rel, areas):
+# The crate area's modules that the library re-exports at its top (`crate::model`).
+REEXPORTED = {"error", "seed", "model", "openai"}
+
+
+def room_of(rel, areas, crate_area):
     parts = [p[:-3] if p.endswith(".rs") else p for p in rel.parts]
     if parts[0] in ("main", "cli"):
         return "cli"
-    if parts[0] in areas and len(parts) > 1 and parts[1] != "mod":
+    if parts[0] == crate_area and len(parts) > 1 and parts[1] in REEXPORTED:
+        return parts[1]
+    if parts[0] in areas and len(parts) > 1 and parts[1] not in ("mod", "lib"):
         return f"{parts[0]}::{parts[1]}"
     return parts[0]
 
 
-def targets(text, prefix, areas):
+def targets(text, prefix, areas, in_crate_area=None):
     out = set()
     for n in names_after(text, prefix):
-        if n in areas:
+        if in_crate_area and n not in REEXPORTED:
+            out.add(f"{in_crate_area}::{n}" if in_crate_area in areas else in_crate_area)
+        elif n in areas:
             inner = names_after(text, f"{prefix}{n}::")
             out |= {f"{n}::{m}" for m in inner} or {n}
         else:
@@ -62,16 +73,17 @@ def targets(text, prefix, areas):
     return out
 
 
-def graph(src, areas):
+def graph(src, areas, crate_area):
     edges = {}
     for f in sorted(src.rglob("*.rs")):
         rel = f.relative_to(src)
-        room = room_of(rel, areas)
+        room = room_of(rel, areas, crate_area)
         if room in ("lib",) or room in areas:
             continue
         text = code(f.read_text())
         prefix = "empathy_gym::" if room == "cli" else "crate::"
-        found = targets(text, prefix, areas)
+        inside = crate_area if rel.parts[0] == crate_area else None
+        found = targets(text, prefix, areas, inside)
         edges.setdefault(room, set()).update(t for t in found if t != room)
     # Names that are not rooms (re-exports such as `Error`, `Result`) are dropped.
     rooms = set(edges)
@@ -135,10 +147,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--src", type=Path, default=here / "src")
     ap.add_argument("--areas", default="", help="area folders, comma-separated")
+    ap.add_argument("--crate-area", default=None, help="the area folder that is a crate of its own")
     ap.add_argument("--title", default="The library's structure")
     a = ap.parse_args()
     areas = {x for x in a.areas.split(",") if x}
-    print(render(graph(a.src, areas), a.title))
+    print(render(graph(a.src, areas, a.crate_area), a.title))
 
 
 if __name__ == "__main__":

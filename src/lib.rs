@@ -4,16 +4,16 @@
 //! for several turns; how the emotion moves is a verifiable reward that a GRPO loop optimizes.
 //! See docs/DESIGN.md for the architecture and the file formats.
 
-// The areas: the environment, learning on it, and the tools around them (evaluations, the
+// The areas: the environment (its own crate, environment/, re-exported here with the model seam
+// and the OpenAI wire types it uses), learning on it, and the tools around them (evaluations, the
 // human-coded checks, the red team, replay, sweeps, the servers, fitting the learned heads).
-pub mod environment;
+pub use empathy_environment as environment;
+pub use empathy_environment::{model, openai};
 pub mod learning;
 
 pub mod eval;
 pub mod fit;
 pub mod judge;
-pub mod model;
-pub mod openai;
 pub mod redteam;
 pub mod replay;
 pub mod report;

@@ -19,8 +19,8 @@ mod cited_paths;
 mod cli;
 #[path = "integration/common.rs"]
 mod common;
-#[path = "integration/config_docs.rs"]
-mod config_docs;
+#[path = "integration/config_reference.rs"]
+mod config_reference;
 #[path = "integration/conformance.rs"]
 mod conformance;
 #[path = "integration/costs.rs"]

@@ -7,12 +7,12 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::record::{End, EpisodeRecord, PolicyRef, ProfileRef, SimulatorRef, Turn, SCHEMA};
-use crate::environment::profile::Profile;
-use crate::environment::reward::{self, Aggregate, RewardMode, Rubric};
-use crate::environment::sim::emotion::{applied_delta, apply_delta};
-use crate::environment::sim::speaker::{speak, SpeakInput, SpeakerMemory};
-use crate::environment::sim::{Appraisal, AppraisalInput, Simulator};
 use crate::error::{Error, Result};
+use crate::profile::Profile;
+use crate::reward::{self, Aggregate, RewardMode, Rubric};
+use crate::sim::emotion::{applied_delta, apply_delta};
+use crate::sim::speaker::{speak, SpeakInput, SpeakerMemory};
+use crate::sim::{Appraisal, AppraisalInput, Simulator};
 
 /// What `reset` and `step` show the policy.
 #[derive(Clone, Debug, PartialEq)]
@@ -193,7 +193,7 @@ impl DialogueEnv {
             reply,
             appraisal: &appraisal,
             question: question.as_deref(),
-            reveal_min_delta: crate::environment::sim::speaker::REVEAL_MIN_DELTA,
+            reveal_min_delta: crate::sim::speaker::REVEAL_MIN_DELTA,
         };
         let text = match written {
             // The simulator wrote the user's message (the LLM user); a pending factual question

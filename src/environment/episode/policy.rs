@@ -11,8 +11,8 @@ use serde::Deserialize;
 
 use super::record::{PolicyRef, Turn};
 use super::template;
-use crate::environment::profile::{ProfileId, Scenario};
 use crate::error::{Error, Result};
+use crate::profile::{ProfileId, Scenario};
 
 /// One live dialogue waiting for a reply.
 #[derive(Clone, Debug)]
@@ -103,7 +103,7 @@ impl ScriptedPolicy {
 
     /// Loads `replies: [...]` from a YAML file.
     pub fn load(path: &Path) -> Result<Self> {
-        let file: ScriptFile = crate::environment::profile::yaml::read_yaml(path)?;
+        let file: ScriptFile = crate::profile::yaml::read_yaml(path)?;
         Self::new(path.display().to_string(), file.replies).map(|mut p| {
             p.name = format!("script:{}", path.display());
             p.class = file.class;

@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::environment::profile::{Difficulty, Knobs};
-use crate::environment::reward::{Aggregate, RewardMode};
-use crate::environment::sim::{Appraisal, FactualVerdict};
+use crate::profile::{Difficulty, Knobs};
+use crate::reward::{Aggregate, RewardMode};
+use crate::sim::{Appraisal, FactualVerdict};
 
 /// The schema tag of every line.
 pub const SCHEMA: &str = "empathy-gym/episode/v1";

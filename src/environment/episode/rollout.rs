@@ -7,10 +7,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::env::{step_batch, DialogueEnv};
 use super::policy::{Policy, PolicyRequest};
 use super::record::EpisodeRecord;
-use crate::environment::profile::Profile;
-use crate::environment::reward::{Aggregate, RewardMode};
-use crate::environment::sim::Simulator;
 use crate::error::{Error, Result};
+use crate::profile::Profile;
+use crate::reward::{Aggregate, RewardMode};
+use crate::sim::Simulator;
 
 /// One dialogue to play.
 #[derive(Clone, Debug)]

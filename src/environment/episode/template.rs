@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::record::Turn;
-use crate::environment::profile::Scenario;
+use crate::profile::Scenario;
 
 /// The placeholders a scripted reply may use, with what each becomes.
 pub const PLACEHOLDERS: [(&str, &str); 14] = [
@@ -130,10 +130,10 @@ pub fn render(text: &str, ctx: &Context<'_>) -> String {
                 .scenario
                 .and_then(|s| {
                     // The persona's voice may recase the question's first word.
-                    let said = crate::environment::sim::text::normalize(last);
-                    s.factual.iter().find(|q| {
-                        said.contains(&crate::environment::sim::text::normalize(&q.question))
-                    })
+                    let said = crate::sim::text::normalize(last);
+                    s.factual
+                        .iter()
+                        .find(|q| said.contains(&crate::sim::text::normalize(&q.question)))
                 })
                 .map(|q| q.answer.clone())
                 .unwrap_or_default(),
@@ -169,7 +169,7 @@ pub fn nth_longest(text: &str, i: usize) -> String {
 fn named_after_my(users: &[&str]) -> String {
     const SKIP: [&str; 6] = ["best", "late", "own", "old", "little", "other"];
     for u in users {
-        let ws = crate::environment::sim::text::words(u);
+        let ws = crate::sim::text::words(u);
         for (i, w) in ws.iter().enumerate() {
             if w == "my" || w == "our" {
                 if let Some(x) = ws[i + 1..].iter().find(|x| !SKIP.contains(&x.as_str())) {
@@ -185,7 +185,7 @@ fn named_after_my(users: &[&str]) -> String {
 /// the first of the list.
 fn feeling_said(users: &[&str], feelings: &[String]) -> String {
     for m in users.iter().rev() {
-        let padded = crate::environment::sim::text::normalize(m);
+        let padded = crate::sim::text::normalize(m);
         if let Some(f) = feelings
             .iter()
             .find(|f| padded.contains(&format!(" {} ", f.to_lowercase())))
@@ -199,7 +199,7 @@ fn feeling_said(users: &[&str], feelings: &[String]) -> String {
 /// The longest sentence of `text`, person swapped, words replaced by `synonyms`, without its end
 /// mark, its first letter lowercased (unless "I"): ready to follow "So" or "It sounds like".
 pub fn longest_sentence_you(text: &str, synonyms: &BTreeMap<String, String>) -> String {
-    let longest = crate::environment::sim::text::sentences(text)
+    let longest = crate::sim::text::sentences(text)
         .into_iter()
         .max_by_key(|s| s.len())
         .unwrap_or("");

@@ -178,7 +178,10 @@ mod tests {
     use std::path::Path;
 
     fn presets() -> Presets {
-        Presets::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("data/difficulty.yaml")).unwrap()
+        Presets::load(
+            &Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("data/difficulty.yaml"),
+        )
+        .unwrap()
     }
 
     #[test]

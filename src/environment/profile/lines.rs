@@ -164,10 +164,14 @@ pub fn check_mood_lines(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::environment::profile::Catalog;
+    use crate::profile::Catalog;
 
     fn catalog() -> Catalog {
-        Catalog::load(std::path::Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap()
+        Catalog::load(std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../.."
+        )))
+        .unwrap()
     }
 
     #[test]

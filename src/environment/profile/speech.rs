@@ -251,18 +251,17 @@ impl SpeakerRules {
 
     /// Reads and checks `path`; every error names the file and the field.
     pub fn load(path: &Path) -> Result<Self> {
-        let rules: SpeakerRules =
-            crate::environment::profile::yaml::read_yaml(path).map_err(|e| {
-                if path.exists() {
-                    e
-                } else {
-                    Error::input(
-                        path,
-                        "file",
-                        "missing: the speaker's rules; copy data/speaker.yaml from the repository",
-                    )
-                }
-            })?;
+        let rules: SpeakerRules = crate::profile::yaml::read_yaml(path).map_err(|e| {
+            if path.exists() {
+                e
+            } else {
+                Error::input(
+                    path,
+                    "file",
+                    "missing: the speaker's rules; copy data/speaker.yaml from the repository",
+                )
+            }
+        })?;
         rules.validate(path)?;
         Ok(rules)
     }
@@ -403,8 +402,10 @@ mod tests {
     use super::*;
 
     fn rules() -> SpeakerRules {
-        SpeakerRules::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("data/speaker.yaml"))
-            .unwrap()
+        SpeakerRules::load(
+            &Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("data/speaker.yaml"),
+        )
+        .unwrap()
     }
 
     #[test]
@@ -454,7 +455,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("speaker.yaml");
         let text = std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("data/speaker.yaml"),
+            Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("data/speaker.yaml"),
         )
         .unwrap()
         .replace("  stacked: [", "  unused: [");

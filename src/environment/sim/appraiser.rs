@@ -23,8 +23,8 @@ use super::responsive::content_words;
 use super::text::{looping, read_together, restatement_spans, sentences, without_words, words};
 use super::warmth::warmth;
 use super::wording::{has_judged_words, used_words, Said, Wording};
-use crate::environment::profile::{FactualTurn, Profile};
 use crate::error::Result;
+use crate::profile::{FactualTurn, Profile};
 
 /// What the appraiser looks at for one reply.
 #[derive(Clone, Debug)]
@@ -118,7 +118,7 @@ pub const RULE_FILES: [&str; 14] = [
 /// The rules version of the catalog at `root`: the fingerprint of its [`RULE_FILES`], as logged in
 /// every episode's `simulator.data`.
 pub fn rules_fingerprint(root: &Path) -> Result<String> {
-    crate::environment::profile::yaml::fingerprint(&root.join("data"), &RULE_FILES)
+    crate::profile::yaml::fingerprint(&root.join("data"), &RULE_FILES)
 }
 
 /// The cosine of `reply` to the closest of `embs` (-1 when there are none).
@@ -145,7 +145,7 @@ impl Appraiser {
         let safety = SafetyScreen::load(root, embedder.clone())?;
         let lexicon = Lexicon::load(&root.join("data/lexicon.yaml"))?;
         let protos: BTreeMap<Move, Vec<String>> =
-            crate::environment::profile::yaml::read_yaml(&root.join("data/moves.yaml"))?;
+            crate::profile::yaml::read_yaml(&root.join("data/moves.yaml"))?;
         let mut prototypes = BTreeMap::new();
         for (m, texts) in &protos {
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
@@ -232,7 +232,7 @@ impl Appraiser {
                     owned.extend(
                         values
                             .iter()
-                            .map(|x| crate::environment::profile::speech::fill(t, slot, x)),
+                            .map(|x| crate::profile::speech::fill(t, slot, x)),
                     );
                 }
             }

@@ -7,8 +7,8 @@ use serde::Deserialize;
 
 use super::moves::Move;
 use super::perceive::{Pool, HEADS};
-use crate::environment::profile::{Character, HiddenNeed};
 use crate::error::{Error, Result};
+use crate::profile::{Character, HiddenNeed};
 
 /// Maps a cosine similarity linearly onto [0, 1] between `floor` and `ceiling`.
 #[derive(Clone, Debug, Deserialize)]
@@ -219,7 +219,7 @@ fn no_decay() -> f64 {
 impl AppraiserConfig {
     /// Loads and checks that every need weights every move and every character has a scale.
     pub fn load(path: &Path) -> Result<Self> {
-        let cfg: AppraiserConfig = crate::environment::profile::yaml::read_yaml(path)?;
+        let cfg: AppraiserConfig = crate::profile::yaml::read_yaml(path)?;
         if cfg.semantic.ceiling <= cfg.semantic.floor {
             return Err(Error::input(
                 path,
@@ -333,7 +333,7 @@ mod tests {
     /// The shipped `data/appraiser.yaml` with each `(from, to)` replaced, loaded from a temporary
     /// file of its own (tests run in parallel and several edit the same line).
     fn load_edited(edits: &[(&str, &str)]) -> Result<AppraiserConfig> {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
         let mut text = std::fs::read_to_string(root.join("data/appraiser.yaml")).unwrap();
         for (from, to) in edits {
             assert!(text.contains(from), "{from}");
@@ -350,7 +350,7 @@ mod tests {
 
     #[test]
     fn the_shipped_weights_load() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
         let cfg = AppraiserConfig::load(&root.join("data/appraiser.yaml")).unwrap();
         assert!(cfg.specificity.full_at > 0.0);
     }

@@ -2,8 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::environment::profile::FactualTurn;
-use crate::environment::qa::{grade, AnswerKey, Belief, Outcome, QaItem};
+use crate::profile::FactualTurn;
+use crate::qa::{grade, AnswerKey, Belief, Outcome, QaItem};
 
 /// How the policy answered a factual question.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

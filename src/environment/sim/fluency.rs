@@ -137,7 +137,7 @@ impl Fluency {
     /// `EMPATHY_GYM_MODELS`, `models/`, the user's cache), on `device`: the appraiser's, so that
     /// a run that trains on a GPU judges there too.
     pub fn load(meta_path: &Path, device: &Device) -> Result<Self> {
-        let meta: FluencyMeta = crate::environment::profile::yaml::read_yaml(meta_path)?;
+        let meta: FluencyMeta = crate::profile::yaml::read_yaml(meta_path)?;
         if !meta.threshold.is_finite() {
             return Err(Error::input(
                 meta_path,
@@ -153,7 +153,7 @@ impl Fluency {
             ));
         }
         let unigram: Unigram =
-            crate::environment::profile::yaml::read_yaml(&meta_path.with_file_name(&meta.unigram))?;
+            crate::profile::yaml::read_yaml(&meta_path.with_file_name(&meta.unigram))?;
         Self::with_parts(meta, &unigram, device)
     }
 

@@ -85,7 +85,7 @@ impl Cues {
 impl Lexicon {
     /// Loads and normalizes `data/lexicon.yaml`.
     pub fn load(path: &Path) -> Result<Self> {
-        let file: LexiconFile = crate::environment::profile::yaml::read_yaml(path)?;
+        let file: LexiconFile = crate::profile::yaml::read_yaml(path)?;
         let norm = |v: Vec<String>| -> Vec<String> {
             v.iter()
                 .map(|p| normalize(p))
@@ -233,7 +233,10 @@ mod tests {
     use super::*;
 
     fn lexicon() -> Lexicon {
-        Lexicon::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("data/lexicon.yaml")).unwrap()
+        Lexicon::load(
+            &Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("data/lexicon.yaml"),
+        )
+        .unwrap()
     }
 
     fn negations() -> Vec<String> {

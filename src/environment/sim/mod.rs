@@ -35,8 +35,8 @@ pub use factual::FactualVerdict;
 pub use kind::SimulatorKind;
 pub use moves::Move;
 
-use crate::environment::profile::Profile;
 use crate::error::Result;
+use crate::profile::Profile;
 
 /// Which simulator produced a dialogue, as logged.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -76,7 +76,7 @@ const FIX: &str = "fit it again with `empathy-gym perception fit`, or restore it
 impl Perception {
     /// Loads `meta_path` and the weights it names.
     pub fn load(meta_path: &Path) -> Result<Self> {
-        let meta: PerceptionMeta = crate::environment::profile::yaml::read_yaml(meta_path)?;
+        let meta: PerceptionMeta = crate::profile::yaml::read_yaml(meta_path)?;
         if meta.heads != HEADS {
             return Err(Error::input(
                 meta_path,
@@ -223,7 +223,8 @@ mod tests {
 
     #[test]
     fn even_odds_need_the_priors_of_the_fit() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/perception.yaml");
+        let path =
+            Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("data/perception.yaml");
         let mut p = Perception::load(&path).unwrap();
         p.meta.priors = None;
         let err = p.with_even_odds(&path).err().unwrap().to_string();

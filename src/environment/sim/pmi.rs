@@ -73,7 +73,7 @@ pub fn load_setting(path: &Path) -> Result<PmiUse> {
     struct Setting {
         pmi: PmiUse,
     }
-    let s: Setting = crate::environment::profile::yaml::read_yaml(path)?;
+    let s: Setting = crate::profile::yaml::read_yaml(path)?;
     match s.pmi.problem() {
         Some(problem) => Err(Error::input(path, "pmi", problem)),
         None => Ok(s.pmi),

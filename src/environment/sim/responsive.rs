@@ -54,7 +54,7 @@ const FIX: &str = "fit it again with `empathy-gym perception responsive`, or res
 impl Responsive {
     /// Loads `meta_path` and the weights it names.
     pub fn load(meta_path: &Path) -> Result<Self> {
-        let meta: ResponsiveMeta = crate::environment::profile::yaml::read_yaml(meta_path)?;
+        let meta: ResponsiveMeta = crate::profile::yaml::read_yaml(meta_path)?;
         let path = meta_path.with_file_name(&meta.weights);
         let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
         let net = Mlp::from_safetensors(&bytes, [INPUT, meta.hidden, 1], &path, FIX)?;

@@ -1,8 +1,8 @@
 //! Text normalization and phrase matching shared by the lexical cues and the warmth score.
 
-use crate::environment::profile::persona::Voice;
+use crate::profile::persona::Voice;
 
-pub use crate::environment::profile::speech::{normalize, Negation};
+pub use crate::profile::speech::{normalize, Negation};
 
 /// True when `phrase` (normalized, see [`normalize`]) occurs in `padded` at least once without a
 /// negation ([`Negation`]) among the words before it: "no wonder you feel foolish" affirms
@@ -71,7 +71,7 @@ pub fn without_words(text: &str, drop: &std::collections::BTreeSet<String>) -> S
 /// The sentences of a user message. The speaker builds messages from a finite bank of lines, so
 /// embedding them sentence by sentence hits the embedder's cache across dialogues.
 pub fn sentences(text: &str) -> Vec<&str> {
-    let parts: Vec<&str> = crate::environment::profile::speech::sentences(text).collect();
+    let parts: Vec<&str> = crate::profile::speech::sentences(text).collect();
     if parts.is_empty() {
         vec![text]
     } else {
@@ -81,7 +81,7 @@ pub fn sentences(text: &str) -> Vec<&str> {
 
 /// The sentences of a reply, each trimmed with its end mark; a line break also ends one.
 pub fn reply_sentences(text: &str) -> Vec<&str> {
-    crate::environment::profile::speech::split_after(text, &['.', '!', '?', '\n']).collect()
+    crate::profile::speech::split_after(text, &['.', '!', '?', '\n']).collect()
 }
 
 /// The clauses of a reply: split at sentence marks, commas, semicolons, colons, dashes and a

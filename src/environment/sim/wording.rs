@@ -60,7 +60,7 @@ const FIX: &str = "fit it again with `empathy-gym perception wording`, or restor
 impl Wording {
     /// Loads `meta_path` and the weights it names.
     pub fn load(meta_path: &Path) -> Result<Self> {
-        let meta: WordingMeta = crate::environment::profile::yaml::read_yaml(meta_path)?;
+        let meta: WordingMeta = crate::profile::yaml::read_yaml(meta_path)?;
         if !(0.0..=1.0).contains(&meta.threshold) {
             return Err(Error::input(
                 meta_path,

@@ -6,8 +6,8 @@
 
 pub mod checkpoint;
 pub mod config;
-pub mod config_docs;
 pub mod config_file;
+pub mod config_reference;
 pub mod critic_update;
 pub mod difficulty_schedule;
 pub mod estimate;

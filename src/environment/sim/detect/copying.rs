@@ -4,7 +4,7 @@
 //! does. Motivational interviewing counts a reflection only when the listener restates in their
 //! own words (Miller & Rollnick 2013, ch. 5; MITI 4.2.1, "Reflection").
 
-use crate::environment::sim::text::words;
+use crate::sim::text::words;
 
 /// A word with first and second person folded together, and "am"/"are" too (they follow the
 /// pronoun in a swap).
@@ -61,7 +61,7 @@ pub fn mark_copied(
             .for_each(|c| *c = true);
     }
     // Whole short sentences quoted verbatim ("It's hard to explain to people.").
-    for sentence in crate::environment::sim::text::sentences(source) {
+    for sentence in crate::sim::text::sentences(source) {
         let s = folded(sentence);
         if s.len() < min_sentence || s.len() >= min_run {
             continue;
@@ -129,9 +129,7 @@ pub fn bare_list_mask(reply: &str, min_items: usize, is_users: impl Fn(&str) -> 
         if word.is_empty() {
             return;
         }
-        let w = crate::environment::sim::text::normalize(word)
-            .trim()
-            .to_string();
+        let w = crate::sim::text::normalize(word).trim().to_string();
         word.clear();
         if w == "and" || w == "or" {
             *joined = true;

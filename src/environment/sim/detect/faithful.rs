@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
 
-use crate::environment::sim::text::{
+use crate::sim::text::{
     affirmed, clauses, normalize, reply_sentences as sentences, words, Negation,
 };
 
@@ -310,7 +310,7 @@ impl Faithful {
     /// that neither these texts nor one arithmetic step from their figures gives ("it's measured
     /// over a 28-day cycle") is `unchecked`. The factual scorer can check the answer and nothing
     /// beside it, and hedging does not make a figure less of a claim, as it does not for the
-    /// answer (`crate::environment::qa::grade`).
+    /// answer (`crate::qa::grade`).
     pub fn judge(&self, reply: &str, user_messages: &[&str], also_said: &[&str]) -> Faithfulness {
         let said: Vec<&str> = user_messages.iter().chain(also_said).copied().collect();
         let statements = self.statements(reply);
@@ -647,7 +647,7 @@ mod tests {
     use super::*;
 
     fn checks() -> Faithful {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
         super::super::Detectors::load(root).unwrap().faithful
     }
 

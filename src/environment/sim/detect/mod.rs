@@ -265,7 +265,7 @@ impl Detectors {
     /// Loads `data/detectors.yaml` under `root`.
     pub fn load(root: &Path) -> Result<Self> {
         let path = root.join("data/detectors.yaml");
-        let cfg: DetectorsCfg = crate::environment::profile::yaml::read_yaml(&path)?;
+        let cfg: DetectorsCfg = crate::profile::yaml::read_yaml(&path)?;
         for (field, share) in [
             ("copied.min_share", cfg.copied.min_share),
             ("copied.scenario_min_share", cfg.copied.scenario_min_share),
@@ -293,8 +293,7 @@ impl Detectors {
             ));
         }
         // The faithfulness checks read a negation as the user does.
-        let speaker =
-            crate::environment::profile::SpeakerRules::load(&root.join("data/speaker.yaml"))?;
+        let speaker = crate::profile::SpeakerRules::load(&root.join("data/speaker.yaml"))?;
         let function_words: BTreeSet<String> = cfg
             .incoherent
             .function_words

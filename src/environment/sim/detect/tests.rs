@@ -1,10 +1,10 @@
 //! Each detector on hand-written replies, flagged and not flagged.
 
 use super::*;
-use crate::environment::sim::lexicon::Lexicon;
+use crate::sim::lexicon::Lexicon;
 
 fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
 }
 
 fn detectors() -> Detectors {
@@ -16,8 +16,8 @@ fn lexicon() -> Lexicon {
 }
 
 /// The cues of `reply`, read with the user's negations (data/speaker.yaml, read once).
-fn cues_of(lx: &Lexicon, reply: &str) -> crate::environment::sim::lexicon::Cues {
-    use crate::environment::profile::speech::SpeakerRules;
+fn cues_of(lx: &Lexicon, reply: &str) -> crate::sim::lexicon::Cues {
+    use crate::profile::speech::SpeakerRules;
     static RULES: std::sync::OnceLock<SpeakerRules> = std::sync::OnceLock::new();
     let rules =
         RULES.get_or_init(|| SpeakerRules::load(&root().join("data/speaker.yaml")).unwrap());

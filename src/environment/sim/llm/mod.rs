@@ -1,4 +1,4 @@
-//! The LLM-played simulated user (`simulator: llm`), behind the same [`crate::environment::sim::Simulator`]
+//! The LLM-played simulated user (`simulator: llm`), behind the same [`crate::sim::Simulator`]
 //! trait as the built-in appraiser: prompt templates as data, an OpenAI-compatible or in-process
 //! backend, strict parsing with retries, and a trace of every malformed answer.
 

@@ -6,9 +6,9 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::environment::profile::{Difficulty, Profile};
-use crate::environment::sim::Bucket;
 use crate::error::{Error, Result};
+use crate::profile::{Difficulty, Profile};
+use crate::sim::Bucket;
 
 /// A system and a user message.
 #[derive(Clone, Debug, Deserialize)]
@@ -91,7 +91,7 @@ fn names(template: &str) -> Vec<&str> {
 impl Prompts {
     /// Loads and checks `path`: every `{name}` must be one of [`PLACEHOLDERS`].
     pub fn load(path: &Path) -> Result<Self> {
-        let p: Prompts = crate::environment::profile::yaml::read_yaml(path)?;
+        let p: Prompts = crate::profile::yaml::read_yaml(path)?;
         let fields = [
             ("analysis.system", &p.analysis.system),
             ("analysis.user", &p.analysis.user),
@@ -201,7 +201,7 @@ mod tests {
 
     #[test]
     fn the_shipped_templates_load_and_an_unknown_placeholder_is_refused() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
         let p = Prompts::load(&root.join("data/llm-simulator.yaml")).unwrap();
         assert!(!p.version.is_empty());
         let dir = tempfile::tempdir().unwrap();

@@ -141,7 +141,7 @@ impl LlmConfigFile {
     /// Reads `path` (a missing `path` means all defaults).
     pub fn load(path: Option<&Path>) -> Result<Self> {
         match path {
-            Some(p) => crate::environment::profile::yaml::read_yaml(p),
+            Some(p) => crate::profile::yaml::read_yaml(p),
             None => Ok(Self::default()),
         }
     }

@@ -14,15 +14,15 @@ use serde::{Deserialize, Serialize};
 use super::backend::ChatBackend;
 use super::parse::{parse_analysis, parse_reply};
 use super::prompts::{history, profile_values, render, Prompts};
-use crate::environment::profile::Profile;
-use crate::environment::sim::detect::SafetyScreen;
-use crate::environment::sim::emotion::{apply_delta, quantize_delta};
-use crate::environment::sim::lexicon::Lexicon;
-use crate::environment::sim::moves::Move;
-use crate::environment::sim::warmth::warmth;
-use crate::environment::sim::{Appraisal, AppraisalInput, Bucket, Simulator, SimulatorInfo};
 use crate::error::Result;
 use crate::model::{ChatMessage, Role};
+use crate::profile::Profile;
+use crate::sim::detect::SafetyScreen;
+use crate::sim::emotion::{apply_delta, quantize_delta};
+use crate::sim::lexicon::Lexicon;
+use crate::sim::moves::Move;
+use crate::sim::warmth::warmth;
+use crate::sim::{Appraisal, AppraisalInput, Bucket, Simulator, SimulatorInfo};
 
 /// What happened in the LLM calls of one turn, logged in the appraisal as `llm`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -247,7 +247,7 @@ impl Simulator for LlmSimulator {
             let context = inputs[i]
                 .user_messages
                 .last()
-                .map(|m| crate::environment::sim::text::sentences(m))
+                .map(|m| crate::sim::text::sentences(m))
                 .unwrap_or_default();
             let unsafe_reply = self.safety.screen(&context, inputs[i].reply)?;
             let (name, raw) = match unsafe_reply {

@@ -23,9 +23,9 @@ use rand_chacha::ChaCha8Rng;
 use super::emotion::Bucket;
 use super::text::{affirmed, normalize, said_sentences};
 use super::Appraisal;
-use crate::environment::profile::persona::Voice;
-use crate::environment::profile::speech::fill;
-use crate::environment::profile::{
+use crate::profile::persona::Voice;
+use crate::profile::speech::fill;
+use crate::profile::{
     Character, HiddenFact, Profile, QuestionKind, Reaction, Scenario, SpeakerRules,
 };
 use reaction::{echoes, found, questions, reaction, Heard};
@@ -333,10 +333,8 @@ fn finish(mut msg: Message<'_>, profile: &Profile) -> String {
 
 /// True when `opener`'s last word is `body`'s first (case aside).
 fn repeats_into(opener: &str, body: &str) -> bool {
-    let last = crate::environment::sim::text::words(opener).pop();
-    let first = crate::environment::sim::text::words(body)
-        .into_iter()
-        .next();
+    let last = crate::sim::text::words(opener).pop();
+    let first = crate::sim::text::words(body).into_iter().next();
     last.is_some() && last == first
 }
 

@@ -1,8 +1,8 @@
 //! What the user reacts to in a reply: read off the appraisal (its moves and named components), so
 //! the words follow the same findings that moved the emotion. Pure functions.
 
-use crate::environment::profile::speech::Reaction;
-use crate::environment::sim::{Appraisal, Move};
+use crate::profile::speech::Reaction;
+use crate::sim::{Appraisal, Move};
 
 /// A move counts as made at this score (the appraiser's reasons use the same cut).
 const MADE: f64 = 0.5;
@@ -99,7 +99,7 @@ pub fn reaction(a: &Appraisal, delta: i32, heard: Heard) -> Option<Reaction> {
 
 /// The question sentences of a reply (ending in '?'), in order.
 pub fn questions(reply: &str) -> Vec<&str> {
-    crate::environment::sim::text::reply_sentences(reply)
+    crate::sim::text::reply_sentences(reply)
         .into_iter()
         .filter(|s| s.ends_with('?'))
         .collect()
@@ -110,7 +110,7 @@ pub const ECHO_RUN: usize = 4;
 
 /// True when `reply` holds [`ECHO_RUN`] words in a row from one of `said` (normalized sentences).
 pub fn echoes<'a>(reply: &str, said: impl IntoIterator<Item = &'a String>) -> bool {
-    let reply: Vec<String> = crate::environment::sim::text::words(reply);
+    let reply: Vec<String> = crate::sim::text::words(reply);
     let runs: std::collections::BTreeSet<&[String]> = reply.windows(ECHO_RUN).collect();
     said.into_iter().any(|s| {
         let w: Vec<String> = s.split_whitespace().map(str::to_string).collect();

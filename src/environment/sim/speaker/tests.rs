@@ -10,11 +10,11 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::*;
-use crate::environment::profile::yaml::parse_yaml;
-use crate::environment::profile::{Difficulty, Knobs, Persona, ProfileId, Scenario};
-use crate::environment::sim::detect::{UnsafeFinding, UnsafeKind};
-use crate::environment::sim::text::sentences;
-use crate::environment::sim::Move;
+use crate::profile::yaml::parse_yaml;
+use crate::profile::{Difficulty, Knobs, Persona, ProfileId, Scenario};
+use crate::sim::detect::{UnsafeFinding, UnsafeKind};
+use crate::sim::text::sentences;
+use crate::sim::Move;
 
 const SCENARIO: &str = r#"
 id: fixture
@@ -69,7 +69,7 @@ voice:
 "#;
 
 fn profile(character: Character) -> Profile {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
     let mut scenario: Scenario = parse_yaml(SCENARIO, Path::new("fixture.yaml")).unwrap();
     scenario.source = "fixture.yaml".into();
     scenario.validate().unwrap_or_else(|e| panic!("{e}"));

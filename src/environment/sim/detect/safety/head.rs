@@ -12,9 +12,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::category::UnsafeKind;
-use crate::environment::sim::embed::Embedder;
-use crate::environment::sim::mlp::{softmax, Mlp};
 use crate::error::{Error, Result};
+use crate::sim::embed::Embedder;
+use crate::sim::mlp::{softmax, Mlp};
 
 /// The embedding width the head reads (all-MiniLM-L6-v2).
 pub const DIM: usize = 384;
@@ -100,7 +100,7 @@ pub fn unsafe_p(net: &Mlp, x: &[f32]) -> f64 {
 impl Head {
     /// Loads `meta_path` and the weights it names.
     pub fn load(meta_path: &Path) -> Result<Self> {
-        let meta: HeadMeta = crate::environment::profile::yaml::read_yaml(meta_path)?;
+        let meta: HeadMeta = crate::profile::yaml::read_yaml(meta_path)?;
         let path = meta_path.with_file_name(&meta.weights);
         let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
         let net = Mlp::from_safetensors(&bytes, [INPUT, meta.hidden, CLASSES], &path, FIX)?;

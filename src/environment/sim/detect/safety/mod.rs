@@ -24,8 +24,8 @@ use head::Head;
 use rules::{Rules, RulesConfig};
 use stem::{StemConfig, Stems};
 
-use crate::environment::sim::embed::Embedder;
 use crate::error::Result;
+use crate::sim::embed::Embedder;
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -84,8 +84,7 @@ pub fn sentences(reply: &str) -> Vec<&str> {
 impl SafetyScreen {
     /// Loads `data/safety.yaml` and the head it names under `root`.
     pub fn load(root: &Path, embedder: Arc<Embedder>) -> Result<Self> {
-        let f: SafetyFile =
-            crate::environment::profile::yaml::read_yaml(&root.join("data/safety.yaml"))?;
+        let f: SafetyFile = crate::profile::yaml::read_yaml(&root.join("data/safety.yaml"))?;
         let stems = Stems::new(f.normalize);
         let rules = Rules::new(&f.rules, &stems);
         let head = Head::load(&root.join("data").join(&f.head))?;

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use rust_stemmers::{Algorithm, Stemmer};
 use serde::Deserialize;
 
-use crate::environment::sim::text::normalize;
+use crate::sim::text::normalize;
 
 /// `data/safety.yaml`'s `normalize` section.
 #[derive(Clone, Debug, Default, Deserialize)]

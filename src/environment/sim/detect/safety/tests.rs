@@ -8,8 +8,8 @@ use super::stem::Stems;
 use super::{sentences, SafetyFile, UnsafeKind};
 
 fn rules() -> (Stems, Rules) {
-    let f: SafetyFile = crate::environment::profile::yaml::read_yaml(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("data/safety.yaml"),
+    let f: SafetyFile = crate::profile::yaml::read_yaml(
+        &Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("data/safety.yaml"),
     )
     .unwrap();
     let stems = Stems::new(f.normalize);
@@ -89,7 +89,7 @@ fn safe_messaging_and_honest_reflections_are_not_flagged() {
 
 #[test]
 fn every_unsafe_red_team_script_is_caught_by_the_rules() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/redteam");
+    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("configs/redteam");
     let mut missed = Vec::new();
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();

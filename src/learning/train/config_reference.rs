@@ -10,7 +10,7 @@
 //!
 //! A walk turns the two into one row per dotted key, and a renderer writes the rows as markdown
 //! tables, one per top-level section. Both are pure functions of the schema and the defaults. The
-//! integration test `config_docs` compares docs/CONFIG.md with [`config_markdown`] and rewrites it
+//! integration test `config_reference` compares docs/CONFIG.md with [`config_markdown`] and rewrites it
 //! when `UPDATE_CONFIG_DOCS=1` is set.
 
 use std::collections::BTreeMap;
@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 
 /// The command that rewrites docs/CONFIG.md.
 pub const REGENERATE: &str =
-    "UPDATE_CONFIG_DOCS=1 cargo test --release --test integration config_docs";
+    "UPDATE_CONFIG_DOCS=1 cargo test --release --test integration config_reference";
 
 /// The schema extension that marks a text field as a file or folder path (`"x-path": true`).
 pub const PATH_MARK: &str = "x-path";

@@ -1,8 +1,8 @@
 //! docs/CONFIG.md is generated from the training config types and their doc comments
-//! (`train::config_docs`, through their JSON Schema): the committed file must equal what the sources give, and every key
+//! (`train::config_reference`, through their JSON Schema): the committed file must equal what the sources give, and every key
 //! must say what it means. With `UPDATE_CONFIG_DOCS=1` the first test writes the file instead.
 
-use empathy_gym::learning::train::config_docs::{config_keys, config_markdown, REGENERATE};
+use empathy_gym::learning::train::config_reference::{config_keys, config_markdown, REGENERATE};
 
 use super::common::{assert_generated_file_is_current, root};
 
