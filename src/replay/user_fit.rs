@@ -3,6 +3,10 @@
 //! lines, so old logs are measured by the same rules:
 //! - **glued**: a word run into a capitalized sentence with no end mark between them ("kinda I told
 //!   them", "Okay, so, She used to"); "I" and the scenario's names keep their capital;
+//! - **opener before a fragment**: the persona's opener before a first sentence shorter than the
+//!   speaker's `opener_min_words` ("I suppose, guilty, mostly"; "I guess. Behind.");
+//! - **register switch**: a capital in the message of a person who writes in lowercase
+//!   (`voice.lowercase`): their own words beside a scenario line in sentence case;
 //! - **unfit acknowledgement**: an acknowledgement of a feeling or specific the reply named only
 //!   under a negation ("there's nothing foolish in it" -> "Foolish. Yes, that's the word."), or
 //!   one that calls a feeling news when the user had said it;
@@ -26,7 +30,7 @@ use crate::environment::profile::{Catalog, Reaction, Scenario};
 use crate::environment::sim::lexicon::Lexicon;
 use crate::environment::sim::speaker::reaction::{echoes, found, Heard};
 use crate::environment::sim::speaker::{capitalized_inside, keeps_capital, leading_word};
-use crate::environment::sim::text::{affirmed, normalize, said_sentences, sentences};
+use crate::environment::sim::text::{affirmed, normalize, said_sentences, sentences, words};
 use crate::environment::sim::Appraisal;
 
 /// Words from which a sentence is a line rather than a habit of speech, for the stock count.
@@ -38,6 +42,8 @@ pub struct Fit {
     /// User turns checked (after the opening).
     pub turns: usize,
     pub glued: usize,
+    pub fragment_openers: usize,
+    pub register_switches: usize,
     pub unfit_acknowledgements: usize,
     pub unmatched_complaints: usize,
     pub sign_disagreements: usize,
@@ -84,6 +90,8 @@ impl Fit {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TurnFaults {
     pub glued: bool,
+    pub fragment_opener: bool,
+    pub register_switch: bool,
     pub unfit_acknowledgement: bool,
     /// The reactions voiced without their finding.
     pub unmatched: Vec<Reaction>,
@@ -93,6 +101,8 @@ pub struct TurnFaults {
 impl TurnFaults {
     fn any(&self) -> bool {
         self.glued
+            || self.fragment_opener
+            || self.register_switch
             || self.unfit_acknowledgement
             || !self.unmatched.is_empty()
             || self.sign_disagreement
@@ -123,6 +133,34 @@ pub fn glued(text: &str, persona: Option<&Persona>, scenario: &Scenario) -> bool
                 && !keeps_capital(scenario, &word)
                 && !persona.is_some_and(named)
         })
+}
+
+/// True when `text` opens with one of the persona's openers ("I suppose,", "I guess.", "kinda")
+/// and the first sentence after it has fewer than `min_words` words.
+pub fn fragment_after_opener(text: &str, persona: Option<&Persona>, min_words: usize) -> bool {
+    let Some(p) = persona else {
+        return false;
+    };
+    let lower = text.to_lowercase();
+    p.voice.openers().any(|o| {
+        let o = o.to_lowercase();
+        let o = o.trim_end_matches(|c: char| !c.is_alphanumeric());
+        let Some(rest) = lower.strip_prefix(o) else {
+            return false;
+        };
+        // The opener ends at a mark or a space, not inside a longer word ("ok" in "okay").
+        if !rest.starts_with(|c: char| !c.is_alphanumeric() && c != '\'') {
+            return false;
+        }
+        let rest = rest.trim_start_matches(|c: char| !c.is_alphanumeric());
+        let first = sentences(rest).first().map_or(0, |s| words(s).len());
+        !rest.is_empty() && first < min_words
+    })
+}
+
+/// True when a person who writes in lowercase (`voice.lowercase`) has a capital in `text`.
+pub fn register_switch(text: &str, persona: Option<&Persona>) -> bool {
+    persona.is_some_and(|p| p.voice.lowercase) && text.chars().any(char::is_uppercase)
 }
 
 /// The sentences of a user turn as the speaker remembers them ([`said_sentences`]), without the
@@ -285,6 +323,8 @@ pub fn check(
         let delta = delta.unwrap_or(0);
         let mut f = TurnFaults {
             glued: glued(text, persona, scenario),
+            fragment_opener: fragment_after_opener(text, persona, catalog.speaker.opener_min_words),
+            register_switch: register_switch(text, persona),
             ..TurnFaults::default()
         };
         let padded = normalize(reply);
@@ -324,6 +364,8 @@ pub fn check(
         }
         acc.turns += 1;
         acc.glued += usize::from(f.glued);
+        acc.fragment_openers += usize::from(f.fragment_opener);
+        acc.register_switches += usize::from(f.register_switch);
         acc.unfit_acknowledgements += usize::from(f.unfit_acknowledgement);
         acc.unmatched_complaints += usize::from(!f.unmatched.is_empty());
         acc.sign_disagreements += usize::from(f.sign_disagreement);
@@ -351,6 +393,12 @@ pub fn describe(f: &TurnFaults) -> Option<String> {
     if f.glued {
         what.push("glued".to_string());
     }
+    if f.fragment_opener {
+        what.push("an opener before a fragment".to_string());
+    }
+    if f.register_switch {
+        what.push("a capital from a person who writes in lowercase".to_string());
+    }
     if f.unfit_acknowledgement {
         what.push("acknowledges what the reply did not affirm, or calls old news new".to_string());
     }
@@ -361,4 +409,67 @@ pub fn describe(f: &TurnFaults) -> Option<String> {
         what.push("its sign disagrees with the emotion's change".to_string());
     }
     Some(what.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::environment::profile::yaml::parse_yaml;
+
+    fn persona(lowercase: bool) -> Persona {
+        let yaml = format!(
+            r#"
+id: pat
+name: Pat
+age: 50
+occupation: teacher
+character: negative
+style: direct
+verbosity: moderate
+reply_words: [10, 100]
+voice:
+  lowercase: {lowercase}
+  low: ["i don't know."]
+  mid: ["i suppose", "ok"]
+  high: ["yeah"]
+"#
+        );
+        parse_yaml(&yaml, Path::new("pat.yaml")).unwrap()
+    }
+
+    #[test]
+    fn an_opener_before_a_fragment_is_caught_and_before_a_sentence_is_not() {
+        let p = persona(false);
+        let frag = |t: &str| fragment_after_opener(t, Some(&p), 3);
+        assert!(frag("I suppose, guilty, mostly."));
+        assert!(frag("I don't know. Torn."));
+        assert!(frag("yeah, behind. She never called."));
+        assert!(!frag("I suppose, she never called back."));
+        assert!(!frag("I don't know. She never called back."));
+        // "ok" opens "okay", a word of its own, not the opener.
+        assert!(!frag("Okay."));
+        // No opener: a fragment on its own is a person's short answer.
+        assert!(!frag("Guilty, mostly."));
+        assert!(!fragment_after_opener("I suppose, guilty.", None, 3));
+    }
+
+    #[test]
+    fn a_capital_is_a_register_switch_only_for_who_writes_in_lowercase() {
+        let texting = persona(true);
+        assert!(register_switch(
+            "u stopped halfway thru. I'm going to go now.",
+            Some(&texting)
+        ));
+        assert!(!register_switch(
+            "u stopped halfway thru. i'm going to go now.",
+            Some(&texting)
+        ));
+        assert!(!register_switch(
+            "You stopped halfway. I'm going now.",
+            Some(&persona(false))
+        ));
+        assert!(!register_switch("I'm going now.", None));
+    }
 }

@@ -82,7 +82,7 @@ fn share(n: usize, d: usize) -> String {
 
 impl Realism {
     /// The column names of [`Realism::row`].
-    pub const COLUMNS: [&'static str; 13] = [
+    pub const COLUMNS: [&'static str; 15] = [
         "log",
         "dialogues",
         "user turns",
@@ -92,6 +92,8 @@ impl Realism {
         "responsive to questions",
         "responsive to questions or suggestions",
         "glued",
+        "openers before a fragment",
+        "register switches",
         "unfit acknowledgements",
         "complaints without their finding",
         "sign disagreements",
@@ -128,6 +130,8 @@ impl Realism {
         let count = |n: usize| format!("{n} ({})", share(n, f.turns));
         row.extend([
             count(f.glued),
+            count(f.fragment_openers),
+            count(f.register_switches),
             count(f.unfit_acknowledgements),
             count(f.unmatched_complaints),
             count(f.sign_disagreements),

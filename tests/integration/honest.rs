@@ -132,12 +132,14 @@ fn fit(records: &[EpisodeRecord]) -> Fit {
 }
 
 /// Every user turn of the replayed honest dialogues fits what happened, and a turn edited to break
-/// each rule is caught.
+/// each rule is caught (the register switch in `replay::user_fit`'s unit tests).
 fn user_words_fit(set: &str, again: &[EpisodeRecord]) {
     let f = fit(again);
     assert!(f.turns > 100, "{set}: {} user turns", f.turns);
     for (what, n) in [
         ("glued", f.glued),
+        ("openers before a fragment", f.fragment_openers),
+        ("register switches", f.register_switches),
         ("unfit acknowledgements", f.unfit_acknowledgements),
         ("complaints without their finding", f.unmatched_complaints),
         ("sign disagreements", f.sign_disagreements),
@@ -181,8 +183,15 @@ fn user_words_fit(set: &str, again: &[EpisodeRecord]) {
     );
     let mut complaint = rec.clone();
     user(&mut complaint, "You said that already.");
-    let caught: [(&str, EpisodeRecord, Count); 3] = [
+    let persona = &catalog().personas[&rec.profile.persona];
+    let opener = persona.voice.mid[0].trim_end_matches(',');
+    let mut fragment = rec.clone();
+    user(&mut fragment, &format!("{opener}, behind."));
+    let caught: [(&str, EpisodeRecord, Count); 4] = [
         ("glued", glued, |f| f.glued),
+        ("an opener before a fragment", fragment, |f| {
+            f.fragment_openers
+        }),
         ("a denied feeling acknowledged", denied, |f| {
             f.unfit_acknowledgements
         }),

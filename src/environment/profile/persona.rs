@@ -55,6 +55,11 @@ pub struct Voice {
     /// data/speaker.yaml's, so that two users do not complain in the same words.
     #[serde(default)]
     pub reactions: BTreeMap<Reaction, Vec<String>>,
+    /// This person writes in lowercase (texting): every message is written in lowercase, the
+    /// scenario's lines and the factual question included, so that one register holds across a
+    /// message and the dialogue. Their own lines must then hold no capital.
+    #[serde(default)]
+    pub lowercase: bool,
 }
 
 impl Voice {
@@ -146,6 +151,24 @@ impl Persona {
                 "is empty: give it lines or leave the reaction out",
             ));
         }
+        if self.voice.lowercase {
+            let capital = self
+                .voice
+                .openers()
+                .map(String::as_str)
+                .chain(self.voice.own_lines())
+                .find(|l| without_slots(l).chars().any(char::is_uppercase));
+            if let Some(line) = capital {
+                return Err(Error::input(
+                    f,
+                    "voice.lowercase",
+                    format!(
+                        "this person writes in lowercase, but \"{line}\" holds a capital: write it \
+                         in lowercase or set lowercase: false"
+                    ),
+                ));
+            }
+        }
         if self.voice.reactions.contains_key(&Reaction::Unsafe) {
             return Err(Error::input(
                 f,
@@ -155,5 +178,64 @@ impl Persona {
             ));
         }
         Ok(())
+    }
+}
+
+/// A line without its `{slot}`s (a slot's capital says how the filled word is cased, not the line).
+fn without_slots(line: &str) -> String {
+    let mut out = String::new();
+    let mut in_slot = false;
+    for c in line.chars() {
+        match c {
+            '{' => in_slot = true,
+            '}' => in_slot = false,
+            _ if !in_slot => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn persona(line: &str) -> Persona {
+        let yaml = format!(
+            r#"
+id: sam
+name: Sam
+age: 16
+occupation: student
+character: avoidant
+style: lowercase
+verbosity: terse
+reply_words: [10, 60]
+voice:
+  lowercase: true
+  low: ["idk"]
+  mid: ["kinda"]
+  high: ["yeah actually"]
+  nothing_more: ["{line}"]
+"#
+        );
+        let mut p: Persona = super::super::yaml::parse_yaml(&yaml, Path::new("sam.yaml")).unwrap();
+        p.source = PathBuf::from("sam.yaml");
+        p
+    }
+
+    #[test]
+    fn who_writes_in_lowercase_has_no_capital_in_their_lines() {
+        assert!(persona("thats it really").validate().is_ok());
+        let e = persona("That's it really")
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("voice.lowercase") && e.contains("That's it really"),
+            "{e}"
+        );
+        // A slot's capital says how the filled word is cased, not the line.
+        assert_eq!(without_slots("{Feeling} fits"), " fits");
     }
 }

@@ -234,6 +234,9 @@ pub struct SpeakerRules {
     pub common_words: Vec<String>,
     /// Chance that a voice opener starts a message.
     pub opener_rate: f64,
+    /// Words the message's first sentence needs for an opener to go before it: a filler before a
+    /// fragment ("I suppose, guilty, mostly"; "I guess. Behind.") reads as two pieces glued.
+    pub opener_min_words: usize,
     /// Chance that a trusting user asks one of the scenario's `asks` back.
     pub ask_back_rate: f64,
 }

@@ -209,9 +209,10 @@ pub fn speak(
         }
         _ => {}
     }
-    // The opener's mood follows the change: the warm openers only after a rise.
+    // The opener's mood follows the change: the warm openers after a rise (a hedge, "I suppose",
+    // would not go before what landed), the guarded ones low down.
     let voice = match (bucket, input.delta > 0) {
-        (Bucket::A, true) => &persona.voice.high,
+        (Bucket::A | Bucket::B, true) => &persona.voice.high,
         (Bucket::A | Bucket::B, _) => &persona.voice.mid,
         _ => &persona.voice.low,
     };
@@ -255,7 +256,13 @@ pub fn speak(
         // Nothing in the reply to answer: how the user feels now.
         msg.say_from(&[mood(scenario, bucket, input.delta)]);
     }
+    // A hint says what the user wishes someone would ask or do; right after a reply that asked
+    // what they need, it would presume the question was never put.
+    let asked_need = asked
+        .iter()
+        .any(|q| question_kind(rules, q) == Some(QuestionKind::Need));
     let hint_now = !msg.mem.hinted
+        && !asked_need
         && !scenario.hints.is_empty()
         && msg.rng.random_bool(profile.knobs.hint_rate);
     if hint_now && msg.say_from(&[&scenario.hints]) {
@@ -297,8 +304,18 @@ fn say_reaction(msg: &mut Message<'_>, profile: &Profile, r: Reaction, reply: &s
 }
 
 /// Joins the parts into one message; a message with nothing of substance says that the user has
-/// nothing more.
-fn finish(mut msg: Message<'_>, profile: &Profile) -> String {
+/// nothing more. The opener goes before a first sentence of `opener_min_words` or more, and a
+/// person who writes in lowercase writes the whole message so.
+fn finish(msg: Message<'_>, profile: &Profile) -> String {
+    let lowercase = msg.voice.lowercase;
+    let text = compose(msg, profile);
+    match lowercase {
+        true => text.to_lowercase(),
+        false => text,
+    }
+}
+
+fn compose(mut msg: Message<'_>, profile: &Profile) -> String {
     let rules = &*profile.speaker;
     if !msg.said_something {
         let line = msg
@@ -321,10 +338,14 @@ fn finish(mut msg: Message<'_>, profile: &Profile) -> String {
         .map(|p| end_sentence(p))
         .collect::<Vec<_>>()
         .join(" ");
+    let first_words = crate::sim::text::sentences(&body)
+        .first()
+        .map_or(0, |s| crate::sim::text::words(s).len());
     match msg.opener {
         // An opener that ends on the word the message starts with ("I guess maybe" + "Maybe.")
-        // would stammer: the message goes without it.
-        Some(o) if !repeats_into(&o, &body) => {
+        // would stammer, and one before a fragment ("I suppose, guilty") reads as glued: the
+        // message goes without it.
+        Some(o) if !repeats_into(&o, &body) && first_words >= rules.opener_min_words => {
             join_opener(&o, &body, |w| keeps_capital(&profile.scenario, w))
         }
         _ => body,

@@ -700,3 +700,112 @@ fn a_name_of_the_scenario_keeps_its_capital_after_an_opener() {
     assert!(keeps_capital(&p.scenario, "I'm"));
     assert!(keeps_capital(&p.scenario, "her"));
 }
+
+/// The fixture profile with an opener in every message and a hint whenever one is due.
+fn talkative() -> Profile {
+    let mut p = profile(Character::Negative);
+    let mut rules = (*p.speaker).clone();
+    rules.opener_rate = 1.0;
+    p.speaker = Arc::new(rules);
+    p.knobs.hint_rate = 1.0;
+    p
+}
+
+/// `parts` finished as a message after `opener`.
+fn finished(p: &Profile, opener: &str, parts: &[&str]) -> String {
+    let mut mem = SpeakerMemory::default();
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let msg = Message {
+        mem: &mut mem,
+        voice: &p.persona.voice,
+        rng: &mut rng,
+        opener: Some(opener.to_string()),
+        parts: parts.iter().map(|s| s.to_string()).collect(),
+        said_something: true,
+    };
+    finish(msg, p)
+}
+
+#[test]
+fn an_opener_goes_only_before_a_sentence_of_its_own() {
+    let p = profile(Character::Negative);
+    assert_eq!(p.speaker.opener_min_words, 3);
+    assert_eq!(
+        finished(&p, "I suppose,", &["Guilty, mostly."]),
+        "Guilty, mostly."
+    );
+    assert_eq!(
+        finished(&p, "I guess.", &["Behind.", "She never called back."]),
+        "Behind. She never called back."
+    );
+    assert_eq!(
+        finished(&p, "I suppose,", &["She never called back."]),
+        "I suppose, she never called back."
+    );
+}
+
+#[test]
+fn who_writes_in_lowercase_writes_the_whole_message_so() {
+    let mut p = profile(Character::Negative);
+    let mut persona = (*p.persona).clone();
+    persona.voice.lowercase = true;
+    p.persona = Arc::new(persona);
+    assert_eq!(
+        finished(
+            &p,
+            "kinda",
+            &["She used to make rice on Sundays.", "Would you be upset?"]
+        ),
+        "kinda, she used to make rice on sundays. would you be upset?"
+    );
+}
+
+#[test]
+fn after_a_rise_the_opener_is_warm_in_the_middle_range_too() {
+    let p = talkative();
+    let a = appraisal(&[], &[]);
+    // Emotion 50 is the middle range: after a rise, Pat's warm "Yes."; after a fall, "Okay.".
+    let up = say(
+        &p,
+        &mut SpeakerMemory::default(),
+        "That sounds hard.",
+        &a,
+        50,
+        5,
+    );
+    assert!(up.starts_with("Yes. "), "{up}");
+    let down = say(
+        &p,
+        &mut SpeakerMemory::default(),
+        "That sounds hard.",
+        &a,
+        50,
+        -5,
+    );
+    assert!(!down.starts_with("Yes."), "{down}");
+}
+
+#[test]
+fn no_hint_right_after_a_reply_that_asked_what_the_user_needs() {
+    let p = talkative();
+    let hint = &p.scenario.hints[0];
+    let a = appraisal(&[], &[]);
+    let asked = say(
+        &p,
+        &mut SpeakerMemory::default(),
+        "What do you need right now?",
+        &a,
+        50,
+        0,
+    );
+    assert!(!asked.contains(hint.as_str()), "{asked}");
+    let other = say(
+        &p,
+        &mut SpeakerMemory::default(),
+        "How long has this gone on?",
+        &a,
+        50,
+        0,
+    );
+    assert!(other.contains(hint.as_str()), "{other}");
+}
