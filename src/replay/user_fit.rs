@@ -135,26 +135,38 @@ pub fn glued(text: &str, persona: Option<&Persona>, scenario: &Scenario) -> bool
         })
 }
 
-/// True when `text` opens with one of the persona's openers ("I suppose,", "I guess.", "kinda")
-/// and the first sentence after it has fewer than `min_words` words.
-pub fn fragment_after_opener(text: &str, persona: Option<&Persona>, min_words: usize) -> bool {
+/// True when `text` opens with one of the persona's openers ("I suppose,", "I guess.", "kinda";
+/// the longest that fits) and the first sentence after it has fewer than `min_words` words. A
+/// message that opens with one of `lines` (the scenario's and the persona's own, lowercase: "hm.
+/// sort of.") opens with that line, not with an opener.
+pub fn fragment_after_opener(
+    text: &str,
+    persona: Option<&Persona>,
+    lines: &[String],
+    min_words: usize,
+) -> bool {
     let Some(p) = persona else {
         return false;
     };
     let lower = text.to_lowercase();
-    p.voice.openers().any(|o| {
-        let o = o.to_lowercase();
-        let o = o.trim_end_matches(|c: char| !c.is_alphanumeric());
-        let Some(rest) = lower.strip_prefix(o) else {
-            return false;
-        };
-        // The opener ends at a mark or a space, not inside a longer word ("ok" in "okay").
-        if !rest.starts_with(|c: char| !c.is_alphanumeric() && c != '\'') {
-            return false;
-        }
-        let rest = rest.trim_start_matches(|c: char| !c.is_alphanumeric());
-        let first = sentences(rest).first().map_or(0, |s| words(s).len());
-        !rest.is_empty() && first < min_words
+    if lines.iter().any(|l| lower.starts_with(l.as_str())) {
+        return false;
+    }
+    let rest = p
+        .voice
+        .openers()
+        .filter_map(|o| {
+            let o = o.to_lowercase();
+            let o = o.trim_end_matches(|c: char| !c.is_alphanumeric());
+            let rest = lower.strip_prefix(o)?;
+            // The opener ends at a mark or a space, not inside a longer word ("ok" in "okay").
+            rest.starts_with(|c: char| !c.is_alphanumeric() && c != '\'')
+                .then_some((o.len(), rest))
+        })
+        .max_by_key(|(len, _)| *len)
+        .map(|(_, rest)| rest.trim_start_matches(|c: char| !c.is_alphanumeric()));
+    rest.is_some_and(|rest| {
+        !rest.is_empty() && sentences(rest).first().map_or(0, |s| words(s).len()) < min_words
     })
 }
 
@@ -314,6 +326,11 @@ pub fn check(
         .chain(&scenario.specifics)
         .map(|x| acknowledgements(catalog, persona, x))
         .collect();
+    let own_lines: Vec<String> = scenario
+        .lines()
+        .chain(persona.into_iter().flat_map(|p| p.voice.own_lines()))
+        .map(str::to_lowercase)
+        .collect();
     let mut out = Vec::new();
     for (i, (text, delta, appraisal)) in users.iter().enumerate().skip(1) {
         let Some((reply, _)) = replies.get(i - 1) else {
@@ -323,7 +340,12 @@ pub fn check(
         let delta = delta.unwrap_or(0);
         let mut f = TurnFaults {
             glued: glued(text, persona, scenario),
-            fragment_opener: fragment_after_opener(text, persona, catalog.speaker.opener_min_words),
+            fragment_opener: fragment_after_opener(
+                text,
+                persona,
+                &own_lines,
+                catalog.speaker.opener_min_words,
+            ),
             register_switch: register_switch(text, persona),
             ..TurnFaults::default()
         };
@@ -433,7 +455,7 @@ voice:
   lowercase: {lowercase}
   low: ["i don't know."]
   mid: ["i suppose", "ok"]
-  high: ["yeah"]
+  high: ["yeah", "ok, respect."]
 "#
         );
         parse_yaml(&yaml, Path::new("pat.yaml")).unwrap()
@@ -442,7 +464,8 @@ voice:
     #[test]
     fn an_opener_before_a_fragment_is_caught_and_before_a_sentence_is_not() {
         let p = persona(false);
-        let frag = |t: &str| fragment_after_opener(t, Some(&p), 3);
+        let lines = ["hm. sort of.".to_string()];
+        let frag = |t: &str| fragment_after_opener(t, Some(&p), &lines, 3);
         assert!(frag("I suppose, guilty, mostly."));
         assert!(frag("I don't know. Torn."));
         assert!(frag("yeah, behind. She never called."));
@@ -452,7 +475,16 @@ voice:
         assert!(!frag("Okay."));
         // No opener: a fragment on its own is a person's short answer.
         assert!(!frag("Guilty, mostly."));
-        assert!(!fragment_after_opener("I suppose, guilty.", None, 3));
+        assert!(!fragment_after_opener(
+            "I suppose, guilty.",
+            None,
+            &lines,
+            3
+        ));
+        // The longest opener that fits is the opener: "Ok, respect." and a sentence.
+        assert!(!frag("Ok, respect. Nobody has asked how I'm doing."));
+        // A line of the scenario's that starts as an opener does is that line.
+        assert!(!frag("Hm. Sort of."));
     }
 
     #[test]
