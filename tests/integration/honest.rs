@@ -184,7 +184,7 @@ fn user_words_fit(set: &str, again: &[EpisodeRecord]) {
     let mut complaint = rec.clone();
     user(&mut complaint, "You said that already.");
     let persona = &catalog().personas[&rec.profile.persona];
-    let opener = persona.voice.mid[0].trim_end_matches(',');
+    let opener = persona.voice.mid[0].trim_end_matches(|c: char| !c.is_alphanumeric());
     let mut fragment = rec.clone();
     user(&mut fragment, &format!("{opener}, behind."));
     let caught: [(&str, EpisodeRecord, Count); 4] = [
