@@ -36,9 +36,9 @@ pub enum Verbosity {
 pub struct Voice {
     /// Used while emotion is below 40 (buckets C and F).
     pub low: Vec<String>,
-    /// Used while emotion is in 40..70 (bucket B).
+    /// Used while emotion is 40 or more, after a reply that did not raise it.
     pub mid: Vec<String>,
-    /// Used while emotion is 70 or more (buckets A and S).
+    /// Used while emotion is 40 or more, after a reply that raised it.
     pub high: Vec<String>,
     /// What this person says when they have nothing more to add on what was asked, in their own
     /// way ("That's all there is to it."); the speaker's generic `said_all` lines follow.
