@@ -30,7 +30,9 @@ use crate::environment::profile::{Catalog, Reaction, Scenario};
 use crate::environment::sim::lexicon::Lexicon;
 use crate::environment::sim::speaker::reaction::{echoes, found, Heard};
 use crate::environment::sim::speaker::{capitalized_inside, keeps_capital, leading_word};
-use crate::environment::sim::text::{affirmed, normalize, said_sentences, sentences, words};
+use crate::environment::sim::text::{
+    affirmed, normalize, opener_of, said_sentences, sentences, words,
+};
 use crate::environment::sim::Appraisal;
 
 /// Words from which a sentence is a line rather than a habit of speech, for the stock count.
@@ -136,38 +138,29 @@ pub fn glued(text: &str, persona: Option<&Persona>, scenario: &Scenario) -> bool
 }
 
 /// True when `text` opens with one of the persona's openers ("I suppose,", "I guess.", "kinda";
-/// the longest that fits) and the first sentence after it has fewer than `min_words` words. A
-/// message that opens with one of `lines` (the scenario's and the persona's own, lowercase: "hm.
-/// sort of.") opens with that line, not with an opener.
+/// the longest that fits, [`opener_of`]) ending at a mark or a space, and the first sentence after
+/// it has fewer than `min_words` words. A message that opens with one of `lines` (the scenario's
+/// and the persona's own, lowercase: "hm. sort of.") opens with that line, not with an opener.
 pub fn fragment_after_opener(
     text: &str,
     persona: Option<&Persona>,
     lines: &[String],
     min_words: usize,
 ) -> bool {
-    let Some(p) = persona else {
+    let Some(o) = persona.and_then(|p| opener_of(&p.voice, text)) else {
         return false;
     };
     let lower = text.to_lowercase();
     if lines.iter().any(|l| lower.starts_with(l.as_str())) {
         return false;
     }
-    let rest = p
-        .voice
-        .openers()
-        .filter_map(|o| {
-            let o = o.to_lowercase();
-            let o = o.trim_end_matches(|c: char| !c.is_alphanumeric());
-            let rest = lower.strip_prefix(o)?;
-            // The opener ends at a mark or a space, not inside a longer word ("ok" in "okay").
-            rest.starts_with(|c: char| !c.is_alphanumeric() && c != '\'')
-                .then_some((o.len(), rest))
-        })
-        .max_by_key(|(len, _)| *len)
-        .map(|(_, rest)| rest.trim_start_matches(|c: char| !c.is_alphanumeric()));
-    rest.is_some_and(|rest| {
-        !rest.is_empty() && sentences(rest).first().map_or(0, |s| words(s).len()) < min_words
-    })
+    let rest = &text[o.len()..];
+    // The opener ends at a mark or a space, not inside a longer word ("ok" in "okay").
+    if rest.starts_with(|c: char| c.is_alphanumeric() || c == '\'') {
+        return false;
+    }
+    let rest = rest.trim_start_matches(|c: char| !c.is_alphanumeric());
+    !rest.is_empty() && sentences(rest).first().map_or(0, |s| words(s).len()) < min_words
 }
 
 /// True when a person who writes in lowercase (`voice.lowercase`) has a capital in `text`.
@@ -453,9 +446,9 @@ verbosity: moderate
 reply_words: [10, 100]
 voice:
   lowercase: {lowercase}
-  low: ["i don't know."]
-  mid: ["i suppose", "ok"]
-  high: ["yeah", "ok, respect."]
+  low: ["I don't know."]
+  mid: ["I suppose", "Ok"]
+  high: ["yeah", "Ok, respect."]
 "#
         );
         parse_yaml(&yaml, Path::new("pat.yaml")).unwrap()

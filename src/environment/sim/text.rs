@@ -99,14 +99,7 @@ pub fn clauses(reply: &str) -> impl Iterator<Item = &str> {
 /// run into the next sentence, "idk I've tried that.") split off first, so that every part is a
 /// sentence the user can say on its own.
 pub fn user_sentences<'a>(voice: &Voice, text: &'a str) -> Vec<&'a str> {
-    let opener = voice
-        .low
-        .iter()
-        .chain(&voice.mid)
-        .chain(&voice.high)
-        .filter(|o| text.starts_with(o.as_str()))
-        .max_by_key(|o| o.len());
-    match opener {
+    match opener_of(voice, text) {
         Some(o) => {
             let (head, rest) = text.split_at(o.len());
             let mut out = vec![head.trim_end_matches(',')];
@@ -116,6 +109,15 @@ pub fn user_sentences<'a>(voice: &Voice, text: &'a str) -> Vec<&'a str> {
         }
         None => sentences(text),
     }
+}
+
+/// The persona's voice opener that `text` starts with, the longest when several do.
+pub fn opener_of<'v>(voice: &'v Voice, text: &str) -> Option<&'v str> {
+    voice
+        .openers()
+        .filter(|o| text.starts_with(o.as_str()))
+        .max_by_key(|o| o.len())
+        .map(String::as_str)
 }
 
 /// The sentences of a user message as the speaker remembers them and `replay user` compares them:
