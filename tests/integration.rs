@@ -46,6 +46,8 @@ mod fuzz_smoke;
 mod grpo;
 #[path = "integration/honest.rs"]
 mod honest;
+#[path = "integration/house_docs.rs"]
+mod house_docs;
 #[path = "integration/judge.rs"]
 mod judge;
 #[path = "integration/layers.rs"]
