@@ -6,11 +6,13 @@ shuffled into readthrough-items.md with the key apart in readthrough-key.json. S
 logs give the same set.
 
     python3 scripts/user-voice-readthrough.py
-    python3 scripts/user-voice-readthrough.py SIDE SIDE NAME
+    python3 scripts/user-voice-readthrough.py SIDE SIDE NAME [SALT]
 
 The second form compares two re-played sides of results/experiments/user-voice/ (folders written
 by scripts/user-voice.sh, e.g. `after` and a later rules version) and writes NAME-items.md and
-NAME-key.json.
+NAME-key.json. SALT draws other dialogue turns than the earlier read-throughs (still the same ones
+on both sides), so that a rule change aimed at the failures an earlier read-through quoted is
+measured on turns nobody read.
 """
 import json, random, sys, os, yaml, zlib
 random.seed(20261129)
@@ -19,7 +21,8 @@ B=M+'/results/experiments/user-realism/after'
 def replayed(side):
     A=M+'/results/experiments/user-voice/'+side
     return {'listener':A+'/listener.jsonl','advice-first':A+'/advice-first.jsonl','base':A+'/base.jsonl','trained':A+'/trained-seed2.jsonl','honest':A+'/honest.jsonl'}
-if len(sys.argv)==4:
+salt=sys.argv[4] if len(sys.argv)==5 else ''
+if len(sys.argv) in (4,5):
     sets={sys.argv[1]:replayed(sys.argv[1]),sys.argv[2]:replayed(sys.argv[2])}
     set_name=sys.argv[3]
 else:
@@ -41,7 +44,7 @@ for side,logs in sets.items():
                 if t[i]['role']=='user':
                     cand.append((ri,i))
         # the same dialogue turns on both sides: pick by a seeded choice over (record, turn)
-        random.seed(zlib.crc32(name.encode()))
+        random.seed(zlib.crc32((name+salt).encode()))
         picks=random.sample(cand, quota[name])
         for ri,i in picks:
             r=recs[ri]; t=r['turns']

@@ -5,6 +5,9 @@
 //!   them", "Okay, so, She used to"); "I" and the scenario's names keep their capital;
 //! - **opener before a fragment**: the persona's opener before a first sentence shorter than the
 //!   speaker's `opener_min_words` ("I suppose, guilty, mostly"; "I guess. Behind.");
+//! - **answer word out of place**: a message that opens with a short sentence answering yes or no
+//!   ("Maybe.", "Could be.", the speaker's `after_answer`) after a reply that asked something else
+//!   ("What matters most to you?");
 //! - **register switch**: a capital in the message of a person who writes in lowercase
 //!   (`voice.lowercase`): their own words beside a scenario line in sentence case;
 //! - **unfit acknowledgement**: an acknowledgement of a feeling or specific the reply named only
@@ -26,10 +29,13 @@ use crate::environment::episode::{EpisodeRecord, Turn};
 use crate::environment::profile::persona::Persona;
 use crate::environment::profile::persona::Voice;
 use crate::environment::profile::speech::fill;
+use crate::environment::profile::SpeakerRules;
 use crate::environment::profile::{Catalog, Reaction, Scenario};
 use crate::environment::sim::lexicon::Lexicon;
-use crate::environment::sim::speaker::reaction::{echoes, found, Heard};
-use crate::environment::sim::speaker::{capitalized_inside, keeps_capital, leading_word};
+use crate::environment::sim::speaker::reaction::{echoes, found, questions, Heard};
+use crate::environment::sim::speaker::{
+    answerable, capitalized_inside, keeps_capital, leading_word,
+};
 use crate::environment::sim::text::{
     affirmed, normalize, opener_of, said_sentences, sentences, words,
 };
@@ -45,6 +51,7 @@ pub struct Fit {
     pub turns: usize,
     pub glued: usize,
     pub fragment_openers: usize,
+    pub answer_openers: usize,
     pub register_switches: usize,
     pub unfit_acknowledgements: usize,
     pub unmatched_complaints: usize,
@@ -93,6 +100,7 @@ impl Fit {
 pub struct TurnFaults {
     pub glued: bool,
     pub fragment_opener: bool,
+    pub answer_opener: bool,
     pub register_switch: bool,
     pub unfit_acknowledgement: bool,
     /// The reactions voiced without their finding.
@@ -104,6 +112,7 @@ impl TurnFaults {
     fn any(&self) -> bool {
         self.glued
             || self.fragment_opener
+            || self.answer_opener
             || self.register_switch
             || self.unfit_acknowledgement
             || !self.unmatched.is_empty()
@@ -161,6 +170,12 @@ pub fn fragment_after_opener(
     }
     let rest = rest.trim_start_matches(|c: char| !c.is_alphanumeric());
     !rest.is_empty() && sentences(rest).first().map_or(0, |s| words(s).len()) < min_words
+}
+
+/// True when `text` opens with an answer sentence ([`SpeakerRules::after_answer`]: "Maybe.",
+/// "Could be.") while `reply` asked a question that does not ask yes or no ([`answerable`]).
+pub fn answer_out_of_place(text: &str, reply: &str, rules: &SpeakerRules) -> bool {
+    rules.after_answer(text).is_some() && !answerable(rules, &questions(reply))
 }
 
 /// True when a person who writes in lowercase (`voice.lowercase`) has a capital in `text`.
@@ -339,6 +354,7 @@ pub fn check(
                 &own_lines,
                 catalog.speaker.opener_min_words,
             ),
+            answer_opener: answer_out_of_place(text, reply, &catalog.speaker),
             register_switch: register_switch(text, persona),
             ..TurnFaults::default()
         };
@@ -380,6 +396,7 @@ pub fn check(
         acc.turns += 1;
         acc.glued += usize::from(f.glued);
         acc.fragment_openers += usize::from(f.fragment_opener);
+        acc.answer_openers += usize::from(f.answer_opener);
         acc.register_switches += usize::from(f.register_switch);
         acc.unfit_acknowledgements += usize::from(f.unfit_acknowledgement);
         acc.unmatched_complaints += usize::from(!f.unmatched.is_empty());
@@ -410,6 +427,9 @@ pub fn describe(f: &TurnFaults) -> Option<String> {
     }
     if f.fragment_opener {
         what.push("an opener before a fragment".to_string());
+    }
+    if f.answer_opener {
+        what.push("an answer word before a reply's open question".to_string());
     }
     if f.register_switch {
         what.push("a capital from a person who writes in lowercase".to_string());
@@ -452,6 +472,20 @@ voice:
 "#
         );
         parse_yaml(&yaml, Path::new("pat.yaml")).unwrap()
+    }
+
+    #[test]
+    fn an_answer_word_before_an_open_question_is_caught_and_elsewhere_is_not() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let rules = SpeakerRules::load(&root.join("data/speaker.yaml")).unwrap();
+        let out = |t: &str, reply: &str| answer_out_of_place(t, reply, &rules);
+        let text = "Maybe. The nights are the worst.";
+        assert!(out(text, "What matters most to you?"));
+        assert!(out("yeah, that tracks. she left.", "What happened next?"));
+        assert!(!out(text, "Do you miss her?"));
+        assert!(!out(text, "That sounds so hard."));
+        assert!(!out("I guess, she never called.", "What happened next?"));
+        assert!(!out("Maybe she never meant it.", "What happened next?"));
     }
 
     #[test]

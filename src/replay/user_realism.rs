@@ -82,7 +82,7 @@ fn share(n: usize, d: usize) -> String {
 
 impl Realism {
     /// The column names of [`Realism::row`].
-    pub const COLUMNS: [&'static str; 15] = [
+    pub const COLUMNS: [&'static str; 16] = [
         "log",
         "dialogues",
         "user turns",
@@ -93,6 +93,7 @@ impl Realism {
         "responsive to questions or suggestions",
         "glued",
         "openers before a fragment",
+        "answer words out of place",
         "register switches",
         "unfit acknowledgements",
         "complaints without their finding",
@@ -131,6 +132,7 @@ impl Realism {
         row.extend([
             count(f.glued),
             count(f.fragment_openers),
+            count(f.answer_openers),
             count(f.register_switches),
             count(f.unfit_acknowledgements),
             count(f.unmatched_complaints),
@@ -174,6 +176,9 @@ impl Answers<'_> {
             Some(Fallback::Need) => out.extend(s.hints.iter().map(String::as_str)),
             None => {}
         }
+        if let Some(k) = kind {
+            out.extend(rules.said_all_for(k)[0].iter().map(String::as_str));
+        }
         out.extend(
             rules
                 .decline
@@ -186,6 +191,14 @@ impl Answers<'_> {
             out.extend(p.voice.decline.iter().map(String::as_str));
         }
         out.extend(self.lines(Reaction::Stacked));
+        // The speaker says these without a leading answer sentence ("Maybe.") after a question
+        // that does not ask yes or no.
+        let fitted: Vec<&str> = out
+            .iter()
+            .filter_map(|l| rules.after_answer(l))
+            .filter(|rest| !rest.is_empty())
+            .collect();
+        out.extend(fitted);
         out
     }
 

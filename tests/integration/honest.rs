@@ -139,6 +139,7 @@ fn user_words_fit(set: &str, again: &[EpisodeRecord]) {
     for (what, n) in [
         ("glued", f.glued),
         ("openers before a fragment", f.fragment_openers),
+        ("answer words out of place", f.answer_openers),
         ("register switches", f.register_switches),
         ("unfit acknowledgements", f.unfit_acknowledgements),
         ("complaints without their finding", f.unmatched_complaints),
@@ -146,7 +147,7 @@ fn user_words_fit(set: &str, again: &[EpisodeRecord]) {
     ] {
         assert_eq!(n, 0, "{set}: {what}");
     }
-    // The first user turn after a reply that raised the emotion, edited four ways.
+    // The first user turn after a reply that raised the emotion, edited five ways.
     let (rec, at) = again
         .iter()
         .find_map(|r| {
@@ -187,10 +188,16 @@ fn user_words_fit(set: &str, again: &[EpisodeRecord]) {
     let opener = persona.voice.mid[0].trim_end_matches(|c: char| !c.is_alphanumeric());
     let mut fragment = rec.clone();
     user(&mut fragment, &format!("{opener}, behind."));
-    let caught: [(&str, EpisodeRecord, Count); 4] = [
+    let mut answer = rec.clone();
+    reply_before(&mut answer, "What matters most to you in all of this?");
+    user(&mut answer, "Maybe. She never called back.");
+    let caught: [(&str, EpisodeRecord, Count); 5] = [
         ("glued", glued, |f| f.glued),
         ("an opener before a fragment", fragment, |f| {
             f.fragment_openers
+        }),
+        ("an answer word before an open question", answer, |f| {
+            f.answer_openers
         }),
         ("a denied feeling acknowledged", denied, |f| {
             f.unfit_acknowledgements

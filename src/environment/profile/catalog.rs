@@ -93,6 +93,7 @@ impl Catalog {
         let speaker = Arc::new(SpeakerRules::load(&root.join("data/speaker.yaml"))?);
         super::lines::check_personas(&personas, &speaker)?;
         super::lines::check_mood_lines(&scenarios, &personas, &speaker)?;
+        super::lines::check_questions(&scenarios, &speaker)?;
         Ok(Catalog {
             root: root.to_path_buf(),
             scenarios,

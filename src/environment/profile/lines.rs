@@ -7,7 +7,10 @@
 //!   reply: no sentence of them of [`MIN_WORDS`] words or more is a reaction line's, which the
 //!   speaker says only when the appraisal found that fault ("You're going round in circles." as a
 //!   mood line answers replies that did not repeat). Shorter ones ("Maybe.") say nothing of the
-//!   reply.
+//!   reply;
+//! - a scenario's questions (`factual`, `asks`) each stand as a sentence of their own: the speaker
+//!   says them after other parts of a message, so one that opens with a connective ("And a normal
+//!   resting heart rate ...?") reads as glued to what came before.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -161,6 +164,39 @@ pub fn check_mood_lines(
     Ok(())
 }
 
+/// Checks that no question a scenario's user asks opens with one of `question_leads`.
+pub fn check_questions(
+    scenarios: &BTreeMap<String, Arc<Scenario>>,
+    speaker: &SpeakerRules,
+) -> Result<()> {
+    for s in scenarios.values() {
+        let factual = s
+            .factual
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (format!("factual[{i}].question"), &f.question));
+        let asks = s
+            .asks
+            .iter()
+            .enumerate()
+            .map(|(i, a)| (format!("asks[{i}]"), a));
+        for (at, q) in factual.chain(asks) {
+            let first = normalize(q).split_whitespace().next().map(str::to_string);
+            if let Some(lead) = first.filter(|w| speaker.question_leads.contains(w)) {
+                return Err(Error::input(
+                    &s.source,
+                    at,
+                    format!(
+                        "`{q}` opens with `{lead}`, but the user asks it after other sentences, \
+                         where it reads as glued on: word it as a question of its own"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,6 +228,22 @@ mod tests {
             .to_string();
         assert!(err.contains("utterances.C["), "{err}");
         assert!(err.contains("reactions.repeated"), "{err}");
+    }
+
+    #[test]
+    fn a_question_that_opens_with_a_connective_is_named() {
+        let c = catalog();
+        check_questions(&c.scenarios, &c.speaker).unwrap();
+        let mut scenarios = c.scenarios.clone();
+        let (id, s) = scenarios.iter().next().unwrap();
+        let (id, mut edited) = (id.clone(), (**s).clone());
+        edited.asks.push("And is that normal?".into());
+        scenarios.insert(id, Arc::new(edited));
+        let err = check_questions(&scenarios, &c.speaker)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("asks["), "{err}");
+        assert!(err.contains("`and`"), "{err}");
     }
 
     #[test]

@@ -45,12 +45,15 @@ pub enum Reaction {
     Formulaic,
     /// Stock warmth that could be said to anyone.
     Hollow,
+    /// Too generic to land, with no warmth in it to call hollow: a line about a compliment would
+    /// answer something the reply never said.
+    Generic,
     /// More questions than anyone can answer at once.
     Stacked,
 }
 
 impl Reaction {
-    pub const ALL: [Reaction; 18] = [
+    pub const ALL: [Reaction; 19] = [
         Reaction::Unsafe,
         Reaction::Parroted,
         Reaction::Meta,
@@ -68,6 +71,7 @@ impl Reaction {
         Reaction::Repeated,
         Reaction::Formulaic,
         Reaction::Hollow,
+        Reaction::Generic,
         Reaction::Stacked,
     ];
 
@@ -91,6 +95,7 @@ impl Reaction {
             Reaction::Repeated => "repeated",
             Reaction::Formulaic => "formulaic",
             Reaction::Hollow => "hollow",
+            Reaction::Generic => "generic",
             Reaction::Stacked => "stacked",
         }
     }
@@ -228,6 +233,10 @@ pub struct SpeakerRules {
     pub decline: Vec<String>,
     /// A kind of question whose answers are used up.
     pub said_all: Vec<String>,
+    /// The same, said in the terms of the question asked ("Nobody else I can think of." to "Who
+    /// else knows?"); `said_all` is the fallback for a kind without lines here.
+    #[serde(default)]
+    pub said_all_by_kind: BTreeMap<QuestionKind, Vec<String>>,
     /// The last resort when everything is used up.
     pub fillers: Vec<String>,
     /// Words too common to tie a line to a reply (see `reactions` of a scenario).
@@ -239,6 +248,17 @@ pub struct SpeakerRules {
     pub opener_min_words: usize,
     /// Chance that a trusting user asks one of the scenario's `asks` back.
     pub ask_back_rate: f64,
+    /// Words that make a short sentence an answer ("Maybe.", "Could be.", "Kind of."): such a
+    /// sentence, as an opener or at the head of a line, is said only after a reply whose every
+    /// question (if any) asks yes or no.
+    pub answer_words: Vec<String>,
+    /// The most words such an answer sentence has ("Yeah, that tracks.").
+    pub answer_max_words: usize,
+    /// The words a yes/no question starts with ("Do you miss them?"), after any of
+    /// `question_leads` ("And is there ...?").
+    pub yes_no_starts: Vec<String>,
+    /// Words a question may start with before its first real word ("and", "so", "or").
+    pub question_leads: Vec<String>,
 }
 
 impl SpeakerRules {
@@ -296,6 +316,8 @@ impl SpeakerRules {
             ("decline", &self.decline),
             ("said_all", &self.said_all),
             ("fillers", &self.fillers),
+            ("answer_words", &self.answer_words),
+            ("yes_no_starts", &self.yes_no_starts),
         ] {
             if lines.is_empty() {
                 return Err(Error::input(path, field, "needs at least one line"));
@@ -316,6 +338,50 @@ impl SpeakerRules {
     /// The generic lines for a reaction.
     pub fn lines(&self, r: Reaction) -> &[String] {
         self.reactions.get(&r).map_or(&[], Vec::as_slice)
+    }
+
+    /// The lines for a kind of question whose answers are used up, in its terms first.
+    pub fn said_all_for(&self, kind: QuestionKind) -> [&[String]; 2] {
+        let own = self
+            .said_all_by_kind
+            .get(&kind)
+            .map_or(&[][..], Vec::as_slice);
+        [own, &self.said_all]
+    }
+
+    /// True when `text` holds one of `answer_words` (whole words).
+    pub fn answers_yes_no(&self, text: &str) -> bool {
+        let padded = normalize(text);
+        self.answer_words
+            .iter()
+            .any(|w| padded.contains(normalize(w).as_str()))
+    }
+
+    /// The rest of `line` after a leading answer sentence: a first sentence, ended by its mark,
+    /// of at most `answer_max_words` words holding one of `answer_words` ("Maybe. I keep changing
+    /// my mind." -> "I keep changing my mind."; "Sort of." -> ""). `None` when the line opens
+    /// otherwise, a hedge run into its sentence included ("I guess, the nights are worst.").
+    pub fn after_answer<'a>(&self, line: &'a str) -> Option<&'a str> {
+        let first = sentences(line).next()?;
+        let ended = first
+            .trim_end_matches(['"', '\'', '\u{201d}', '\u{2019}', ')', ']'])
+            .ends_with(['.', '!', '?', '\u{2026}']);
+        let short = normalize(first).split_whitespace().count() <= self.answer_max_words;
+        if !(ended && short && self.answers_yes_no(first)) {
+            return None;
+        }
+        let at = first.as_ptr() as usize - line.as_ptr() as usize + first.len();
+        Some(line[at..].trim_start())
+    }
+
+    /// True when `question` asks yes or no: its first word past `question_leads` is one of
+    /// `yes_no_starts` ("Do you miss them?", "And is there anyone?"; not "What matters most?").
+    pub fn is_yes_no(&self, question: &str) -> bool {
+        let padded = normalize(question);
+        let first = padded
+            .split_whitespace()
+            .find(|w| !self.question_leads.iter().any(|l| l == w));
+        first.is_some_and(|w| self.yes_no_starts.iter().any(|s| s == w))
     }
 }
 

@@ -83,6 +83,9 @@ struct Message<'m> {
     mem: &'m mut SpeakerMemory,
     voice: &'m Voice,
     rng: &'m mut ChaCha8Rng,
+    rules: &'m SpeakerRules,
+    /// The reply asked nothing, or only yes or no: an answer sentence ("Maybe.") may be said.
+    answerable: bool,
     /// The persona's voice opener, joined to the first part when the message is finished.
     opener: Option<String>,
     parts: Vec<String>,
@@ -93,14 +96,32 @@ struct Message<'m> {
 impl Message<'_> {
     /// A fresh line from the first pool that has one, picked at random within that pool.
     fn pick(&mut self, pools: &[&[String]]) -> Option<String> {
+        self.pick_with(pools, |l| Some(l.to_string()))
+    }
+
+    /// As [`Message::pick`], each line as [`Message::fit`] says it: for the lines that say how
+    /// the user is or what they know (openers, moods, answers, fillers), which can open with an
+    /// answer sentence. An acknowledgement ("Yes, guilty.") or a reaction answers what the reply
+    /// said, not its question, and keeps it.
+    fn pick_fitted(&mut self, pools: &[&[String]]) -> Option<String> {
+        let (rules, answerable) = (self.rules, self.answerable);
+        self.pick_with(pools, |l| fit(rules, answerable, l))
+    }
+
+    fn pick_with(
+        &mut self,
+        pools: &[&[String]],
+        said_as: impl Fn(&str) -> Option<String>,
+    ) -> Option<String> {
         for pool in pools {
-            let fresh: Vec<&String> = pool
+            let mut fresh: Vec<String> = pool
                 .iter()
+                .filter_map(|l| said_as(l))
                 .filter(|l| self.mem.fresh(self.voice, l))
                 .collect();
             if !fresh.is_empty() {
-                let line = fresh[self.rng.random_range(0..fresh.len())].clone();
-                return Some(line);
+                let i = self.rng.random_range(0..fresh.len());
+                return Some(fresh.swap_remove(i));
             }
         }
         None
@@ -113,13 +134,17 @@ impl Message<'_> {
     }
 
     fn say_from(&mut self, pools: &[&[String]]) -> bool {
-        match self.pick(pools) {
-            Some(line) => {
-                self.say(line);
-                true
-            }
-            None => false,
-        }
+        let line = self.pick(pools);
+        self.say_some(line)
+    }
+
+    fn say_fitted(&mut self, pools: &[&[String]]) -> bool {
+        let line = self.pick_fitted(pools);
+        self.say_some(line)
+    }
+
+    fn say_some(&mut self, line: Option<String>) -> bool {
+        line.map(|l| self.say(l)).is_some()
     }
 }
 
@@ -177,10 +202,13 @@ pub fn speak(
         suggested: input.appraisal.suggested,
     };
     let reacted = reaction(input.appraisal, input.delta, heard);
+    let asked = questions(input.reply);
     let mut msg = Message {
         mem,
         voice: &persona.voice,
         rng,
+        rules,
+        answerable: answerable(rules, &asked),
         opener: None,
         parts: Vec::new(),
         said_something: false,
@@ -217,7 +245,7 @@ pub fn speak(
         _ => &persona.voice.low,
     };
     if msg.rng.random_bool(rules.opener_rate) {
-        if let Some(o) = msg.pick(&[voice]) {
+        if let Some(o) = msg.pick_fitted(&[voice]) {
             msg.mem.remember(&persona.voice, &o);
             msg.opener = Some(o);
         }
@@ -227,7 +255,6 @@ pub fn speak(
         None if input.delta > 0 => acknowledge(&mut msg, profile, input.reply),
         None => {}
     }
-    let asked = questions(input.reply);
     let mut revealed_now = false;
     if !asked.is_empty() && !reacted.is_some_and(Reaction::not_listening) {
         let stacked = Reaction::Stacked;
@@ -254,7 +281,7 @@ pub fn speak(
     }
     if !msg.said_something {
         // Nothing in the reply to answer: how the user feels now.
-        msg.say_from(&[mood(scenario, bucket, input.delta)]);
+        msg.say_fitted(&[mood(scenario, bucket, input.delta)]);
     }
     // A hint says what the user wishes someone would ask or do; right after a reply that asked
     // what they need, it would presume the question was never put.
@@ -319,7 +346,7 @@ fn compose(mut msg: Message<'_>, profile: &Profile) -> String {
     let rules = &*profile.speaker;
     if !msg.said_something {
         let line = msg
-            .pick(&[&rules.said_all, &rules.fillers])
+            .pick_fitted(&[&rules.said_all, &rules.fillers])
             .unwrap_or_else(|| {
                 rules
                     .fillers
@@ -343,8 +370,8 @@ fn compose(mut msg: Message<'_>, profile: &Profile) -> String {
         .map_or(0, |s| crate::sim::text::words(s).len());
     match msg.opener {
         // An opener that ends on the word the message starts with ("I guess maybe" + "Maybe.")
-        // would stammer, and one before a fragment ("I suppose, guilty") reads as glued: the
-        // message goes without it.
+        // or says a word of it again would stammer, and one before a fragment ("I suppose,
+        // guilty") reads as glued: the message goes without it.
         Some(o) if !repeats_into(&o, &body) && first_words >= rules.opener_min_words => {
             join_opener(&o, &body, |w| keeps_capital(&profile.scenario, w))
         }
@@ -352,12 +379,21 @@ fn compose(mut msg: Message<'_>, profile: &Profile) -> String {
     }
 }
 
-/// True when `opener`'s last word is `body`'s first (case aside).
+/// True when `opener` would stammer into `body`: its last word is the body's first (case aside),
+/// or a word of it of [`ECHO_LETTERS`] letters or more comes again ("Honestly, you remembered,
+/// which honestly means a lot"; "Never mind, dear. You're kind, dear").
 fn repeats_into(opener: &str, body: &str) -> bool {
-    let last = crate::sim::text::words(opener).pop();
-    let first = crate::sim::text::words(body).into_iter().next();
-    last.is_some() && last == first
+    let opener = crate::sim::text::words(opener);
+    let body = crate::sim::text::words(body);
+    let stammers = opener.last().is_some() && opener.last() == body.first();
+    stammers
+        || opener
+            .iter()
+            .any(|w| w.chars().count() >= ECHO_LETTERS && body.contains(w))
 }
+
+/// Letters from which an opener's word said again in the message reads as a repeated filler.
+const ECHO_LETTERS: usize = 4;
 
 /// The marks that end a sentence.
 const END_MARKS: [char; 4] = ['.', '!', '?', '\u{2026}'];
@@ -502,9 +538,9 @@ fn answer(
     }
     let answers = |k: QuestionKind| s.answers.get(&k).map_or(&[][..], Vec::as_slice);
     let answered = match kind {
-        Some(k) if msg.say_from(&[answers(k)]) => true,
+        Some(k) if msg.say_fitted(&[answers(k)]) => true,
         Some(k) => match Fallback::of(k) {
-            Some(Fallback::Mood) => msg.say_from(&[mood]),
+            Some(Fallback::Mood) => msg.say_fitted(&[mood]),
             Some(Fallback::Need) if !msg.mem.hinted => {
                 msg.mem.hinted = msg.say_from(&[&s.hints]);
                 msg.mem.hinted
@@ -522,11 +558,16 @@ fn answer(
                 QuestionKind::Tried,
             ];
             let pools: Vec<&[String]> = order.iter().map(|k| answers(*k)).collect();
-            msg.say_from(&pools)
+            msg.say_fitted(&pools)
         }
     };
     if !answered {
-        msg.say_from(&[&persona.voice.nothing_more, &rules.said_all]);
+        // Nothing left of this kind: said in the question's terms where there are lines for it.
+        let [by_kind, generic] = match kind {
+            Some(k) => rules.said_all_for(k),
+            None => [&[][..], &rules.said_all[..]],
+        };
+        msg.say_fitted(&[by_kind, &persona.voice.nothing_more, generic]);
     }
     false
 }
@@ -550,6 +591,23 @@ impl Fallback {
             QuestionKind::Tried | QuestionKind::Who | QuestionKind::Happened => None,
         }
     }
+}
+
+/// `line` as a message after a reply that `answerable` describes can say it: after a reply that
+/// asked something other than yes or no, without a leading answer sentence ("Maybe. I keep
+/// changing my mind." -> "I keep changing my mind."), and not at all when that is all it says
+/// ("Sort of.").
+fn fit(rules: &SpeakerRules, answerable: bool, line: &str) -> Option<String> {
+    match rules.after_answer(line) {
+        Some(rest) if !answerable => (!rest.is_empty()).then(|| rest.to_string()),
+        _ => Some(line.to_string()),
+    }
+}
+
+/// True when a reply that asked `asked` (its question sentences) leaves room for an answer
+/// sentence ("Maybe."): it asked nothing, or only yes or no ([`SpeakerRules::is_yes_no`]).
+pub fn answerable(rules: &SpeakerRules, asked: &[&str]) -> bool {
+    asked.iter().all(|q| rules.is_yes_no(q))
 }
 
 /// True when a question (normalized, see [`normalize`]) names one of `fact`'s cues.

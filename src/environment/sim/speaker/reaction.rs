@@ -15,6 +15,12 @@ fn made(a: &Appraisal, m: Move) -> bool {
     a.moves.get(&m).is_some_and(|s| *s >= MADE)
 }
 
+/// The reply offered warmth (validation or reassurance): only then can a generic reply be
+/// called nice words that could go to anyone.
+fn warm(a: &Appraisal) -> bool {
+    made(a, Move::Validate) || made(a, Move::Reassure)
+}
+
 /// What the user heard in a reply besides the appraisal's findings.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Heard {
@@ -58,17 +64,18 @@ pub fn found(r: Reaction, a: &Appraisal, delta: i32, heard: Heard) -> bool {
                 "flattery",
                 "sycophancy",
                 "padding",
-            ]) || (has(a, "generic") && delta < 0)
+            ]) || (has(a, "generic") && delta < 0 && warm(a))
         }
+        Reaction::Generic => has(a, "generic") && delta < 0 && !warm(a),
         Reaction::Stacked => has(a, "stacked_questions"),
     }
 }
 
 /// The order in which a reply's faults are voiced: leaving; not being talked to; the roadblocks
 /// (Gordon 1970), which name what the reply did and so come before a bare "off topic"; then
-/// repetition (of the reply, or of the listener's own frame) and stock warmth. Too many questions
-/// is said beside these, not instead of them.
-const PRECEDENCE: [Reaction; 17] = [
+/// repetition (of the reply, or of the listener's own frame), stock warmth, and last a reply too
+/// generic to land. Too many questions is said beside these, not instead of them.
+const PRECEDENCE: [Reaction; 18] = [
     Reaction::Unsafe,
     Reaction::Incoherent,
     Reaction::CutOff,
@@ -86,6 +93,7 @@ const PRECEDENCE: [Reaction; 17] = [
     Reaction::Repeated,
     Reaction::Formulaic,
     Reaction::Hollow,
+    Reaction::Generic,
 ];
 
 /// The one reaction the user voices about `a` (a reply that changed the emotion by `delta`): the

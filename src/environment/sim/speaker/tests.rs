@@ -341,6 +341,28 @@ fn repetition_and_stock_warmth_are_noticed() {
     assert!(contains_one(&text, &generic(Reaction::Hollow)), "{text}");
 }
 
+/// "Nice words" and "a compliment" answer only a reply that offered warmth; a generic reply
+/// without any is told it is not about the user, in other words.
+#[test]
+fn a_generic_reply_without_warmth_is_not_called_nice_words() {
+    let cold = first_turn(
+        "Blood pressure is measured in millimetres of mercury.",
+        &appraisal(&["generic"], &[]),
+        35,
+        -5,
+    );
+    assert!(contains_one(&cold, &generic(Reaction::Generic)), "{cold}");
+    assert!(!contains_one(&cold, &generic(Reaction::Hollow)), "{cold}");
+    let warm = first_turn(
+        "That sounds so hard, and it makes sense.",
+        &appraisal(&["generic"], &[(Move::Validate, 0.9)]),
+        35,
+        -5,
+    );
+    assert!(contains_one(&warm, &generic(Reaction::Hollow)), "{warm}");
+    assert!(!contains_one(&warm, &generic(Reaction::Generic)), "{warm}");
+}
+
 #[test]
 fn what_landed_is_acknowledged_in_the_users_own_terms() {
     let a = appraisal(&[], &[(Move::Validate, 0.9)]);
@@ -383,8 +405,16 @@ fn a_question_whose_answers_are_used_up_is_still_taken_up() {
     let ask = |mem: &mut SpeakerMemory, q: &str| say(&p, mem, q, &a, 45, 0);
     assert!(ask(&mut mem, "How are you feeling right now?").contains("Mostly guilty"));
     let again = ask(&mut mem, "And how are you feeling about it today?");
+    // A mood line, without an answer word at its head ("Maybe."): the question was not yes/no.
+    let moods: Vec<String> = p
+        .scenario
+        .utterances
+        .B
+        .iter()
+        .map(|l| p.speaker.after_answer(l).unwrap_or(l).to_string())
+        .collect();
     assert!(
-        contains_one(&again, &p.scenario.utterances.B) && !contains_one(&again, nothing_more),
+        contains_one(&again, &moods) && !contains_one(&again, nothing_more),
         "{again}"
     );
 
@@ -396,8 +426,19 @@ fn a_question_whose_answers_are_used_up_is_still_taken_up() {
         "{need}"
     );
     assert!(mem.hinted);
+    // Nothing left of the kind: said in the question's terms, before the persona's "nothing more".
     let after = ask(&mut mem, "What do you want, deep down?");
-    assert!(contains_one(&after, nothing_more), "{after}");
+    let by_kind = |k: QuestionKind| p.speaker.said_all_by_kind[&k].clone();
+    assert!(
+        contains_one(&after, &by_kind(QuestionKind::Need)),
+        "{after}"
+    );
+    assert!(!contains_one(&after, nothing_more), "{after}");
+
+    let mut mem = SpeakerMemory::default();
+    assert!(ask(&mut mem, "Who else is around to help?").contains("me and my husband"));
+    let who = ask(&mut mem, "Who else knows how you're feeling?");
+    assert!(contains_one(&who, &by_kind(QuestionKind::Who)), "{who}");
 }
 
 #[test]
@@ -719,6 +760,8 @@ fn finished(p: &Profile, opener: &str, parts: &[&str]) -> String {
         mem: &mut mem,
         voice: &p.persona.voice,
         rng: &mut rng,
+        rules: &p.speaker,
+        answerable: true,
         opener: Some(opener.to_string()),
         parts: parts.iter().map(|s| s.to_string()).collect(),
         said_something: true,
@@ -808,4 +851,121 @@ fn no_hint_right_after_a_reply_that_asked_what_the_user_needs() {
         0,
     );
     assert!(other.contains(hint.as_str()), "{other}");
+}
+
+#[test]
+fn yes_no_questions_and_answer_openers_are_told_apart() {
+    let rules = &profile(Character::Negative).speaker;
+    for q in [
+        "Do you miss them?",
+        "And is there anyone from home you've been able to talk to?",
+        "Has your manager given any sign, or is it more a feeling you've got?",
+        "Would it help to say it out loud?",
+    ] {
+        assert!(rules.is_yes_no(q), "{q}");
+    }
+    for q in [
+        "What matters most to you in all of this?",
+        "How are you feeling about it right now?",
+        "Tell me about it then, what would it look like for you?",
+        "Who else knows?",
+    ] {
+        assert!(!rules.is_yes_no(q), "{q}");
+    }
+    for o in [
+        "Maybe.",
+        "Could be.",
+        "Kind of.",
+        "Yeah, that tracks.",
+        "Okay, yes.",
+    ] {
+        assert!(rules.answers_yes_no(o), "{o}");
+    }
+    for o in ["I mean,", "Honestly,", "Look.", "Okay, so,", "Hm."] {
+        assert!(!rules.answers_yes_no(o), "{o}");
+    }
+    for (line, rest) in [
+        (
+            "Maybe. I keep changing my mind.",
+            Some("I keep changing my mind."),
+        ),
+        ("Sort of.", Some("")),
+        ("Yeah, that tracks. She left.", Some("She left.")),
+        ("No. Never.", Some("Never.")),
+        ("I guess, the nights are worst.", None),
+        ("Maybe she never meant it.", None),
+        ("I don't know. Maybe.", None),
+    ] {
+        assert_eq!(rules.after_answer(line), rest, "{line}");
+    }
+}
+
+/// The fixture's mood line "Maybe. I still feel awful." answers how the user feels without its
+/// "Maybe." once the reply asked how they feel; after a yes/no question it keeps it.
+#[test]
+fn a_line_loses_its_answer_word_after_a_question_it_does_not_answer() {
+    let p = profile(Character::Negative);
+    let a = appraisal(&[], &[(Move::OpenQuestion, 1.0)]);
+    let mut mem = SpeakerMemory::default();
+    let said: Vec<String> = (0..4)
+        .map(|_| {
+            say(
+                &p,
+                &mut mem,
+                "How are you feeling about it today?",
+                &a,
+                45,
+                0,
+            )
+        })
+        .collect();
+    let all = said.join(" ");
+    assert!(all.contains("I still feel awful."), "{all}");
+    assert!(!all.contains("Maybe."), "{all}");
+    let mut mem = SpeakerMemory::default();
+    let said: Vec<String> = (0..4)
+        .map(|_| say(&p, &mut mem, "Are you feeling any better today?", &a, 45, 0))
+        .collect();
+    let all = said.join(" ");
+    assert!(all.contains("Maybe. I still feel awful."), "{all}");
+}
+
+/// Pat's warm opener is "Yes.": it goes before an answer to a yes/no question or after a
+/// statement, never before the answer to "What matters most?".
+#[test]
+fn an_answer_word_opener_never_answers_a_question_that_did_not_ask_yes_or_no() {
+    let p = talkative();
+    let a = appraisal(&[], &[(Move::OpenQuestion, 1.0)]);
+    let reply_to = |reply: &str| say(&p, &mut SpeakerMemory::default(), reply, &a, 50, 5);
+    for wh in [
+        "What matters most to you in all of this?",
+        "Who else is around to help?",
+    ] {
+        let text = reply_to(wh);
+        assert!(!text.starts_with("Yes"), "{wh} -> {text}");
+    }
+    for yes_no in [
+        "Do you think it would help to talk to her?",
+        "That sounds hard.",
+    ] {
+        let text = reply_to(yes_no);
+        assert!(text.starts_with("Yes. "), "{yes_no} -> {text}");
+    }
+}
+
+#[test]
+fn an_opener_whose_word_comes_again_is_left_out() {
+    let p = profile(Character::Negative);
+    assert_eq!(
+        finished(
+            &p,
+            "Honestly,",
+            &["You remembered, which honestly means a lot."]
+        ),
+        "You remembered, which honestly means a lot."
+    );
+    assert_eq!(
+        finished(&p, "Honestly,", &["You remembered, which means a lot."]),
+        "Honestly, you remembered, which means a lot."
+    );
 }
