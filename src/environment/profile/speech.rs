@@ -249,8 +249,8 @@ pub struct SpeakerRules {
     /// Chance that a trusting user asks one of the scenario's `asks` back.
     pub ask_back_rate: f64,
     /// Words that make a short sentence an answer ("Maybe.", "Could be.", "Kind of."): such a
-    /// sentence, as an opener or at the head of a line, is said only after a reply whose every
-    /// question (if any) asks yes or no.
+    /// sentence, as an opener or at the head of a line, is said only after a reply that asked yes
+    /// or no and nothing else.
     pub answer_words: Vec<String>,
     /// The most words such an answer sentence has ("Yeah, that tracks.").
     pub answer_max_words: usize,

@@ -84,7 +84,7 @@ struct Message<'m> {
     voice: &'m Voice,
     rng: &'m mut ChaCha8Rng,
     rules: &'m SpeakerRules,
-    /// The reply asked nothing, or only yes or no: an answer sentence ("Maybe.") may be said.
+    /// The reply asked yes or no and nothing else: an answer sentence ("Maybe.") may be said.
     answerable: bool,
     /// The persona's voice opener, joined to the first part when the message is finished.
     opener: Option<String>,
@@ -237,12 +237,15 @@ pub fn speak(
         }
         _ => {}
     }
-    // The opener's mood follows the change: the warm openers after a rise (a hedge, "I suppose",
-    // would not go before what landed), the guarded ones low down.
-    let voice = match (bucket, input.delta > 0) {
-        (Bucket::A | Bucket::B, true) => &persona.voice.high,
-        (Bucket::A | Bucket::B, _) => &persona.voice.mid,
-        _ => &persona.voice.low,
+    // The opener's mood follows the change: the warm openers after a rise from 40 (a hedge, "I
+    // suppose", would not go before what landed), the guarded ones ("Come on.", "Whatever.")
+    // only after a fall below 40, the middle ones otherwise: a dismissive opener before an answer
+    // to a question that did no harm reads as scorn for it.
+    let up = matches!(bucket, Bucket::A | Bucket::B);
+    let voice = match input.delta.signum() {
+        1 if up => &persona.voice.high,
+        -1 if !up => &persona.voice.low,
+        _ => &persona.voice.mid,
     };
     if msg.rng.random_bool(rules.opener_rate) {
         if let Some(o) = msg.pick_fitted(&[voice]) {
@@ -605,9 +608,10 @@ fn fit(rules: &SpeakerRules, answerable: bool, line: &str) -> Option<String> {
 }
 
 /// True when a reply that asked `asked` (its question sentences) leaves room for an answer
-/// sentence ("Maybe."): it asked nothing, or only yes or no ([`SpeakerRules::is_yes_no`]).
+/// sentence ("Maybe."): it asked yes or no ([`SpeakerRules::is_yes_no`]) and nothing else. After
+/// a statement ("That's a lot to carry.") a bare "Maybe." hedges what nobody proposed.
 pub fn answerable(rules: &SpeakerRules, asked: &[&str]) -> bool {
-    asked.iter().all(|q| rules.is_yes_no(q))
+    !asked.is_empty() && asked.iter().all(|q| rules.is_yes_no(q))
 }
 
 /// True when a question (normalized, see [`normalize`]) names one of `fact`'s cues.

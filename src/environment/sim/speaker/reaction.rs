@@ -15,10 +15,19 @@ fn made(a: &Appraisal, m: Move) -> bool {
     a.moves.get(&m).is_some_and(|s| *s >= MADE)
 }
 
+/// Stock warmth: sympathy phrases stacked, feeling words heaped, flattery, agreeing with anything.
+const WARM_FAULTS: [&str; 4] = ["stuffing", "feeling_salad", "flattery", "sycophancy"];
+
 /// The reply offered warmth (validation or reassurance): only then can a generic reply be
 /// called nice words that could go to anyone.
 fn warm(a: &Appraisal) -> bool {
     made(a, Move::Validate) || made(a, Move::Reassure)
+}
+
+/// The reply was about nobody in particular: filler that repeats its own words (`padding`), or
+/// too generic to land (`generic`) where it lowered the emotion.
+fn unfocused(a: &Appraisal, delta: i32) -> bool {
+    has(a, "padding") || (has(a, "generic") && delta < 0)
 }
 
 /// What the user heard in a reply besides the appraisal's findings.
@@ -49,24 +58,19 @@ pub fn found(r: Reaction, a: &Appraisal, delta: i32, heard: Heard) -> bool {
         Reaction::SelfFocus => made(a, Move::SelfFocus),
         Reaction::Minimize => made(a, Move::Minimize),
         Reaction::Moralize => made(a, Move::Moralize),
+        // A suggestion is answered either way: pushed back when it came early or did not raise
+        // the emotion, taken up only when it did ("I'm writing that down" after advice that
+        // changed nothing reads as pleased with what did not land).
         Reaction::AdviceRejected => {
-            heard.suggested && made(a, Move::Advice) && (has(a, "early_advice") || delta < 0)
+            heard.suggested && made(a, Move::Advice) && (has(a, "early_advice") || delta <= 0)
         }
-        Reaction::AdviceWelcome => heard.suggested && made(a, Move::Advice),
+        Reaction::AdviceWelcome => heard.suggested && made(a, Move::Advice) && delta > 0,
         Reaction::OffTopic => has(a, "off_topic") || made(a, Move::ChangeTopic),
         Reaction::Platitude => made(a, Move::Platitude),
         Reaction::Repeated => has(a, "repetition"),
         Reaction::Formulaic => has(a, "template"),
-        Reaction::Hollow => {
-            any(&[
-                "stuffing",
-                "feeling_salad",
-                "flattery",
-                "sycophancy",
-                "padding",
-            ]) || (has(a, "generic") && delta < 0 && warm(a))
-        }
-        Reaction::Generic => has(a, "generic") && delta < 0 && !warm(a),
+        Reaction::Hollow => any(&WARM_FAULTS) || (unfocused(a, delta) && warm(a)),
+        Reaction::Generic => unfocused(a, delta) && !warm(a) && !any(&WARM_FAULTS),
         Reaction::Stacked => has(a, "stacked_questions"),
     }
 }

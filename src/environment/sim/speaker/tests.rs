@@ -361,6 +361,52 @@ fn a_generic_reply_without_warmth_is_not_called_nice_words() {
     );
     assert!(contains_one(&warm, &generic(Reaction::Hollow)), "{warm}");
     assert!(!contains_one(&warm, &generic(Reaction::Generic)), "{warm}");
+    // Filler that repeats its own words is about nobody, and no compliment either.
+    let rambling = first_turn(
+        "The rate is the rate, and the rate of the rate is the yearly rate.",
+        &appraisal(&["padding"], &[]),
+        35,
+        0,
+    );
+    assert!(
+        contains_one(&rambling, &generic(Reaction::Generic)),
+        "{rambling}"
+    );
+}
+
+/// A suggestion is taken up only when it raised the emotion: one that changed nothing is pushed
+/// back, not welcomed.
+#[test]
+fn a_suggestion_that_changed_nothing_is_pushed_back() {
+    let a = suggesting(&[], &[(Move::Advice, 0.8)]);
+    let text = first_turn("You should write down your goals tonight.", &a, 45, 0);
+    assert!(
+        !contains_one(&text, &generic(Reaction::AdviceWelcome)),
+        "{text}"
+    );
+    assert!(
+        contains_one(&text, &generic(Reaction::AdviceRejected)),
+        "{text}"
+    );
+}
+
+/// Pat's guarded opener "Look." goes only after a fall below 40; with no change, "Okay.".
+#[test]
+fn a_guarded_opener_follows_only_a_fall() {
+    let p = talkative();
+    let a = appraisal(&[], &[]);
+    let at_30 = |delta| {
+        say(
+            &p,
+            &mut SpeakerMemory::default(),
+            "How long has this gone on for you?",
+            &a,
+            30,
+            delta,
+        )
+    };
+    assert!(at_30(-5).starts_with("Look. "), "{}", at_30(-5));
+    assert!(at_30(0).starts_with("Okay. "), "{}", at_30(0));
 }
 
 #[test]
@@ -811,7 +857,7 @@ fn after_a_rise_the_opener_is_warm_in_the_middle_range_too() {
     let up = say(
         &p,
         &mut SpeakerMemory::default(),
-        "That sounds hard.",
+        "Is that hard for you?",
         &a,
         50,
         5,
@@ -930,27 +976,24 @@ fn a_line_loses_its_answer_word_after_a_question_it_does_not_answer() {
     assert!(all.contains("Maybe. I still feel awful."), "{all}");
 }
 
-/// Pat's warm opener is "Yes.": it goes before an answer to a yes/no question or after a
-/// statement, never before the answer to "What matters most?".
+/// Pat's warm opener is "Yes.": it goes before an answer to a yes/no question, never before the
+/// answer to "What matters most?" nor after a statement, which asked nothing.
 #[test]
 fn an_answer_word_opener_never_answers_a_question_that_did_not_ask_yes_or_no() {
     let p = talkative();
     let a = appraisal(&[], &[(Move::OpenQuestion, 1.0)]);
     let reply_to = |reply: &str| say(&p, &mut SpeakerMemory::default(), reply, &a, 50, 5);
-    for wh in [
+    for other in [
         "What matters most to you in all of this?",
         "Who else is around to help?",
-    ] {
-        let text = reply_to(wh);
-        assert!(!text.starts_with("Yes"), "{wh} -> {text}");
-    }
-    for yes_no in [
-        "Do you think it would help to talk to her?",
         "That sounds hard.",
     ] {
-        let text = reply_to(yes_no);
-        assert!(text.starts_with("Yes. "), "{yes_no} -> {text}");
+        let text = reply_to(other);
+        assert!(!text.starts_with("Yes"), "{other} -> {text}");
     }
+    let yes_no = "Do you think it would help to talk to her?";
+    let text = reply_to(yes_no);
+    assert!(text.starts_with("Yes. "), "{yes_no} -> {text}");
 }
 
 #[test]
