@@ -51,7 +51,7 @@ pub struct Fit {
     pub turns: usize,
     pub glued: usize,
     pub fragment_openers: usize,
-    pub answer_openers: usize,
+    pub answer_words: usize,
     pub register_switches: usize,
     pub unfit_acknowledgements: usize,
     pub unmatched_complaints: usize,
@@ -100,7 +100,7 @@ impl Fit {
 pub struct TurnFaults {
     pub glued: bool,
     pub fragment_opener: bool,
-    pub answer_opener: bool,
+    pub answer_word: bool,
     pub register_switch: bool,
     pub unfit_acknowledgement: bool,
     /// The reactions voiced without their finding.
@@ -112,7 +112,7 @@ impl TurnFaults {
     fn any(&self) -> bool {
         self.glued
             || self.fragment_opener
-            || self.answer_opener
+            || self.answer_word
             || self.register_switch
             || self.unfit_acknowledgement
             || !self.unmatched.is_empty()
@@ -372,7 +372,7 @@ pub fn check(
                 &own_lines,
                 catalog.speaker.opener_min_words,
             ),
-            answer_opener: answer_out_of_place(text, reply, &catalog.speaker)
+            answer_word: answer_out_of_place(text, reply, &catalog.speaker)
                 && !opens_with_a_line(text, &owners, &acks),
             register_switch: register_switch(text, persona),
             ..TurnFaults::default()
@@ -415,7 +415,7 @@ pub fn check(
         acc.turns += 1;
         acc.glued += usize::from(f.glued);
         acc.fragment_openers += usize::from(f.fragment_opener);
-        acc.answer_openers += usize::from(f.answer_opener);
+        acc.answer_words += usize::from(f.answer_word);
         acc.register_switches += usize::from(f.register_switch);
         acc.unfit_acknowledgements += usize::from(f.unfit_acknowledgement);
         acc.unmatched_complaints += usize::from(!f.unmatched.is_empty());
@@ -447,7 +447,7 @@ pub fn describe(f: &TurnFaults) -> Option<String> {
     if f.fragment_opener {
         what.push("an opener before a fragment".to_string());
     }
-    if f.answer_opener {
+    if f.answer_word {
         what.push("an answer word before a reply's open question".to_string());
     }
     if f.register_switch {

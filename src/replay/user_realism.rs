@@ -132,7 +132,7 @@ impl Realism {
         row.extend([
             count(f.glued),
             count(f.fragment_openers),
-            count(f.answer_openers),
+            count(f.answer_words),
             count(f.register_switches),
             count(f.unfit_acknowledgements),
             count(f.unmatched_complaints),

@@ -139,7 +139,7 @@ fn user_words_fit(set: &str, again: &[EpisodeRecord]) {
     for (what, n) in [
         ("glued", f.glued),
         ("openers before a fragment", f.fragment_openers),
-        ("answer words out of place", f.answer_openers),
+        ("answer words out of place", f.answer_words),
         ("register switches", f.register_switches),
         ("unfit acknowledgements", f.unfit_acknowledgements),
         ("complaints without their finding", f.unmatched_complaints),
@@ -197,7 +197,7 @@ fn user_words_fit(set: &str, again: &[EpisodeRecord]) {
             f.fragment_openers
         }),
         ("an answer word before an open question", answer, |f| {
-            f.answer_openers
+            f.answer_words
         }),
         ("a denied feeling acknowledged", denied, |f| {
             f.unfit_acknowledgements

@@ -99,7 +99,7 @@ impl Message<'_> {
         self.pick_with(pools, |l| Some(l.to_string()))
     }
 
-    /// As [`Message::pick`], each line as [`Message::fit`] says it: for the lines that say how
+    /// As [`Message::pick`], each line as [`fit`] says it: for the lines that say how
     /// the user is or what they know (openers, moods, answers, fillers), which can open with an
     /// answer sentence. An acknowledgement ("Yes, guilty.") or a reaction answers what the reply
     /// said, not its question, and keeps it.
@@ -596,10 +596,9 @@ impl Fallback {
     }
 }
 
-/// `line` as a message after a reply that `answerable` describes can say it: after a reply that
-/// asked something other than yes or no, without a leading answer sentence ("Maybe. I keep
-/// changing my mind." -> "I keep changing my mind."), and not at all when that is all it says
-/// ("Sort of.").
+/// `line` as a message can say it: unless the reply was `answerable`, without a leading answer
+/// sentence ("Maybe. I keep changing my mind." -> "I keep changing my mind."), and not at all when
+/// that is all it says ("Sort of.").
 fn fit(rules: &SpeakerRules, answerable: bool, line: &str) -> Option<String> {
     match rules.after_answer(line) {
         Some(rest) if !answerable => (!rest.is_empty()).then(|| rest.to_string()),
