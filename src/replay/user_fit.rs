@@ -178,24 +178,6 @@ pub fn answer_out_of_place(text: &str, reply: &str, rules: &SpeakerRules) -> boo
     rules.after_answer(text).is_some() && !answerable(rules, &questions(reply))
 }
 
-/// True when `text`'s first sentence is one of a reaction line's (`owners`) or of an
-/// acknowledgement's (`acks`): those answer what the reply said, not its question ("I'm alone,
-/// yes."; "Noted, and no.").
-fn opens_with_a_line(
-    text: &str,
-    owners: &[(BTreeSet<String>, Vec<Reaction>)],
-    acks: &[Ack<'_>],
-) -> bool {
-    let Some(first) = sentences(text).first().map(|s| normalize(s)) else {
-        return false;
-    };
-    owners.iter().any(|(line, _)| line.contains(&first))
-        || acks
-            .iter()
-            .flat_map(|a| a.news.iter().chain(&a.agree))
-            .any(|line| line.contains(&first))
-}
-
 /// True when a person who writes in lowercase (`voice.lowercase`) has a capital in `text`.
 pub fn register_switch(text: &str, persona: Option<&Persona>) -> bool {
     persona.is_some_and(|p| p.voice.lowercase) && text.chars().any(char::is_uppercase)
@@ -261,6 +243,8 @@ struct Ack<'a> {
     news: Vec<BTreeSet<String>>,
     /// The lines that agree with it.
     agree: Vec<BTreeSet<String>>,
+    /// The first sentence of each, normalized.
+    heads: BTreeSet<String>,
 }
 
 /// The acknowledgement lines filled with `value`.
@@ -272,13 +256,16 @@ fn acknowledgements<'a>(
     let generic = &catalog.speaker.landed;
     let mut news = Vec::new();
     let mut agree = Vec::new();
+    let mut heads = BTreeSet::new();
     for landed in persona
         .map(|p| &p.voice.landed)
         .into_iter()
         .chain([generic])
     {
         for (field, slot, lines) in landed.lists() {
-            let filled = lines.iter().map(|t| line_sentences(&fill(t, slot, value)));
+            let texts: Vec<String> = lines.iter().map(|t| fill(t, slot, value)).collect();
+            heads.extend(texts.iter().filter_map(|t| head(t)));
+            let filled = texts.iter().map(|t| line_sentences(t));
             match field {
                 "feeling" => news.extend(filled),
                 _ => agree.extend(filled),
@@ -290,7 +277,13 @@ fn acknowledgements<'a>(
         key: normalize(value),
         news,
         agree,
+        heads,
     }
+}
+
+/// The first sentence of `line`, normalized.
+fn head(line: &str) -> Option<String> {
+    sentences(line).first().map(|s| normalize(s))
 }
 
 /// Checks the user turns of one dialogue, adding to `acc`; each checked turn's faults, in order.
@@ -342,6 +335,9 @@ pub fn check(
             owners.entry(l).or_default().push(r);
         }
     }
+    // The first sentences of reaction lines and acknowledgements: an answer word there ("I'm
+    // alone, yes."; "Noted, and no.") answers what the reply said, not its question.
+    let mut line_heads: BTreeSet<String> = owners.keys().filter_map(|l| head(l)).collect();
     let owners: Vec<(BTreeSet<String>, Vec<Reaction>)> = owners
         .into_iter()
         .map(|(l, rs)| (line_sentences(&l), rs))
@@ -352,6 +348,7 @@ pub fn check(
         .chain(&scenario.specifics)
         .map(|x| acknowledgements(catalog, persona, x))
         .collect();
+    line_heads.extend(acks.iter().flat_map(|a| a.heads.iter().cloned()));
     let own_lines: Vec<String> = scenario
         .lines()
         .chain(persona.into_iter().flat_map(|p| p.voice.own_lines()))
@@ -373,7 +370,7 @@ pub fn check(
                 catalog.speaker.opener_min_words,
             ),
             answer_word: answer_out_of_place(text, reply, &catalog.speaker)
-                && !opens_with_a_line(text, &owners, &acks),
+                && !head(text).is_some_and(|h| line_heads.contains(&h)),
             register_switch: register_switch(text, persona),
             ..TurnFaults::default()
         };

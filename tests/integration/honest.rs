@@ -185,12 +185,17 @@ fn user_words_fit(set: &str, again: &[EpisodeRecord]) {
     let mut complaint = rec.clone();
     user(&mut complaint, "You said that already.");
     let persona = &catalog().personas[&rec.profile.persona];
-    let opener = persona.voice.mid[0].trim_end_matches(|c: char| !c.is_alphanumeric());
+    // The persona's opener before a one-word fragment: "I mean, behind." or "Maybe. Behind.".
+    let opener = persona.voice.mid[0].trim_end();
+    let fragment_text = match opener.ends_with(['.', '!', '?']) {
+        true => format!("{opener} Behind."),
+        false => format!("{}, behind.", opener.trim_end_matches(',')),
+    };
     let mut fragment = rec.clone();
-    user(&mut fragment, &format!("{opener}, behind."));
+    user(&mut fragment, &fragment_text);
     let mut answer = rec.clone();
     reply_before(&mut answer, "What matters most to you in all of this?");
-    user(&mut answer, "Maybe. She never called back.");
+    user(&mut answer, "Possibly. She never called back.");
     let caught: [(&str, EpisodeRecord, Count); 5] = [
         ("glued", glued, |f| f.glued),
         ("an opener before a fragment", fragment, |f| {
