@@ -364,7 +364,7 @@ impl SpeakerRules {
     pub fn after_answer<'a>(&self, line: &'a str) -> Option<&'a str> {
         let first = sentences(line).next()?;
         let ended = first
-            .trim_end_matches(['"', '\'', '\u{201d}', '\u{2019}', ')', ']'])
+            .trim_end_matches(CLOSERS)
             .ends_with(['.', '!', '?', '\u{2026}']);
         let short = normalize(first).split_whitespace().count() <= self.answer_max_words;
         if !(ended && short && self.answers_yes_no(first)) {
@@ -419,13 +419,15 @@ pub fn sentences(line: &str) -> impl Iterator<Item = &str> {
     split_after(line, &['.', '!', '?'])
 }
 
+/// Quotes and brackets that close a sentence right after its end mark.
+const CLOSERS: [char; 6] = ['"', '\'', '\u{201d}', '\u{2019}', ')', ']'];
+
 /// Splits `text` after each run of end marks (`marks`: "Wait..." and "Really?!" end once), each
 /// part trimmed, empty parts dropped. Closing quotes and brackets right after a mark that is not
 /// a line break end the sentence with it: in `and then "not sure anymore." And you had to` the
 /// quote closes the first sentence and does not open a quotation at the start of the second; a
 /// quote that opens a line opens it.
 pub fn split_after<'a>(text: &'a str, marks: &[char]) -> impl Iterator<Item = &'a str> {
-    const CLOSERS: [char; 6] = ['"', '\'', '\u{201d}', '\u{2019}', ')', ']'];
     let mut parts = Vec::new();
     // `ended`: a run of marks is under way; `closes`: its last mark was not whitespace.
     let (mut start, mut ended, mut closes) = (0, false, false);
