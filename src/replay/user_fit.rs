@@ -8,6 +8,10 @@
 //! - **answer word out of place**: a message that opens with a short sentence answering yes or no
 //!   ("Maybe.", "Could be.", the speaker's `after_answer`) after a reply that asked something else
 //!   ("What matters most to you?") or nothing;
+//! - **verdict out of place**: a line that judges the reply ([`SpeakerRules::judges_reply`]:
+//!   "Good point.", "That helps.", "You don't get it.") after a reply that asked something, or a
+//!   scenario's warm or cold mood line of that kind where the emotion's change does not bear it out
+//!   ([`verdict_borne`]: "That helps." after a fall);
 //! - **register switch**: a capital in the message of a person who writes in lowercase
 //!   (`voice.lowercase`): their own words beside a scenario line in sentence case;
 //! - **unfit acknowledgement**: an acknowledgement of a feeling or specific the reply named only
@@ -31,10 +35,11 @@ use crate::environment::profile::persona::Voice;
 use crate::environment::profile::speech::fill;
 use crate::environment::profile::SpeakerRules;
 use crate::environment::profile::{Catalog, Reaction, Scenario};
+use crate::environment::sim::emotion::Bucket;
 use crate::environment::sim::lexicon::Lexicon;
 use crate::environment::sim::speaker::reaction::{echoes, found, questions, Heard};
 use crate::environment::sim::speaker::{
-    answerable, capitalized_inside, keeps_capital, leading_word,
+    answerable, capitalized_inside, keeps_capital, leading_word, verdict_borne,
 };
 use crate::environment::sim::text::{
     affirmed, normalize, opener_of, said_sentences, sentences, words,
@@ -52,6 +57,7 @@ pub struct Fit {
     pub glued: usize,
     pub fragment_openers: usize,
     pub answer_words: usize,
+    pub verdicts: usize,
     pub register_switches: usize,
     pub unfit_acknowledgements: usize,
     pub unmatched_complaints: usize,
@@ -101,6 +107,7 @@ pub struct TurnFaults {
     pub glued: bool,
     pub fragment_opener: bool,
     pub answer_word: bool,
+    pub verdict: bool,
     pub register_switch: bool,
     pub unfit_acknowledgement: bool,
     /// The reactions voiced without their finding.
@@ -113,6 +120,7 @@ impl TurnFaults {
         self.glued
             || self.fragment_opener
             || self.answer_word
+            || self.verdict
             || self.register_switch
             || self.unfit_acknowledgement
             || !self.unmatched.is_empty()
@@ -176,6 +184,26 @@ pub fn fragment_after_opener(
 /// "Could be.") while `reply` did not ask yes or no and nothing else ([`answerable`]).
 pub fn answer_out_of_place(text: &str, reply: &str, rules: &SpeakerRules) -> bool {
     rules.after_answer(text).is_some() && !answerable(rules, &questions(reply))
+}
+
+/// True when `text` opens with the persona's opener ([`opener_of`]) and that opener judges the
+/// reply ("Good point.", "Thank you,") while `reply` asked something: before an answer it praises
+/// a point nobody made. A message that opens with one of `lines` (the scenario's and the
+/// persona's own, lowercase) opens with that line, not with an opener.
+pub fn verdict_out_of_place(
+    text: &str,
+    reply: &str,
+    persona: Option<&Persona>,
+    lines: &[String],
+    rules: &SpeakerRules,
+) -> bool {
+    let Some(o) = persona.and_then(|p| opener_of(&p.voice, text)) else {
+        return false;
+    };
+    let lower = text.to_lowercase();
+    rules.judges_reply(o)
+        && !questions(reply).is_empty()
+        && !lines.iter().any(|l| lower.starts_with(l.as_str()))
 }
 
 /// True when a person who writes in lowercase (`voice.lowercase`) has a capital in `text`.
@@ -354,6 +382,14 @@ pub fn check(
         .chain(persona.into_iter().flat_map(|p| p.voice.own_lines()))
         .map(str::to_lowercase)
         .collect();
+    // The warm and cold mood lines that judge the reply, with their bucket.
+    let u = &scenario.utterances;
+    let verdict_moods: Vec<(Bucket, BTreeSet<String>)> = [(Bucket::A, &u.A), (Bucket::C, &u.C)]
+        .into_iter()
+        .flat_map(|(b, lines)| lines.iter().map(move |l| (b, l)))
+        .filter(|(_, l)| catalog.speaker.judges_reply(l))
+        .map(|(b, l)| (b, line_sentences(l)))
+        .collect();
     let mut out = Vec::new();
     for (i, (text, delta, appraisal)) in users.iter().enumerate().skip(1) {
         let Some((reply, _)) = replies.get(i - 1) else {
@@ -371,6 +407,10 @@ pub fn check(
             ),
             answer_word: answer_out_of_place(text, reply, &catalog.speaker)
                 && !head(text).is_some_and(|h| line_heads.contains(&h)),
+            verdict: verdict_out_of_place(text, reply, persona, &own_lines, &catalog.speaker)
+                || verdict_moods
+                    .iter()
+                    .any(|(b, l)| says_line(&turn, l) && !verdict_borne(*b, delta)),
             register_switch: register_switch(text, persona),
             ..TurnFaults::default()
         };
@@ -413,6 +453,7 @@ pub fn check(
         acc.glued += usize::from(f.glued);
         acc.fragment_openers += usize::from(f.fragment_opener);
         acc.answer_words += usize::from(f.answer_word);
+        acc.verdicts += usize::from(f.verdict);
         acc.register_switches += usize::from(f.register_switch);
         acc.unfit_acknowledgements += usize::from(f.unfit_acknowledgement);
         acc.unmatched_complaints += usize::from(!f.unmatched.is_empty());
@@ -446,6 +487,12 @@ pub fn describe(f: &TurnFaults) -> Option<String> {
     }
     if f.answer_word {
         what.push("an answer word before a reply's open question".to_string());
+    }
+    if f.verdict {
+        what.push(
+            "a verdict on the reply that the reply or the emotion's change does not bear out"
+                .to_string(),
+        );
     }
     if f.register_switch {
         what.push("a capital from a person who writes in lowercase".to_string());

@@ -82,7 +82,7 @@ fn share(n: usize, d: usize) -> String {
 
 impl Realism {
     /// The column names of [`Realism::row`].
-    pub const COLUMNS: [&'static str; 16] = [
+    pub const COLUMNS: [&'static str; 17] = [
         "log",
         "dialogues",
         "user turns",
@@ -94,6 +94,7 @@ impl Realism {
         "glued",
         "openers before a fragment",
         "answer words out of place",
+        "verdicts out of place",
         "register switches",
         "unfit acknowledgements",
         "complaints without their finding",
@@ -133,6 +134,7 @@ impl Realism {
             count(f.glued),
             count(f.fragment_openers),
             count(f.answer_words),
+            count(f.verdicts),
             count(f.register_switches),
             count(f.unfit_acknowledgements),
             count(f.unmatched_complaints),

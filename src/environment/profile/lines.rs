@@ -8,6 +8,9 @@
 //!   speaker says only when the appraisal found that fault ("You're going round in circles." as a
 //!   mood line answers replies that did not repeat). Shorter ones ("Maybe.") say nothing of the
 //!   reply;
+//! - each warm and cold mood list (`utterances.A`, `utterances.C`) holds a line on how the user
+//!   feels, not only verdicts on the reply ("That helps.", "You don't get it."), which the speaker
+//!   says only where the emotion's change bears them out;
 //! - a scenario's questions (`factual`, `asks`) each stand as a sentence of their own: the speaker
 //!   says them after other parts of a message, so one that opens with a connective ("And a normal
 //!   resting heart rate ...?") reads as glued to what came before.
@@ -66,6 +69,8 @@ pub fn check_personas(
         .collect();
     generic.extend(speaker.landed.lists().into_iter().flat_map(|(_, _, l)| l));
     generic.extend(&speaker.decline);
+    generic.extend(&speaker.said_all);
+    generic.extend(speaker.said_all_by_kind.values().flatten());
     let generic: BTreeSet<String> = generic
         .into_iter()
         .flat_map(|l| sentences(l).map(normalize))
@@ -86,6 +91,11 @@ pub fn check_personas(
                     .iter()
                     .map(|l| ("voice.decline".to_string(), l)),
             )
+            .chain(p.voice.said_all_by_kind.iter().flat_map(|(k, lines)| {
+                lines
+                    .iter()
+                    .map(move |l| (format!("voice.said_all_by_kind.{}", k.as_str()), l))
+            }))
             .chain(p.voice.reactions.iter().flat_map(|(r, lines)| {
                 lines
                     .iter()
@@ -136,6 +146,20 @@ pub fn check_mood_lines(
 ) -> Result<()> {
     let reactions = reaction_sentences(personas, speaker);
     for s in scenarios.values() {
+        for (at, lines) in [
+            ("utterances.A", &s.utterances.A),
+            ("utterances.C", &s.utterances.C),
+        ] {
+            if lines.iter().all(|l| speaker.judges_reply(l)) {
+                return Err(Error::input(
+                    &s.source,
+                    at,
+                    "every line passes a verdict on the reply (data/speaker.yaml's `verdict`: \
+                     \"That helps.\", \"You don't get it.\"), which the user says only where the \
+                     emotion's change bears it out: add one that says how the user feels",
+                ));
+            }
+        }
         let moods = s
             .user_lines()
             .into_iter()
@@ -228,6 +252,21 @@ mod tests {
             .to_string();
         assert!(err.contains("utterances.C["), "{err}");
         assert!(err.contains("reactions.repeated"), "{err}");
+    }
+
+    #[test]
+    fn a_mood_list_of_verdicts_alone_is_named() {
+        let c = catalog();
+        let mut scenarios = c.scenarios.clone();
+        let (id, s) = scenarios.iter().next().unwrap();
+        let (id, mut edited) = (id.clone(), (**s).clone());
+        edited.utterances.C = vec!["You don't get it.".into(), "That's not helping.".into()];
+        scenarios.insert(id, Arc::new(edited));
+        let err = check_mood_lines(&scenarios, &c.personas, &c.speaker)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("utterances.C"), "{err}");
+        assert!(err.contains("verdict"), "{err}");
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::check::{at_least, id_matches_file, non_empty};
-use super::speech::{Landed, Reaction};
+use super::speech::{Landed, QuestionKind, Reaction};
 use crate::error::{Error, Result};
 
 /// The main character type of a persona (RLVER's user profiles).
@@ -44,6 +44,11 @@ pub struct Voice {
     /// way ("That's all there is to it."); the speaker's generic `said_all` lines follow.
     #[serde(default)]
     pub nothing_more: Vec<String>,
+    /// The same in the terms of the question asked ("Nobody else, no." to "Who else knows?"),
+    /// said before data/speaker.yaml's `said_all_by_kind`, so that users whose answers run out
+    /// do not say so in one voice.
+    #[serde(default)]
+    pub said_all_by_kind: BTreeMap<QuestionKind, Vec<String>>,
     /// How this (guarded, avoidant) person turns a question aside; data/speaker.yaml's `decline`
     /// lines follow.
     #[serde(default)]
@@ -68,11 +73,17 @@ impl Voice {
         self.reactions.get(&r).map_or(&[], Vec::as_slice)
     }
 
-    /// The persona's own lines beyond the openers: `nothing_more`, `decline`, `landed` and
-    /// `reactions`.
+    /// The persona's own lines for a kind of question whose answers are used up.
+    pub fn said_all_for(&self, kind: QuestionKind) -> &[String] {
+        self.said_all_by_kind.get(&kind).map_or(&[], Vec::as_slice)
+    }
+
+    /// The persona's own lines beyond the openers: `nothing_more`, `said_all_by_kind`,
+    /// `decline`, `landed` and `reactions`.
     pub fn own_lines(&self) -> impl Iterator<Item = &str> {
         self.nothing_more
             .iter()
+            .chain(self.said_all_by_kind.values().flatten())
             .chain(&self.decline)
             .chain(self.landed.lists().into_iter().flat_map(|(_, _, l)| l))
             .chain(self.reactions.values().flatten())
@@ -144,6 +155,18 @@ impl Persona {
         at_least(f, "voice.high", &self.voice.high, 1)?;
         at_least(f, "voice.nothing_more", &self.voice.nothing_more, 0)?;
         self.voice.landed.check_slots(f, "voice.landed")?;
+        if let Some((k, _)) = self
+            .voice
+            .said_all_by_kind
+            .iter()
+            .find(|(_, v)| v.is_empty())
+        {
+            return Err(Error::input(
+                f,
+                format!("voice.said_all_by_kind.{}", k.as_str()),
+                "is empty: give it lines or leave the kind out",
+            ));
+        }
         if let Some((r, _)) = self.voice.reactions.iter().find(|(_, v)| v.is_empty()) {
             return Err(Error::input(
                 f,

@@ -259,6 +259,21 @@ pub struct SpeakerRules {
     pub yes_no_starts: Vec<String>,
     /// Words a question may start with before its first real word ("and", "so", "or").
     pub question_leads: Vec<String>,
+    /// What makes a line a verdict on the reply ("That helps.", "You don't get it.").
+    pub verdict: Verdict,
+}
+
+/// What makes a line a verdict on the reply rather than a word on how the user is
+/// ([`SpeakerRules::judges_reply`]).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Verdict {
+    /// Words a first sentence may open with before its verdict ("Oh, that's kind.").
+    pub leads: Vec<String>,
+    /// What a verdict opens with, past the leads ("that", "thank", "it helps").
+    pub starts: Vec<String>,
+    /// Words that speak to the listener ("you", "your"), anywhere in the line.
+    pub words: Vec<String>,
 }
 
 impl SpeakerRules {
@@ -318,6 +333,7 @@ impl SpeakerRules {
             ("fillers", &self.fillers),
             ("answer_words", &self.answer_words),
             ("yes_no_starts", &self.yes_no_starts),
+            ("verdict.starts", &self.verdict.starts),
         ] {
             if lines.is_empty() {
                 return Err(Error::input(path, field, "needs at least one line"));
@@ -372,6 +388,34 @@ impl SpeakerRules {
         }
         let at = first.as_ptr() as usize - line.as_ptr() as usize + first.len();
         Some(line[at..].trim_start())
+    }
+
+    /// True when `line` passes a verdict on the reply rather than saying how the user is: it
+    /// speaks to the listener (`verdict.words`: "You don't get it.", "Nobody asked. Thank you.")
+    /// or its first sentence opens, past `verdict.leads`, with one of `verdict.starts` ("That
+    /// helps.", "Oh, that's kind,", "Good point."). "That" later in a line points back at the
+    /// user's own words ("It's the waiting. That's the worst part.") and is not one.
+    pub fn judges_reply(&self, line: &str) -> bool {
+        let v = &self.verdict;
+        let padded = normalize(line);
+        if v.words
+            .iter()
+            .any(|w| padded.contains(normalize(w).as_str()))
+        {
+            return true;
+        }
+        let Some(first) = sentences(line).next() else {
+            return false;
+        };
+        let first = normalize(first);
+        let past_leads: Vec<&str> = first
+            .split_whitespace()
+            .skip_while(|w| v.leads.iter().any(|l| l == w))
+            .collect();
+        let opening = format!(" {} ", past_leads.join(" "));
+        v.starts
+            .iter()
+            .any(|s| opening.starts_with(normalize(s).as_str()))
     }
 
     /// True when `question` asks yes or no: its first word past `question_leads` is one of
@@ -506,6 +550,35 @@ mod tests {
     fn the_repository_rules_load() {
         let r = rules();
         assert!(r.lines(Reaction::Parroted).len() >= 2);
+    }
+
+    #[test]
+    fn a_verdict_on_the_reply_is_told_from_a_word_on_the_user() {
+        let r = rules();
+        for verdict in [
+            "That helps.",
+            "Honestly, that helps more than I thought.",
+            "Oh, that's kind,",
+            "Good point.",
+            "Thank you,",
+            "You don't get it.",
+            "Nobody's asked how I'm doing. Thank you.",
+            "It helps to talk about it.",
+            "Fair enough.",
+        ] {
+            assert!(r.judges_reply(verdict), "{verdict}");
+        }
+        for about_the_user in [
+            "I feel a bit lighter.",
+            "It's the waiting. That's the worst part.",
+            "Okay, so,",
+            "Right, right.",
+            "I guess.",
+            "Mostly tired, I think.",
+            "Thatcher was our head.",
+        ] {
+            assert!(!r.judges_reply(about_the_user), "{about_the_user}");
+        }
     }
 
     #[test]

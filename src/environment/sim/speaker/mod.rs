@@ -241,14 +241,21 @@ pub fn speak(
     // suppose", would not go before what landed), the guarded ones ("Come on.", "Whatever.")
     // only after a fall below 40, the middle ones otherwise: a dismissive opener before an answer
     // to a question that did no harm reads as scorn for it.
+    // One that judges the reply ("Good point.", "Thank you,") only before a message that answers
+    // no question: before an answer it praises a point nobody made.
     let up = matches!(bucket, Bucket::A | Bucket::B);
     let voice = match input.delta.signum() {
         1 if up => &persona.voice.high,
         -1 if !up => &persona.voice.low,
         _ => &persona.voice.mid,
     };
+    let voice: Vec<String> = voice
+        .iter()
+        .filter(|o| asked.is_empty() || !rules.judges_reply(o))
+        .cloned()
+        .collect();
     if msg.rng.random_bool(rules.opener_rate) {
-        if let Some(o) = msg.pick_fitted(&[voice]) {
+        if let Some(o) = msg.pick_fitted(&[&voice]) {
             msg.mem.remember(&persona.voice, &o);
             msg.opener = Some(o);
         }
@@ -264,14 +271,14 @@ pub fn speak(
         if stacked.agrees_with(input.delta) && found(stacked, input.appraisal, input.delta, heard) {
             msg.say_from(&[persona.voice.lines(stacked), rules.lines(stacked)]);
         }
-        let mood = mood(scenario, bucket, input.delta);
+        let mood = mood(profile, bucket, input.delta, true);
         revealed_now = answer(
             &mut msg,
             profile,
             &asked,
             input.emotion,
             reacted.is_some(),
-            mood,
+            &mood,
         );
     }
     let trusting =
@@ -284,7 +291,8 @@ pub fn speak(
     }
     if !msg.said_something {
         // Nothing in the reply to answer: how the user feels now.
-        msg.say_fitted(&[mood(scenario, bucket, input.delta)]);
+        let [own, middle] = mood(profile, bucket, input.delta, false);
+        msg.say_fitted(&[&own, &middle]);
     }
     // A hint says what the user wishes someone would ask or do; right after a reply that asked
     // what they need, it would presume the question was never put.
@@ -312,13 +320,46 @@ pub fn speak(
     finish(msg, profile)
 }
 
-/// The scenario's lines for how the user feels now, by bucket; a fall makes a warm user cool.
-fn mood(scenario: &Scenario, bucket: Bucket, delta: i32) -> &[String] {
-    let u = &scenario.utterances;
+/// The scenario's lines for how the user feels now, by bucket (a fall makes a warm user cool),
+/// then the middle bucket's for when those are used up. A line that judges the reply
+/// ([`SpeakerRules::judges_reply`]: "That helps.", "You don't get it.") is said only where
+/// [`verdict_borne`], and never as the `answering` of a question: "How do you feel?" is not
+/// answered with "That helps."
+fn mood(profile: &Profile, bucket: Bucket, delta: i32, answering: bool) -> [Vec<String>; 2] {
+    let (u, rules) = (&profile.scenario.utterances, &profile.speaker);
+    let lines = match bucket {
+        Bucket::A if delta >= 0 => Bucket::A,
+        Bucket::A | Bucket::B => Bucket::B,
+        _ => Bucket::C,
+    };
+    let said = |b: Bucket| -> Vec<String> {
+        let pool = match b {
+            Bucket::A => &u.A,
+            Bucket::B => &u.B,
+            _ => &u.C,
+        };
+        pool.iter()
+            .filter(|l| !rules.judges_reply(l) || (!answering && verdict_borne(b, delta)))
+            .cloned()
+            .collect()
+    };
+    let middle = if lines == Bucket::B {
+        Vec::new()
+    } else {
+        said(Bucket::B)
+    };
+    [said(lines), middle]
+}
+
+/// Whether the change bears out a verdict on the reply among the mood lines of `bucket`: a warm
+/// one ("That helps.", `A`) after a rise, a cold one ("You don't get it.", `C`) after a fall, a
+/// middling one ("I hear you, I'm just not there yet.", `B`) after anything. The one home of
+/// this rule, which the speaker follows and `replay user` checks.
+pub fn verdict_borne(bucket: Bucket, delta: i32) -> bool {
     match bucket {
-        Bucket::A if delta >= 0 => &u.A,
-        Bucket::A | Bucket::B => &u.B,
-        _ => &u.C,
+        Bucket::A => delta > 0,
+        Bucket::C => delta < 0,
+        _ => true,
     }
 }
 
@@ -520,7 +561,7 @@ fn answer(
     asked: &[&str],
     emotion: u8,
     reacted: bool,
-    mood: &[String],
+    mood: &[Vec<String>; 2],
 ) -> bool {
     let (s, persona, rules) = (&profile.scenario, &profile.persona, &profile.speaker);
     let question_text = normalize(&asked.join(" "));
@@ -543,7 +584,7 @@ fn answer(
     let answered = match kind {
         Some(k) if msg.say_fitted(&[answers(k)]) => true,
         Some(k) => match Fallback::of(k) {
-            Some(Fallback::Mood) => msg.say_fitted(&[mood]),
+            Some(Fallback::Mood) => msg.say_fitted(&[&mood[0], &mood[1]]),
             Some(Fallback::Need) if !msg.mem.hinted => {
                 msg.mem.hinted = msg.say_from(&[&s.hints]);
                 msg.mem.hinted
@@ -566,11 +607,11 @@ fn answer(
     };
     if !answered {
         // Nothing left of this kind: said in the question's terms where there are lines for it.
-        let [by_kind, generic] = match kind {
-            Some(k) => rules.said_all_for(k),
-            None => [&[][..], &rules.said_all[..]],
+        let ([by_kind, generic], own) = match kind {
+            Some(k) => (rules.said_all_for(k), persona.voice.said_all_for(k)),
+            None => ([&[][..], &rules.said_all[..]], &[][..]),
         };
-        msg.say_fitted(&[by_kind, &persona.voice.nothing_more, generic]);
+        msg.say_fitted(&[own, by_kind, &persona.voice.nothing_more, generic]);
     }
     false
 }

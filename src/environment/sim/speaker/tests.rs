@@ -1012,3 +1012,89 @@ fn an_opener_whose_word_comes_again_is_left_out() {
         "Honestly, you remembered, which means a lot."
     );
 }
+
+/// The fixture with mood lines of both kinds and a persona whose warm opener judges the reply.
+fn with_verdicts() -> Profile {
+    let mut p = profile(Character::Negative);
+    let mut s = (*p.scenario).clone();
+    s.utterances.A = vec!["That helps, honestly.".into(), "I feel lighter.".into()];
+    s.utterances.C = vec!["You don't get it.".into(), "I'm tired.".into()];
+    p.scenario = Arc::new(s);
+    let mut persona = (*p.persona).clone();
+    persona.voice.high = vec!["Good point.".into()];
+    p.persona = Arc::new(persona);
+    p
+}
+
+/// The user's first message after `reply`, with its own seed.
+fn seeded(p: &Profile, reply: &str, emotion: u8, delta: i32, seed: u64) -> String {
+    speak(
+        p,
+        &mut SpeakerMemory::default(),
+        &mut ChaCha8Rng::seed_from_u64(seed),
+        &SpeakInput {
+            emotion,
+            delta,
+            reply,
+            appraisal: &appraisal(&[], &[]),
+            question: None,
+            reveal_min_delta: REVEAL_MIN_DELTA,
+        },
+    )
+}
+
+/// "That helps." only after a rise and "You don't get it." only after a fall; neither after a
+/// reply that asked something, where a mood line answers the question.
+#[test]
+fn a_verdict_mood_line_waits_for_a_change_that_bears_it_out() {
+    let p = with_verdicts();
+    let says = |reply: &str, emotion: u8, delta: i32, line: &str| {
+        (0..40).any(|seed| seeded(&p, reply, emotion, delta, seed).contains(line))
+    };
+    // A rise short of what brings out a hidden fact, so that the mood line is what is said.
+    let statement = "Mm, okay then.";
+    let rise = REVEAL_MIN_DELTA - 1;
+    assert!(says(statement, 75, rise, "That helps"));
+    assert!(!says(statement, 75, 0, "That helps"));
+    assert!(says(statement, 75, 0, "I feel lighter"));
+    assert!(!says("How are you feeling now?", 75, rise, "That helps"));
+    assert!(says(statement, 30, -5, "You don't get it"));
+    assert!(!says(statement, 30, rise, "You don't get it"));
+    assert!(!says(statement, 30, 0, "You don't get it"));
+}
+
+/// "Good point." opens a message only after a reply that asked nothing: before the answer to
+/// "What happened?" it praises a point nobody made.
+#[test]
+fn a_verdict_opener_waits_for_a_reply_that_asked_nothing() {
+    let p = with_verdicts();
+    let opens =
+        |reply: &str| (0..40).any(|seed| seeded(&p, reply, 60, 5, seed).starts_with("Good point."));
+    assert!(opens("That sounds like a long year."));
+    assert!(!opens("What happened this morning?"));
+}
+
+/// A persona's own "nothing more" in the question's terms comes before data/speaker.yaml's, so
+/// users whose answers run out do not say so in one voice.
+#[test]
+fn a_persona_says_it_has_said_all_in_its_own_words_first() {
+    let mut p = profile(Character::Negative);
+    let mut persona = (*p.persona).clone();
+    persona
+        .voice
+        .said_all_by_kind
+        .insert(QuestionKind::Who, vec!["Nobody else I would tell.".into()]);
+    p.persona = Arc::new(persona);
+    let a = appraisal(&[], &[(Move::OpenQuestion, 1.0)]);
+    let mut mem = SpeakerMemory::default();
+    assert!(say(&p, &mut mem, "Who else is around to help?", &a, 45, 0).contains("my husband"));
+    let who = say(
+        &p,
+        &mut mem,
+        "Who else knows how you're feeling?",
+        &a,
+        45,
+        0,
+    );
+    assert!(who.contains("Nobody else I would tell."), "{who}");
+}
