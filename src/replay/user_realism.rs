@@ -189,6 +189,9 @@ impl Answers<'_> {
                 .map(String::as_str),
         );
         if let Some(p) = self.persona {
+            if let Some(k) = kind {
+                out.extend(p.voice.said_all_for(k).iter().map(String::as_str));
+            }
             out.extend(p.voice.nothing_more.iter().map(String::as_str));
             out.extend(p.voice.decline.iter().map(String::as_str));
         }

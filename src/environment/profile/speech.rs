@@ -379,9 +379,7 @@ impl SpeakerRules {
     /// otherwise, a hedge run into its sentence included ("I guess, the nights are worst.").
     pub fn after_answer<'a>(&self, line: &'a str) -> Option<&'a str> {
         let first = sentences(line).next()?;
-        let ended = first
-            .trim_end_matches(CLOSERS)
-            .ends_with(['.', '!', '?', '\u{2026}']);
+        let ended = first.trim_end_matches(CLOSERS).ends_with(END_MARKS);
         let short = normalize(first).split_whitespace().count() <= self.answer_max_words;
         if !(ended && short && self.answers_yes_no(first)) {
             return None;
@@ -462,6 +460,9 @@ pub fn normalize(text: &str) -> String {
 pub fn sentences(line: &str) -> impl Iterator<Item = &str> {
     split_after(line, &['.', '!', '?'])
 }
+
+/// The marks that end a sentence.
+pub const END_MARKS: [char; 4] = ['.', '!', '?', '\u{2026}'];
 
 /// Quotes and brackets that close a sentence right after its end mark.
 const CLOSERS: [char; 6] = ['"', '\'', '\u{201d}', '\u{2019}', ')', ']'];

@@ -24,7 +24,7 @@ use super::emotion::Bucket;
 use super::text::{affirmed, normalize, said_sentences};
 use super::Appraisal;
 use crate::profile::persona::Voice;
-use crate::profile::speech::fill;
+use crate::profile::speech::{fill, END_MARKS};
 use crate::profile::{
     Character, HiddenFact, Profile, QuestionKind, Reaction, Scenario, SpeakerRules,
 };
@@ -438,9 +438,6 @@ fn repeats_into(opener: &str, body: &str) -> bool {
 
 /// Letters from which an opener's word said again in the message reads as a repeated filler.
 const ECHO_LETTERS: usize = 4;
-
-/// The marks that end a sentence.
-const END_MARKS: [char; 4] = ['.', '!', '?', '\u{2026}'];
 
 /// `part` ending a sentence: a full stop added when it ends on none ("u stopped halfway thru"),
 /// so that the next part does not run into it.
