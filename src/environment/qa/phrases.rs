@@ -42,6 +42,11 @@ pub(crate) const REJECTORS: [&str; 11] = [
 pub(crate) const ACCEPTORS: [&str; 6] = [
     "correct", "right", "true", "accurate", "answer", "it",
 ];
+/// Words that approve of a value in its clause ("140 over 90 is fine"): a wrong value beside them
+/// is no aside.
+pub(crate) const APPROVALS: [&str; 8] = [
+    "correct", "right", "true", "accurate", "fine", "okay", "ok", "good",
+];
 /// Words that may stand between a value and a rejection ("8 is actually a common misconception",
 /// "Sydney is often mistaken for the capital").
 #[rustfmt::skip]

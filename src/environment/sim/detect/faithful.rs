@@ -237,6 +237,22 @@ fn derivable(given: &BTreeSet<u64>) -> BTreeSet<u64> {
 }
 
 /// The quoted spans of a sentence (between straight or curly double quotes).
+/// True when the user said `name` (lowercase), alone or as its plural ("Sunday" for "on
+/// Sundays", "Christmases" for "every Christmas"): a name in the other number is the same name.
+fn name_said(name: &str, said: &BTreeSet<String>) -> bool {
+    let stem = |w: &str| -> String {
+        let w = w
+            .strip_suffix("es")
+            .filter(|s| s.ends_with(['s', 'x', 'z', 'h']))
+            .unwrap_or(w);
+        w.strip_suffix('s')
+            .filter(|s| !s.ends_with('s'))
+            .unwrap_or(w)
+            .to_string()
+    };
+    said.contains(name) || said.iter().any(|w| stem(w) == stem(name))
+}
+
 fn quotations(text: &str) -> Vec<String> {
     let folded: String = text
         .chars()
@@ -408,7 +424,7 @@ impl Faithful {
                 continue;
             }
             for name in self.names(s) {
-                if !said_words.contains(&name.to_lowercase()) {
+                if !name_said(&name.to_lowercase(), &said_words) {
                     found.push(name);
                 }
             }
@@ -682,6 +698,22 @@ mod tests {
             let got = f.judge(reply, &[GRIEF], &[]);
             assert!(!got.any(), "{reply}: {got:?}");
         }
+    }
+
+    #[test]
+    fn a_name_the_user_said_in_the_other_number_is_not_invented() {
+        let f = checks();
+        let user = "We bought it the year we married. Forty-one years of Christmases in that \
+                    front room. She made sweet rice on Sundays.";
+        for reply in [
+            "Bought the year you married, and every Christmas since in that front room.",
+            "I know about her Sunday kitchen and the sweet rice.",
+        ] {
+            let got = f.judge(reply, &[user], &[]);
+            assert!(got.invented.is_empty(), "{reply}: {:?}", got.invented);
+        }
+        let got = f.judge("Every Easter in that front room was yours.", &[user], &[]);
+        assert_eq!(got.invented, ["Easter"]);
     }
 
     #[test]
