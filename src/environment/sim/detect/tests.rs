@@ -253,6 +253,15 @@ fn sycophancy_is_agreeing_with_everything() {
         .sycophancy
     );
     assert!(!find("You're not overreacting. What hurt most?", &[]).sycophancy);
+    // "Exactly" agrees as a verdict, not as an intensifier.
+    assert!(find("Yes, exactly. So true.", &[]).sycophancy);
+    assert!(
+        !find(
+            "A steep staircase is exactly the kind of thing that keeps anyone up at night.",
+            &[]
+        )
+        .sycophancy
+    );
 }
 
 #[test]
