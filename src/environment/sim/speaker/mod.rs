@@ -324,7 +324,7 @@ pub fn speak(
 /// then the middle bucket's for when those are used up. A line that judges the reply
 /// ([`SpeakerRules::judges_reply`]: "That helps.", "You don't get it.") is said only where
 /// [`verdict_borne`], and never as the `answering` of a question: "How do you feel?" is not
-/// answered with "That helps."
+/// answered with "That helps.", nor with a question of the user's own.
 fn mood(profile: &Profile, bucket: Bucket, delta: i32, answering: bool) -> [Vec<String>; 2] {
     let (u, rules) = (&profile.scenario.utterances, &profile.speaker);
     let lines = match bucket {
@@ -340,6 +340,8 @@ fn mood(profile: &Profile, bucket: Bucket, delta: i32, answering: bool) -> [Vec<
         };
         pool.iter()
             .filter(|l| !rules.judges_reply(l) || (!answering && verdict_borne(b, delta)))
+            // A mood line that asks ("So is it serious or not?") answers no question.
+            .filter(|l| !answering || !l.trim_end().ends_with('?'))
             .cloned()
             .collect()
     };

@@ -1058,6 +1058,18 @@ fn a_verdict_mood_line_waits_for_a_change_that_bears_it_out() {
     assert!(!says(statement, 75, 0, "That helps"));
     assert!(says(statement, 75, 0, "I feel lighter"));
     assert!(!says("How are you feeling now?", 75, rise, "That helps"));
+    // Nor a mood line that is a question.
+    let mut asking = p.clone();
+    let mut s = (*asking.scenario).clone();
+    s.utterances.B = vec![
+        "So is it serious or not?".into(),
+        "I follow some of it.".into(),
+    ];
+    s.answers.remove(&QuestionKind::Feel);
+    asking.scenario = Arc::new(s);
+    let answer = |seed| seeded(&asking, "How are you feeling now?", 50, 0, seed);
+    assert!((0..40).all(|seed| !answer(seed).contains("serious or not")));
+    assert!((0..40).any(|seed| answer(seed).contains("I follow some of it")));
     assert!(says(statement, 30, -5, "You don't get it"));
     assert!(!says(statement, 30, rise, "You don't get it"));
     assert!(!says(statement, 30, 0, "You don't get it"));
