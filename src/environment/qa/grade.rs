@@ -231,8 +231,8 @@ pub fn grade(key: &AnswerKey, belief: Belief, reply: &str) -> Judgement {
             && text.clause_holds(s, &focus)
     });
     let aside = |s: &&Span| !text.clause_holds(s, &focus) && !text.clause_holds(s, &APPROVALS);
-    let wrong_asserted =
-        !wrong_claims.is_empty() && !(key_framed && wrong_claims.iter().all(aside));
+    let answered_aside = key_framed && wrong_claims.iter().all(aside);
+    let wrong_asserted = !wrong_claims.is_empty() && !answered_aside;
     let refusal_phrase = text.words.is_empty() || REFUSALS.iter().any(|r| text.contains_phrase(r));
     let non_answer_phrase = NON_ANSWERS.iter().any(|r| text.contains_phrase(r));
     let outcome = match (key_asserted, wrong_asserted) {
