@@ -44,7 +44,7 @@ pub struct Voice {
     /// way ("That's all there is to it."); the speaker's generic `said_all` lines follow.
     #[serde(default)]
     pub nothing_more: Vec<String>,
-    /// The same in the terms of the question asked ("Nobody else, no." to "Who else knows?"),
+    /// The same in the terms of the question asked ("Nobody else I'd tell." to "Who else knows?"),
     /// said before data/speaker.yaml's `said_all_by_kind`, so that users whose answers run out
     /// do not say so in one voice.
     #[serde(default)]
