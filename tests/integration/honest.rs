@@ -131,8 +131,9 @@ fn fit(records: &[EpisodeRecord]) -> Fit {
     acc
 }
 
-/// Every user turn of the replayed honest dialogues fits what happened, and a turn edited to break
-/// each rule is caught (the register switch in `replay::user_fit`'s unit tests).
+/// Every user turn of the replayed honest dialogues fits what happened, no two users of different
+/// scenarios share a sentence at one point of their dialogues, and a turn edited to break each
+/// rule is caught (the register switch in `replay::user_fit`'s unit tests).
 fn user_words_fit(set: &str, again: &[EpisodeRecord]) {
     let f = fit(again);
     assert!(f.turns > 100, "{set}: {} user turns", f.turns);
@@ -140,10 +141,12 @@ fn user_words_fit(set: &str, again: &[EpisodeRecord]) {
         ("glued", f.glued),
         ("openers before a fragment", f.fragment_openers),
         ("answer words out of place", f.answer_words),
+        ("verdicts out of place", f.verdicts),
         ("register switches", f.register_switches),
         ("unfit acknowledgements", f.unfit_acknowledgements),
         ("complaints without their finding", f.unmatched_complaints),
         ("sign disagreements", f.sign_disagreements),
+        ("turns with a stock sentence", f.stock_turns()),
     ] {
         assert_eq!(n, 0, "{set}: {what}");
     }
@@ -196,13 +199,35 @@ fn user_words_fit(set: &str, again: &[EpisodeRecord]) {
     let mut answer = rec.clone();
     reply_before(&mut answer, "What matters most to you in all of this?");
     user(&mut answer, "Possibly. She never called back.");
-    let caught: [(&str, EpisodeRecord, Count); 5] = [
+    // A persona's opener that judges the reply ("Good point.") before the answer to a question.
+    let verdict = again
+        .iter()
+        .find_map(|r| {
+            let voice = &catalog().personas[&r.profile.persona].voice;
+            let o = voice
+                .openers()
+                .find(|o| catalog().speaker.judges_reply(o))?;
+            let at = 1 + r.turns.iter().skip(1).position(|t| matches!(t, Turn::User { .. }))?;
+            let mut r = r.clone();
+            if let Turn::Assistant { text, .. } = &mut r.turns[at - 1] {
+                *text = "What happened after that?".to_string();
+            }
+            if let Turn::User { text, .. } = &mut r.turns[at] {
+                *text = format!("{o} She never called back.");
+            }
+            Some(r)
+        })
+        .expect("a persona with an opener that judges the reply");
+    let caught: [(&str, EpisodeRecord, Count); 6] = [
         ("glued", glued, |f| f.glued),
         ("an opener before a fragment", fragment, |f| {
             f.fragment_openers
         }),
         ("an answer word before an open question", answer, |f| {
             f.answer_words
+        }),
+        ("a verdict before the answer to a question", verdict, |f| {
+            f.verdicts
         }),
         ("a denied feeling acknowledged", denied, |f| {
             f.unfit_acknowledgements
