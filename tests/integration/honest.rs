@@ -207,7 +207,11 @@ fn user_words_fit(set: &str, again: &[EpisodeRecord]) {
             let o = voice
                 .openers()
                 .find(|o| catalog().speaker.judges_reply(o))?;
-            let at = 1 + r.turns.iter().skip(1).position(|t| matches!(t, Turn::User { .. }))?;
+            let at = 1 + r
+                .turns
+                .iter()
+                .skip(1)
+                .position(|t| matches!(t, Turn::User { .. }))?;
             let mut r = r.clone();
             if let Turn::Assistant { text, .. } = &mut r.turns[at - 1] {
                 *text = "What happened after that?".to_string();
