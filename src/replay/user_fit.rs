@@ -552,6 +552,31 @@ voice:
     }
 
     #[test]
+    fn a_verdict_opener_before_an_answer_is_caught_and_after_a_statement_is_not() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let rules = SpeakerRules::load(&root.join("data/speaker.yaml")).unwrap();
+        let mut p = persona(false);
+        p.voice.high.push("Good point.".into());
+        let out = |t: &str, reply: &str| verdict_out_of_place(t, reply, Some(&p), &[], &rules);
+        let text = "Good point. She never called back.";
+        assert!(out(text, "What happened next?"));
+        assert!(!out(text, "That sounds so hard."));
+        assert!(!out(
+            "I don't know. She never called back.",
+            "What happened next?"
+        ));
+        // A scenario line that starts as the opener does is that line.
+        let lines = ["good point. she never called back.".to_string()];
+        assert!(!verdict_out_of_place(
+            text,
+            "What happened next?",
+            Some(&p),
+            &lines,
+            &rules
+        ));
+    }
+
+    #[test]
     fn an_opener_before_a_fragment_is_caught_and_before_a_sentence_is_not() {
         let p = persona(false);
         let lines = ["hm. sort of.".to_string()];
