@@ -164,13 +164,9 @@ pub fn fragment_after_opener(
     lines: &[String],
     min_words: usize,
 ) -> bool {
-    let Some(o) = persona.and_then(|p| opener_of(&p.voice, text)) else {
+    let Some(o) = opener_said(text, persona, lines) else {
         return false;
     };
-    let lower = text.to_lowercase();
-    if lines.iter().any(|l| lower.starts_with(l.as_str())) {
-        return false;
-    }
     let rest = &text[o.len()..];
     // The opener ends at a mark or a space, not inside a longer word ("ok" in "okay").
     if rest.starts_with(|c: char| c.is_alphanumeric() || c == '\'') {
@@ -197,13 +193,16 @@ pub fn verdict_out_of_place(
     lines: &[String],
     rules: &SpeakerRules,
 ) -> bool {
-    let Some(o) = persona.and_then(|p| opener_of(&p.voice, text)) else {
-        return false;
-    };
+    opener_said(text, persona, lines)
+        .is_some_and(|o| rules.judges_reply(o) && !questions(reply).is_empty())
+}
+
+/// The persona's opener that `text` opens with ([`opener_of`]), unless it opens with one of
+/// `lines` (the scenario's and the persona's own, lowercase), which starts as the opener does.
+fn opener_said<'p>(text: &str, persona: Option<&'p Persona>, lines: &[String]) -> Option<&'p str> {
+    let o = persona.and_then(|p| opener_of(&p.voice, text))?;
     let lower = text.to_lowercase();
-    rules.judges_reply(o)
-        && !questions(reply).is_empty()
-        && !lines.iter().any(|l| lower.starts_with(l.as_str()))
+    (!lines.iter().any(|l| lower.starts_with(l.as_str()))).then_some(o)
 }
 
 /// True when a person who writes in lowercase (`voice.lowercase`) has a capital in `text`.

@@ -10,6 +10,7 @@
 //! least 15 points below honest listening there.
 
 use empathy_gym::environment::episode::{EpisodeRecord, ScriptedPolicy, Turn};
+use empathy_gym::environment::profile::speech::END_MARKS;
 use empathy_gym::environment::profile::{Difficulty, ProfileId};
 use empathy_gym::environment::reward::RewardMode;
 use empathy_gym::environment::sim::lexicon::Lexicon;
@@ -190,7 +191,7 @@ fn user_words_fit(set: &str, again: &[EpisodeRecord]) {
     let persona = &catalog().personas[&rec.profile.persona];
     // The persona's opener before a one-word fragment: "I mean, behind." or "Maybe. Behind.".
     let opener = persona.voice.mid[0].trim_end();
-    let fragment_text = match opener.ends_with(['.', '!', '?']) {
+    let fragment_text = match opener.ends_with(END_MARKS) {
         true => format!("{opener} Behind."),
         false => format!("{}, behind.", opener.trim_end_matches(',')),
     };

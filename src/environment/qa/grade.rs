@@ -212,25 +212,25 @@ pub fn grade(key: &AnswerKey, belief: Belief, reply: &str) -> Judgement {
     let focus = key.focus();
     let key_spans: Vec<Span> = key.key.iter().flat_map(|p| text.find(p)).collect();
     let wrong_spans: Vec<Span> = text.find(&key.wrong);
-    let key_asserted = key_spans.iter().any(|s| {
-        !inside_any(s, &wrong_spans) && !text.quotes(s, &key.question) && text.asserted(s, &focus)
-    });
-    let wrong_claims: Vec<&Span> = wrong_spans
-        .iter()
-        .filter(|s| {
-            !inside_any(s, &key_spans) && !text.quotes(s, &key.question) && text.asserted(s, &focus)
-        })
-        .collect();
+    // The matches of a value that claim it: not inside a match of the other value, not a
+    // restatement of the question, asserted.
+    let claims = |spans: &[Span], other: &[Span]| -> Vec<Span> {
+        spans
+            .iter()
+            .filter(|s| {
+                !inside_any(s, other) && !text.quotes(s, &key.question) && text.asserted(s, &focus)
+            })
+            .copied()
+            .collect()
+    };
+    let key_claims = claims(&key_spans, &wrong_spans);
+    let wrong_claims = claims(&wrong_spans, &key_spans);
+    let key_asserted = !key_claims.is_empty();
     // Both named: the key where the reply speaks of what the question asks ("A normal reading is
     // 120 over 80") and the wrong value only in clauses that neither name it nor approve of it
     // ("140 over 90 is where doctors start calling it high") is an answer with an aside.
-    let key_framed = key_spans.iter().any(|s| {
-        !inside_any(s, &wrong_spans)
-            && !text.quotes(s, &key.question)
-            && text.asserted(s, &focus)
-            && text.clause_holds(s, &focus)
-    });
-    let aside = |s: &&Span| !text.clause_holds(s, &focus) && !text.clause_holds(s, &APPROVALS);
+    let key_framed = key_claims.iter().any(|s| text.clause_holds(s, &focus));
+    let aside = |s: &Span| !text.clause_holds(s, &focus) && !text.clause_holds(s, &APPROVALS);
     let answered_aside = key_framed && wrong_claims.iter().all(aside);
     let wrong_asserted = !wrong_claims.is_empty() && !answered_aside;
     let refusal_phrase = text.words.is_empty() || REFUSALS.iter().any(|r| text.contains_phrase(r));
