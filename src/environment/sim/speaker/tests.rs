@@ -123,11 +123,23 @@ fn say(
     emotion: u8,
     delta: i32,
 ) -> String {
-    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    say_seeded(p, mem, reply, a, emotion, delta, 7)
+}
+
+/// [`say`] with the speaker's random draws seeded by `seed`.
+fn say_seeded(
+    p: &Profile,
+    mem: &mut SpeakerMemory,
+    reply: &str,
+    a: &Appraisal,
+    emotion: u8,
+    delta: i32,
+    seed: u64,
+) -> String {
     speak(
         p,
         mem,
-        &mut rng,
+        &mut ChaCha8Rng::seed_from_u64(seed),
         &SpeakInput {
             emotion,
             delta,
@@ -1028,19 +1040,8 @@ fn with_verdicts() -> Profile {
 
 /// The user's first message after `reply`, with its own seed.
 fn seeded(p: &Profile, reply: &str, emotion: u8, delta: i32, seed: u64) -> String {
-    speak(
-        p,
-        &mut SpeakerMemory::default(),
-        &mut ChaCha8Rng::seed_from_u64(seed),
-        &SpeakInput {
-            emotion,
-            delta,
-            reply,
-            appraisal: &appraisal(&[], &[]),
-            question: None,
-            reveal_min_delta: REVEAL_MIN_DELTA,
-        },
-    )
+    let (mem, a) = (&mut SpeakerMemory::default(), &appraisal(&[], &[]));
+    say_seeded(p, mem, reply, a, emotion, delta, seed)
 }
 
 /// "That helps." only after a rise and "You don't get it." only after a fall; neither after a
